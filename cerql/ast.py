@@ -1,0 +1,299 @@
+"""The typed, immutable syntax tree of a CEQL query.
+
+Input: nothing (pure data). Output: the node classes that parser/to_ast.py builds from the lark
+tree and that the planner and the evaluators read. One frozen, slotted dataclass per grammar
+construct, named after its rule. Every node has a ``span`` (where it was written) that takes no
+part in equality, so ``parse(str(ast)) == ast`` holds for canonical printing. Spark SQL
+fragments are :class:`SqlExpr` values: their sqlglot tree plus canonical Spark SQL text, equal
+when the text is equal (this module never imports sqlglot).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Union
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Where a node was written: 0-based character offsets and the 1-based line/column of start."""
+
+    start: int
+    end: int
+    line: int
+    column: int
+
+
+class _Node:
+    """Base of every node: ``str(node)`` is canonical CEQL (parser/printer.py)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        from cerql.parser.printer import to_ceql  # printing is a separate visitor
+
+        return to_ceql(self)
+
+
+def _span() -> Any:
+    return field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SqlExpr(_Node):
+    """A Spark SQL fragment. ``text`` is canonical Spark SQL (sqlglot's output); ``tree`` is the
+    sqlglot expression; ``offset`` maps sqlglot's positions (in ``source``) back to the query."""
+
+    text: str
+    tree: Any = field(default=None, compare=False, repr=False)
+    source: str = field(default="", compare=False, repr=False)
+    offset: int = field(default=0, compare=False, repr=False)
+    span: Span | None = _span()
+
+
+# ---------------------------------------------------------------------------- patterns
+@dataclass(frozen=True, slots=True)
+class Atom(_Node):
+    """``T`` or ``S>T``: one event of type ``type`` (from source ``source`` when given)."""
+
+    type: str
+    source: str | None = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class As(_Node):
+    """``p AS var``: var collects every position of p."""
+
+    pattern: "Pattern"
+    var: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class KleenePlus(_Node):
+    """``p+``: one or more ``;``-concatenations of p."""
+
+    pattern: "Pattern"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class ContiguousPlus(_Node):
+    """``p :+``: one or more ``:``-concatenations of p."""
+
+    pattern: "Pattern"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Seq(_Node):
+    """``p ; q``: q starts after p ends, gaps allowed."""
+
+    left: "Pattern"
+    right: "Pattern"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Contiguous(_Node):
+    """``p : q``: q starts at the position right after p ends."""
+
+    left: "Pattern"
+    right: "Pattern"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Or(_Node):
+    """``p OR q``: the union of both."""
+
+    left: "Pattern"
+    right: "Pattern"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Filter(_Node):
+    """``p FILTER condition``."""
+
+    pattern: "Pattern"
+    condition: "Condition"
+    span: Span | None = _span()
+
+
+Pattern = Union[Atom, As, KleenePlus, ContiguousPlus, Seq, Contiguous, Or, Filter]
+
+
+# ---------------------------------------------------------------------------- filter conditions
+@dataclass(frozen=True, slots=True)
+class VarPredicate(_Node):
+    """``var[predicate]``: every event of var satisfies predicate (bare column names)."""
+
+    var: str
+    predicate: SqlExpr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class CrossPredicate(_Node):
+    """A predicate over qualified columns of several variables (DESIGN.md 4.7)."""
+
+    expr: SqlExpr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class FilterAnd(_Node):
+    left: "Condition"
+    right: "Condition"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class FilterOr(_Node):
+    left: "Condition"
+    right: "Condition"
+    span: Span | None = _span()
+
+
+Condition = Union[VarPredicate, CrossPredicate, FilterAnd, FilterOr]
+
+
+# ---------------------------------------------------------------------------- SELECT items
+@dataclass(frozen=True, slots=True)
+class Star(_Node):
+    """``SELECT *``: every AS variable and every atom type under no AS."""
+
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class SelectVar(_Node):
+    """``SELECT var``: the variable's events with every stream column."""
+
+    var: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class SelectVarColumns(_Node):
+    """``SELECT var[col, ...]``: the variable's events with the listed columns."""
+
+    var: str
+    columns: tuple[str, ...]
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class SelectExpr(_Node):
+    """``SELECT spark_expr [AS alias]`` over qualified columns (a.price, sum(b.volume))."""
+
+    expr: SqlExpr
+    alias: str | None = None
+    span: Span | None = _span()
+
+
+SelectItem = Union[SelectVar, SelectVarColumns, SelectExpr]
+
+
+# ---------------------------------------------------------------------------- clauses
+@dataclass(frozen=True, slots=True)
+class Source(_Node):
+    """``name [[AS] alias] [TYPED BY column]`` in FROM."""
+
+    name: str
+    alias: str | None = None
+    typed_by: str | None = None
+    span: Span | None = _span()
+
+    @property
+    def ref(self) -> str:
+        """The name atoms use for this source: its alias, else the last part of its name."""
+        return self.alias or self.name.split(".")[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class EventsWindow(_Node):
+    """``WITHIN n EVENTS``: end position - start position <= n."""
+
+    events: int
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow(_Node):
+    """``WITHIN <duration> [col]``: ts(end) - ts(start) <= micros, on the ordering column
+    (or on ``column``, which must be the first ordering column)."""
+
+    micros: int
+    column: str | None = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnWindow(_Node):
+    """``WITHIN n [col]``: col(end) - col(start) <= n, col numeric."""
+
+    amount: int | float
+    column: str
+    span: Span | None = _span()
+
+
+Window = Union[EventsWindow, TimeWindow, ColumnWindow]
+
+STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
+CONSUME_POLICIES = ("NONE", "PARTITION", "ANY")
+
+
+@dataclass(frozen=True, slots=True)
+class Select(_Node):
+    """One CEQL query (DESIGN.md section 2)."""
+
+    projection: Star | tuple[SelectItem, ...]
+    sources: tuple[Source, ...]
+    pattern: Pattern
+    strategy: str = "ALL"
+    partition_by: tuple[str, ...] = ()
+    order_by: tuple[str, ...] = ()
+    within: Window | None = None
+    consume: str = "NONE"
+    limit: int | None = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class CreateView(_Node):
+    """``CREATE [OR REPLACE] TEMP VIEW name AS select``."""
+
+    name: str
+    select: Select
+    replace: bool = False
+    span: Span | None = _span()
+
+
+Query = Union[Select, CreateView]
+
+
+def children(node: Any) -> Iterator[Any]:
+    """The pattern/condition children of a node, left to right."""
+    if isinstance(node, (Seq, Contiguous, Or, FilterAnd, FilterOr)):
+        yield node.left
+        yield node.right
+    elif isinstance(node, (As, KleenePlus, ContiguousPlus)):
+        yield node.pattern
+    elif isinstance(node, Filter):
+        yield node.pattern
+        yield node.condition
+
+
+def walk(node: Any) -> Iterator[Any]:
+    """Every pattern and condition node under ``node`` (itself first), depth first."""
+    yield node
+    for child in children(node):
+        yield from walk(child)
+
+
+def select_of(query: Query) -> Select:
+    """The SELECT of a query, through CREATE VIEW."""
+    return query.select if isinstance(query, CreateView) else query

@@ -1,0 +1,158 @@
+"""Spark SQL fragments of a CEQL query, parsed by sqlglot.
+
+Input: the text of a fragment (a FILTER, a SELECT item, a bracket) and its offset in the query.
+Output: :class:`cerql.ast.SqlExpr` values and the FILTER condition tree. sqlglot is used only by
+composition (``parse_one(text, read="spark")`` and ``exp`` node construction), never subclassed,
+so the compiled ``sqlglotc`` build works too. CORE's predicate forms are accepted and rewritten
+to Spark SQL: ``x IN {1, 2}`` to ``x IN (1, 2)``, ``x IN RANGE(a, b)`` to ``x BETWEEN a AND b``,
+and ``==`` (which sqlglot already reads as ``=``).
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from cerql import ast
+from cerql.errors import ParseError, position_of
+
+DIALECT = "spark"
+
+
+def _braces_to_parens(text: str) -> str:
+    """CORE's ``IN {1, 2}`` set literal as Spark's ``IN (1, 2)``; same length, so positions hold."""
+    out, quote = [], None
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "{":
+            ch = "("
+        elif ch == "}":
+            ch = ")"
+        out.append(ch)
+    return "".join(out)
+
+
+def _in_range_to_between(node: exp.Expression) -> exp.Expression:
+    """CORE's ``x IN RANGE(a, b)`` (inclusive) as ``x BETWEEN a AND b``."""
+    if isinstance(node, exp.In):
+        call = node.args.get("field")
+        if call is None and len(node.expressions) == 1:
+            call = node.expressions[0]
+        if isinstance(call, exp.Anonymous) and call.name.upper() == "RANGE" and len(call.expressions) == 2:
+            low, high = call.expressions
+            return exp.Between(this=node.this.copy(), low=low.copy(), high=high.copy())
+    return node
+
+
+def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
+    """Parse one Spark SQL fragment that starts at ``offset`` in ``query``."""
+    try:
+        tree = sqlglot.parse_one(_braces_to_parens(text), read=DIALECT)
+    except sqlglot.errors.ParseError as err:
+        detail = err.errors[0] if err.errors else {}
+        where = offset
+        if detail.get("line"):
+            lines = text.split("\n")
+            line_start = sum(len(s) + 1 for s in lines[: detail["line"] - 1])
+            end = line_start + detail.get("col", 1)
+            where = offset + max(line_start, end - len(detail.get("highlight") or " "))
+        line, column = position_of(query, where)
+        message = (detail.get("description") or str(err)).split("\n")[0]
+        raise ParseError(
+            f"Invalid Spark SQL expression: {message}",
+            error_class="INVALID_SQL_EXPRESSION",
+            line=line,
+            column=column,
+            hint="inside FILTER brackets and SELECT items the language is Spark SQL",
+            text=query,
+        ) from None
+    except sqlglot.errors.SqlglotError as err:
+        line, column = position_of(query, offset)
+        raise ParseError(
+            f"Invalid Spark SQL expression: {err}",
+            error_class="INVALID_SQL_EXPRESSION",
+            line=line,
+            column=column,
+            text=query,
+        ) from None
+    return tree.transform(_in_range_to_between)
+
+
+def sql_expr(tree: exp.Expression, source: str, offset: int, span: ast.Span | None) -> ast.SqlExpr:
+    """Wrap a sqlglot tree as an AST value with canonical Spark SQL text."""
+    return ast.SqlExpr(tree.sql(dialect=DIALECT), tree, source, offset, span)
+
+
+def expr_position(expr: ast.SqlExpr, node: exp.Expression | None = None) -> int:
+    """Offset in the query of ``node`` (a part of ``expr.tree``), as well as sqlglot knows it."""
+    if node is not None:
+        for ident in node.find_all(exp.Identifier):
+            start = ident.meta.get("start")
+            if start is not None:
+                return expr.offset + start
+    return expr.span.start if expr.span else expr.offset
+
+
+def _span_in(query: str, offset: int, node: exp.Expression, whole: tuple[int, int]) -> ast.Span:
+    starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
+    start = offset + min(starts) if starts else whole[0]
+    line, column = position_of(query, start)
+    return ast.Span(start, whole[1], line, column)
+
+
+def _bare_var(node: exp.Expression) -> str | None:
+    """The variable name of ``var[...]`` when node is a bracket on an unqualified name."""
+    if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Column) and not node.this.table:
+        return node.this.name
+    return None
+
+
+def _strip_qualifier(tree: exp.Expression, var: str) -> exp.Expression:
+    """``b[b.price > 1]`` means ``b[price > 1]``."""
+
+    def fix(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.table == var and not node.args.get("db"):
+            return exp.column(node.this.copy())
+        return node
+
+    return tree.transform(fix)
+
+
+def parse_condition(text: str, offset: int, query: str) -> ast.Condition:
+    """The condition after FILTER: top-level AND/OR join terms; ``var[p]`` is a unary term."""
+    tree = parse_fragment(text, offset, query)
+    whole = (offset, offset + len(text))
+
+    def build(node: exp.Expression) -> ast.Condition:
+        span = _span_in(query, offset, node, whole)
+        if isinstance(node, exp.Paren):
+            return build(node.this)
+        if isinstance(node, exp.And):
+            return ast.FilterAnd(build(node.this), build(node.expression), span)
+        if isinstance(node, exp.Or):
+            return ast.FilterOr(build(node.this), build(node.expression), span)
+        var = _bare_var(node)
+        if var is not None and len(node.expressions) == 1:
+            pred = _strip_qualifier(node.expressions[0], var)
+            return ast.VarPredicate(var, sql_expr(pred, text, offset, span), span)
+        return ast.CrossPredicate(sql_expr(node, text, offset, span), span)
+
+    return build(tree)
+
+
+def parse_select_item(text: str, offset: int, query: str, alias: str | None, span: ast.Span):
+    """``var``, ``var[col, ...]`` or a Spark expression (with its alias)."""
+    tree = parse_fragment(text, offset, query)
+    if alias is None:
+        if isinstance(tree, exp.Column) and not tree.table:
+            return ast.SelectVar(tree.name, span)
+        var = _bare_var(tree)
+        if var is not None and all(
+            isinstance(c, exp.Column) and not c.table for c in tree.expressions
+        ):
+            return ast.SelectVarColumns(var, tuple(c.name for c in tree.expressions), span)
+    return ast.SelectExpr(sql_expr(tree, text, offset, span), alias, span)

@@ -1,0 +1,419 @@
+"""CEQL text to :mod:`cerql.ast`.
+
+Input: query text. Output: a :class:`cerql.ast.Select` or :class:`cerql.ast.CreateView`.
+The grammar is ``ceql.lark`` (loaded once, LALR, positions kept); one transformer method per
+rule builds the frozen nodes; Spark SQL fragments go to :mod:`cerql.parser.sqlexpr`. Syntax
+errors become :class:`cerql.errors.ParseError` with line, column, caret and a hint.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from decimal import Decimal, InvalidOperation
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from cerql import ast
+from cerql.errors import CeqlError, ParseError, position_of
+from cerql.parser import sqlexpr
+
+MICROS_PER_UNIT = {
+    "millisecond": 1_000,
+    "second": 1_000_000,
+    "minute": 60_000_000,
+    "hour": 3_600_000_000,
+    "day": 86_400_000_000,
+}
+
+
+@functools.cache
+def _parser() -> Lark:
+    return Lark.open(
+        "ceql.lark",
+        rel_to=__file__,
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=False,
+    )
+
+
+def _span(meta) -> ast.Span | None:
+    if getattr(meta, "empty", True):
+        return None
+    return ast.Span(meta.start_pos, meta.end_pos, meta.line, meta.column)
+
+
+def unquote(name: str) -> str:
+    """An identifier as written, without backticks."""
+    if len(name) >= 2 and name[0] == name[-1] == "`":
+        return name[1:-1].replace("``", "`")
+    return name
+
+
+def _err(text: str, offset: int, message: str, error_class: str, hint: str | None = None):
+    line, column = position_of(text, offset)
+    return ParseError(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
+
+
+def split_columns(bracket: Token, text: str) -> tuple[str, ...]:
+    """``[a, `b c`]`` as column names (PARTITION BY and WITHIN brackets)."""
+    inner = bracket.value[1:-1]
+    names = []
+    pos = 0
+    for part in re.split(r",", inner):
+        name = part.strip()
+        at = bracket.start_pos + 1 + pos + (len(part) - len(part.lstrip()))
+        pos += len(part) + 1
+        if not re.fullmatch(r"`(?:[^`]|``)+`|[^\W\d]\w*", name):
+            raise _err(text, at, f"Expected a column name in brackets, got {name!r}",
+                       "EXPECTED_COLUMN", "write [col] or [col1, col2]")
+        names.append(unquote(name))
+    return tuple(names)
+
+
+def _number(token: Token, text: str, what: str, integer: bool = False):
+    raw = token.value
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:  # pragma: no cover - the lexer only passes numbers
+        raise _err(text, token.start_pos, f"Invalid number {raw!r}", "INVALID_NUMBER")
+    if integer and value != value.to_integral_value():
+        raise _err(text, token.start_pos, f"{what} must be a whole number, got {raw}",
+                   "EXPECTED_INTEGER")
+    if value == value.to_integral_value() and "e" not in raw.lower() and "." not in raw:
+        return int(value)
+    return float(value) if not integer else int(value)
+
+
+def duration_micros(parts: list[tuple[Decimal, str]], text: str, at: int) -> int:
+    """Sum of ``n unit`` parts in microseconds; a fraction of a microsecond is an error."""
+    total = Decimal(0)
+    for amount, unit in parts:
+        key = unit.lower().rstrip("s")
+        total += amount * MICROS_PER_UNIT[key]
+    if total != total.to_integral_value():
+        raise _err(text, at, "A window must be a whole number of microseconds", "INVALID_WINDOW")
+    return int(total)
+
+
+class _ToAst(Transformer):
+    """One method per grammar rule; see ceql.lark."""
+
+    def __init__(self, text: str):
+        super().__init__(visit_tokens=False)
+        self.text = text
+
+    # -- names
+    def ident(self, children):
+        return unquote(children[0].value)
+
+    def dotted_name(self, children):
+        return ".".join(children)
+
+    # -- query
+    @v_args(meta=True)
+    def start(self, meta, children):
+        if len(children) == 2:
+            view, select = children
+            return ast.CreateView(view[0], select, view[1], _span(meta))
+        return children[0]
+
+    def create_view(self, children):
+        replace = any(isinstance(c, tuple) and c == ("or_replace",) for c in children)
+        name = [c for c in children if isinstance(c, str) and not isinstance(c, Token)][0]
+        return (name, replace)
+
+    def or_replace(self, children):
+        return ("or_replace",)
+
+    @v_args(meta=True)
+    def select(self, meta, children):
+        kw = {}
+        for child in children:
+            key, value = child
+            kw[key] = value
+        return ast.Select(
+            projection=kw["projection"],
+            sources=kw["sources"],
+            pattern=kw["where"],
+            strategy=kw.get("strategy", "ALL"),
+            partition_by=kw.get("partition", ()),
+            order_by=kw.get("order", ()),
+            within=kw.get("within"),
+            consume=kw.get("consume", "NONE"),
+            limit=kw.get("limit"),
+            span=_span(meta),
+        )
+
+    def strategy(self, children):
+        return ("strategy", children[0].value.upper())
+
+    @v_args(meta=True)
+    def star(self, meta, children):
+        return ("projection", ast.Star(_span(meta)))
+
+    def items(self, children):
+        return ("projection", tuple(children))
+
+    @v_args(meta=True)
+    def select_item(self, meta, children):
+        start, end = children[0]
+        alias = children[1] if len(children) > 1 else None
+        return sqlexpr.parse_select_item(self.text[start:end], start, self.text, alias, _span(meta))
+
+    def sources(self, children):
+        return ("sources", tuple(children))
+
+    @v_args(meta=True)
+    def source(self, meta, children):
+        name = children[0]
+        alias = typed_by = None
+        for child in children[1:]:
+            if isinstance(child, tuple):
+                typed_by = child[1]
+            else:
+                alias = child
+        return ast.Source(name, alias, typed_by, _span(meta))
+
+    def typed_by(self, children):
+        return ("typed_by", children[0])
+
+    def where(self, children):
+        return ("where", children[0])
+
+    # -- pattern
+    @v_args(meta=True)
+    def atom(self, meta, children):
+        if len(children) == 2:
+            return ast.Atom(children[1], children[0], _span(meta))
+        return ast.Atom(children[0], None, _span(meta))
+
+    @v_args(meta=True)
+    def as_(self, meta, children):
+        return ast.As(children[0], children[1], _span(meta))
+
+    @v_args(meta=True)
+    def plus(self, meta, children):
+        return ast.KleenePlus(children[0], _span(meta))
+
+    @v_args(meta=True)
+    def contiguous_plus(self, meta, children):
+        return ast.ContiguousPlus(children[0], _span(meta))
+
+    @v_args(meta=True)
+    def seq(self, meta, children):
+        return ast.Seq(children[0], children[1], _span(meta))
+
+    @v_args(meta=True)
+    def contiguous(self, meta, children):
+        return ast.Contiguous(children[0], children[1], _span(meta))
+
+    @v_args(meta=True)
+    def or_(self, meta, children):
+        return ast.Or(children[0], children[1], _span(meta))
+
+    @v_args(meta=True)
+    def filter(self, meta, children):
+        pattern, (start, end) = children
+        condition = sqlexpr.parse_condition(self.text[start:end], start, self.text)
+        return ast.Filter(pattern, condition, _span(meta))
+
+    # -- Spark SQL fragments: keep only where they are
+    @v_args(meta=True)
+    def sql_item(self, meta, children):
+        return (meta.start_pos, meta.end_pos)
+
+    sql_filter = sql_item
+
+    # -- clauses
+    def partition(self, children):
+        if children and isinstance(children[0], Token):
+            cols = tuple(c for b in children for c in split_columns(b, self.text))
+        else:
+            cols = tuple(children)
+        return ("partition", cols)
+
+    def order(self, children):
+        return ("order", tuple(children))
+
+    def order_key(self, children):
+        if len(children) == 2 and children[1].value.upper() == "DESC":
+            raise _err(self.text, children[1].start_pos, "ORDER BY ... DESC is not supported",
+                       "DESC_ORDER", "events are matched in ascending order; drop DESC")
+        return children[0]
+
+    def within(self, children):
+        return ("within", children[0])
+
+    @v_args(meta=True)
+    def events_window(self, meta, children):
+        n = _number(children[0], self.text, "WITHIN ... EVENTS", integer=True)
+        return ast.EventsWindow(n, _span(meta))
+
+    @v_args(meta=True)
+    def time_window(self, meta, children):
+        parts = children[0]
+        column = None
+        if len(children) > 1:
+            column = self._one_column(children[1])
+        return ast.TimeWindow(duration_micros(parts, self.text, meta.start_pos), column, _span(meta))
+
+    def duration(self, children):
+        return [(Decimal(n.value), u.value) for n, u in zip(children[::2], children[1::2])]
+
+    @v_args(meta=True)
+    def interval_window(self, meta, children):
+        string, rest = children[0], children[1:]
+        unit = rest[0] if rest and rest[0].type == "UNIT" else None
+        bracket = rest[-1] if rest and rest[-1].type == "BRACKET" else None
+        body = string.value[1:-1].strip()
+        words = body.split()
+        try:
+            if unit is not None:
+                if len(words) != 1:
+                    raise ValueError
+                parts = [(Decimal(words[0]), unit.value)]
+            else:
+                if not words or len(words) % 2:
+                    raise ValueError
+                parts = [(Decimal(n), u) for n, u in zip(words[::2], words[1::2])]
+                for _, u in parts:
+                    if u.lower().rstrip("s") not in MICROS_PER_UNIT:
+                        raise ValueError
+        except (ValueError, InvalidOperation):
+            raise _err(self.text, string.start_pos, f"Invalid interval {string.value}",
+                       "INVALID_WINDOW", "write INTERVAL '5' MINUTE or INTERVAL '1 minute 30 seconds'")
+        for amount, _ in parts:
+            if amount < 0:
+                raise _err(self.text, string.start_pos, "A window cannot be negative", "INVALID_WINDOW")
+        column = self._one_column(bracket) if bracket is not None else None
+        return ast.TimeWindow(duration_micros(parts, self.text, meta.start_pos), column, _span(meta))
+
+    @v_args(meta=True)
+    def column_window(self, meta, children):
+        amount = _number(children[0], self.text, "WITHIN n [column]")
+        return ast.ColumnWindow(amount, self._one_column(children[1]), _span(meta))
+
+    def _one_column(self, bracket: Token) -> str:
+        cols = split_columns(bracket, self.text)
+        if len(cols) != 1:
+            raise _err(self.text, bracket.start_pos, "WITHIN takes one column in brackets",
+                       "INVALID_WINDOW", "write WITHIN 10 [ts]")
+        return cols[0]
+
+    def consume(self, children):
+        return ("consume", children[0].value.upper())
+
+    def limit(self, children):
+        return ("limit", _number(children[0], self.text, "LIMIT", integer=True))
+
+
+# Names of grammar terminals as users know them, for "expected ..." hints.
+_TERMINAL_NAMES = {
+    "NAME": "a name", "QNAME": "a `quoted name`", "NUMBER": "a number", "STRING": "a string",
+    "BRACKET": "[...]", "STAR": "*", "LPAR": "(", "RPAR": ")", "SEMICOLON": ";", "COLON": ":",
+    "PLUS": "+", "COMMA": ",", "MORETHAN": ">", "UNIT": "a time unit", "EVENTS": "EVENTS",
+    "STRATEGY": "a selection strategy", "CONSUME_POLICY": "ANY, PARTITION or NONE",
+    "DIRECTION": "ASC", "TEMP": "TEMP", "OPERATOR": "an operator", "DOT": ".",
+    "__ANON_0": ":+", "LBRACE": "{", "RBRACE": "}",
+}
+
+
+def _expected(exc: UnexpectedInput) -> str:
+    names = set()
+    for term in sorted(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or ()):
+        if term.startswith("SQL_") or term in ("OPERATOR", "LBRACE", "DOT", "STAR"):
+            continue
+        names.add(_TERMINAL_NAMES.get(term, term.upper()))
+    return ", ".join(sorted(names)[:8])
+
+
+# Common mistakes, recognized by where the parser stopped (lark's match_examples).
+_EXAMPLES = {
+    "MISSING_FROM": ["SELECT * WHERE A", "SELECT a WHERE A AS a"],
+    "MISSING_WHERE": ["SELECT * FROM s", "SELECT * FROM s PARTITION BY [x]", "SELECT * FROM s WITHIN 1 EVENTS"],
+    "EMPTY_PATTERN": ["SELECT * FROM s WHERE", "SELECT * FROM s WHERE PARTITION BY [x]"],
+    "DANGLING_OPERATOR": ["SELECT * FROM s WHERE A OR", "SELECT * FROM s WHERE A ; ; B",
+                          "SELECT * FROM s WHERE A :", "SELECT * FROM s WHERE A AS"],
+    "UNBALANCED_PARENTHESES": ["SELECT * FROM s WHERE (A ; B", "SELECT * FROM s WHERE A ; B)"],
+    "PATTERN_AFTER_FILTER": ["SELECT * FROM s WHERE A FILTER A[x > 1] ; B",
+                             "SELECT * FROM s WHERE A FILTER A[x > 1] AS a"],
+    "STRATEGY_IN_PATTERN": ["SELECT * FROM s WHERE MAX A", "SELECT * FROM s WHERE A ; NEXT B"],
+    "BAD_WINDOW": ["SELECT * FROM s WHERE A WITHIN", "SELECT * FROM s WHERE A WITHIN 5",
+                   "SELECT * FROM s WHERE A WITHIN 5 weeks", "SELECT * FROM s WHERE A WITHIN x"],
+    "BAD_LIMIT": ["SELECT * FROM s WHERE A LIMIT", "SELECT * FROM s WHERE A LIMIT x"],
+    "BAD_CONSUME": ["SELECT * FROM s WHERE A CONSUME BY", "SELECT * FROM s WHERE A CONSUME BY ALL"],
+    "CLAUSE_ORDER": ["SELECT * FROM s WHERE A WITHIN 1 EVENTS PARTITION BY [x]",
+                     "SELECT * FROM s WHERE A LIMIT 1 WITHIN 1 EVENTS"],
+}
+
+_HINTS = {
+    "MISSING_FROM": "a query reads SELECT ... FROM source WHERE pattern",
+    "MISSING_WHERE": "a CEQL query needs a pattern: SELECT ... FROM source WHERE pattern",
+    "EMPTY_PATTERN": "write a pattern after WHERE, e.g. WHERE SELL AS s ; BUY+ AS b",
+    "DANGLING_OPERATOR": "an operator is missing its operand",
+    "UNBALANCED_PARENTHESES": "check that every ( has its )",
+    "PATTERN_AFTER_FILTER": "FILTER covers everything to its left; put the filtered part in parentheses: (p FILTER f) ; q",
+    "STRATEGY_IN_PATTERN": "selection strategies go right after SELECT (SELECT MAX * ...); they apply only at the top level",
+    "BAD_WINDOW": "write WITHIN n EVENTS, WITHIN n MINUTES (MILLISECONDS, SECONDS, HOURS, DAYS), WITHIN INTERVAL '5' MINUTE or WITHIN n [column]",
+    "BAD_LIMIT": "write LIMIT n with a whole number n >= 0",
+    "BAD_CONSUME": "write CONSUME BY ANY, CONSUME BY PARTITION or CONSUME BY NONE",
+    "CLAUSE_ORDER": "clauses come in this order: WHERE, PARTITION BY, ORDER BY, WITHIN, CONSUME BY, LIMIT",
+}
+
+
+def _classify(exc: UnexpectedInput, text: str) -> str | None:
+    try:
+        return exc.match_examples(_parser().parse, _EXAMPLES, use_accepts=True)
+    except Exception:  # pragma: no cover - classification is best effort
+        return None
+
+
+def _syntax_error(exc: UnexpectedInput, text: str) -> ParseError:
+    label = _classify(exc, text)
+    if isinstance(exc, UnexpectedEOF) or (
+        isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
+    ):
+        offset = len(text.rstrip())
+        found = "end of query"
+    elif isinstance(exc, UnexpectedCharacters):
+        offset = exc.pos_in_stream
+        found = repr(text[offset])
+    else:
+        offset = exc.token.start_pos if exc.token.start_pos is not None else len(text)
+        found = repr(exc.token.value)
+    line, column = position_of(text, offset)
+    expected = _expected(exc)
+    hint = _HINTS.get(label) if label else None
+    if hint is None and expected:
+        hint = f"expected {expected}"
+    return ParseError(
+        f"Syntax error: unexpected {found}",
+        error_class=label or "SYNTAX_ERROR",
+        line=line,
+        column=column,
+        hint=hint,
+        text=text,
+        params={"expected": expected},
+    )
+
+
+def parse(text: str) -> ast.Query:
+    """Parse CEQL text into a :class:`cerql.ast.Select` or :class:`cerql.ast.CreateView`."""
+    body = re.sub(r"[\s;]+$", "", text)
+    if not body.strip():
+        raise ParseError("Empty query", error_class="EMPTY_QUERY", line=1, column=1, text=text,
+                         hint="write SELECT ... FROM source WHERE pattern")
+    try:
+        tree = _parser().parse(body)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, text) from None
+    try:
+        return _ToAst(text).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, CeqlError):
+            raise exc.orig_exc.with_text(text) from None
+        raise
