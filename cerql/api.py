@@ -1,0 +1,115 @@
+"""The public entry points that need no Spark: ``parse``, ``analyze``, ``run``, ``explain``.
+
+Input: CEQL text (and, for ``run``, tables by name). Output: an AST, an analysis, a pandas
+DataFrame of matches, or an explanation. Each function runs the stages of DESIGN.md section 6 in
+order (parse -> analyze -> resolve -> evaluate -> render) and lets every CeqlError through with
+the query text attached.
+"""
+
+from __future__ import annotations
+
+from typing import Any, MutableMapping
+
+import pandas as pd
+
+from cerql import ast
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError
+from cerql.exec import output, reference
+from cerql.exec.stream import as_arrow, build_stream
+from cerql.parser import parse as _parse
+from cerql.plan import MAX_MATCHES_PER_EVENT
+from cerql.planner.analyze import Analysis, analyze as _analyze
+from cerql.planner.resolve import resolve
+
+ENGINES = ("reference",)
+
+
+def parse(text: str) -> ast.Query:
+    """Parse CEQL into its typed AST; ``str(ast)`` prints it back as canonical CEQL.
+
+    Examples
+    --------
+    >>> import cerql
+    >>> q = cerql.parse("select * from s where sell as s ; buy+ as b within 5 events")
+    >>> print(q)
+    SELECT * FROM s WHERE sell AS s ; buy+ AS b WITHIN 5 EVENTS
+    >>> cerql.parse(str(q)) == q
+    True
+    """
+    return _parse(text)
+
+
+def analyze(text: str) -> Analysis:
+    """Parse and check a query without data (DESIGN.md section 8)."""
+    try:
+        return _analyze(_parse(text), text)
+    except CeqlError as err:
+        raise err.with_text(text)
+
+
+def run(
+    text: str,
+    tables: MutableMapping[str, Any],
+    engine: str | None = None,
+    max_matches_per_event: int = MAX_MATCHES_PER_EVENT,
+) -> pd.DataFrame:
+    """Evaluate a CEQL query over pandas or Arrow tables, without Spark.
+
+    Parameters
+    ----------
+    text : str
+        The query. ``CREATE [OR REPLACE] TEMP VIEW v AS ...`` also stores the result in
+        ``tables[v]``, so later queries can read it.
+    tables : mapping of str to pandas.DataFrame or pyarrow.Table
+        The sources named in FROM (names match case-insensitively).
+    engine : {"reference"}, optional
+        The evaluator; the default is the best one available (today the reference evaluator,
+        which is brute force and meant for small inputs).
+    max_matches_per_event : int
+        A single event completing more results than this fails the query (DESIGN.md 4.6).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The output schema of DESIGN.md section 5.
+
+    Examples
+    --------
+    >>> import pandas as pd, cerql
+    >>> s = pd.DataFrame({"type": ["A", "B", "A", "B"], "ts": [0, 1, 2, 3]})
+    >>> out = cerql.run("SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts", {"s": s})
+    >>> out[["match_start", "match_end"]].values.tolist()
+    [[0, 1], [0, 3], [2, 3]]
+    """
+    engine = engine or "reference"
+    if engine not in ENGINES:
+        raise UnsupportedError(
+            f"Unknown or unavailable engine {engine!r}", error_class="UNKNOWN_ENGINE",
+            hint=f"available: {', '.join(ENGINES)}",
+        )
+    analysis = analyze(text)
+    arrow = {name: as_arrow(t) for name, t in tables.items()}
+    plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
+    view = analysis.view
+    if view is not None and not view.replace and view.name in tables:
+        raise AnalysisError(f"Temporary view '{view.name}' already exists", error_class="VIEW_EXISTS",
+                            hint="write CREATE OR REPLACE TEMP VIEW", line=1, column=1, text=text)
+    try:
+        stream = build_stream(plan, {s.key: arrow[s.key] for s in plan.sources})
+        results = reference.evaluate(plan, stream)
+    except CeqlError as err:
+        raise err.with_text(text)
+    frame = output.render(plan, stream, results)
+    if view is not None:
+        tables[view.name] = frame
+    return frame
+
+
+def explain(text: str) -> str:
+    """The query as cerql understands it: canonical text, variables, selected outputs."""
+    a = analyze(text)
+    lines = [f"query: {ast.select_of(_parse(text))}", "variables:"]
+    for v in a.variables:
+        lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
+    lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
+    return "\n".join(lines)

@@ -1,0 +1,206 @@
+"""The reference evaluator: DESIGN.md section 4, literally, by brute force.
+
+Input: a :class:`cerql.plan.QueryPlan` and the :class:`cerql.exec.stream.Stream` it reads.
+Output: the results, as :class:`Result` values (substream, interval, selected positions).
+It is the oracle every faster engine is tested against, so it is written to be obviously
+right: each pattern operator is a set operation on valuations (interval plus variable ->
+set of positions), then WITHIN, CONSUME BY, projection and the strategy are applied per end
+position in the order of DESIGN.md 4.3. Its only shortcut is sound: a valuation wider than
+the window is dropped as soon as it exists, since every valuation built from it is wider
+still. It refuses inputs whose valuations outgrow ``MAX_VALUATIONS``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from cerql import ast
+from cerql.errors import ExecutionError
+from cerql.exec.stream import Stream
+from cerql.plan import QueryPlan
+
+MAX_VALUATIONS = 2_000_000
+
+Labels = frozenset  # of (variable, position) pairs
+
+
+@dataclass(frozen=True, order=True)
+class Valuation:
+    """Positions are 0-based within the substream; ``labels`` holds (variable, position)."""
+
+    start: int
+    end: int
+    labels: Labels
+
+    def positions(self) -> frozenset[int]:
+        return frozenset(p for _, p in self.labels)
+
+
+@dataclass(frozen=True, order=True)
+class Result:
+    """One output row before rendering: substream k, interval, selected (variable, position)."""
+
+    substream: int
+    start: int
+    end: int
+    labels: Labels
+
+    def data(self) -> frozenset[int]:
+        """D, the union of the selected positions (what strategies compare)."""
+        return frozenset(p for _, p in self.labels)
+
+
+class _Substream:
+    """Evaluation of the pattern over one substream (rows lo:hi of the stream)."""
+
+    def __init__(self, plan: QueryPlan, stream: Stream, lo: int, hi: int):
+        self.plan, self.n = plan, hi - lo
+        self.atoms = {a: np.flatnonzero(rows[lo:hi]) for a, rows in stream.atoms.items()}
+        self.preds = {t: rows[lo:hi] for t, rows in stream.predicates.items()}
+        values = stream.window_values
+        self.values = None if values is None else values[lo:hi]
+        self.count = 0
+
+    def within(self, start: int, end: int) -> bool:
+        w = self.plan.window
+        if w is None:
+            return True
+        if w.kind == "events":
+            return end - start <= w.amount
+        return self.values[end] - self.values[start] <= w.amount
+
+    def _guard(self, size: int) -> None:
+        self.count += size
+        if self.count > MAX_VALUATIONS:
+            raise ExecutionError(
+                f"The reference evaluator stopped after {MAX_VALUATIONS:,} partial matches",
+                error_class="REFERENCE_INPUT_TOO_LARGE",
+                hint="it is brute force, for tests on tiny inputs; add a WITHIN window, "
+                "shrink the input, or use engine='local'",
+            )
+
+    def eval(self, node) -> set[Valuation]:
+        out = getattr(self, "_" + type(node).__name__.lower())(node)
+        self._guard(len(out))
+        return out
+
+    def _atom(self, node: ast.Atom) -> set[Valuation]:
+        return {Valuation(int(i), int(i), frozenset({(node.type, int(i))})) for i in self.atoms[node]}
+
+    def _as(self, node: ast.As) -> set[Valuation]:
+        return {Valuation(v.start, v.end, v.labels | {(node.var, p) for p in v.positions()})
+                for v in self.eval(node.pattern)}
+
+    def _join(self, left: set[Valuation], right: set[Valuation], contiguous: bool) -> set[Valuation]:
+        by_start = defaultdict(list)
+        for r in right:
+            by_start[r.start].append(r)
+        out = set()
+        for lv in left:
+            starts = [lv.end + 1] if contiguous else [s for s in by_start if s > lv.end]
+            for s in starts:
+                for r in by_start.get(s, ()):
+                    if self.within(lv.start, r.end):
+                        out.add(Valuation(lv.start, r.end, lv.labels | r.labels))
+        return out
+
+    def _seq(self, node: ast.Seq) -> set[Valuation]:
+        return self._join(self.eval(node.left), self.eval(node.right), contiguous=False)
+
+    def _contiguous(self, node: ast.Contiguous) -> set[Valuation]:
+        return self._join(self.eval(node.left), self.eval(node.right), contiguous=True)
+
+    def _plus(self, node, contiguous: bool) -> set[Valuation]:
+        once = {v for v in self.eval(node.pattern) if self.within(v.start, v.end)}
+        result, frontier = set(once), set(once)
+        while frontier:
+            frontier = self._join(frontier, once, contiguous) - result
+            self._guard(len(frontier))
+            result |= frontier
+        return result
+
+    def _kleeneplus(self, node: ast.KleenePlus) -> set[Valuation]:
+        return self._plus(node, contiguous=False)
+
+    def _contiguousplus(self, node: ast.ContiguousPlus) -> set[Valuation]:
+        return self._plus(node, contiguous=True)
+
+    def _or(self, node: ast.Or) -> set[Valuation]:
+        return self.eval(node.left) | self.eval(node.right)
+
+    def _filter(self, node: ast.Filter) -> set[Valuation]:
+        return {v for v in self.eval(node.pattern) if self.holds(node.condition, v)}
+
+    def holds(self, cond, v: Valuation) -> bool:
+        if isinstance(cond, ast.FilterAnd):
+            return self.holds(cond.left, v) and self.holds(cond.right, v)
+        if isinstance(cond, ast.FilterOr):
+            return self.holds(cond.left, v) or self.holds(cond.right, v)
+        rows = self.preds[cond.predicate.text]
+        return all(rows[p] for var, p in v.labels if var == cond.var)
+
+
+# ------------------------------------------------------------------ strategies (DESIGN.md 4.3)
+def _next_greater(d1: frozenset, d2: frozenset, pick) -> bool:
+    """d1 < d2 in the order whose deciding position is pick(d1 ^ d2) (min: NEXT, max: LAST)."""
+    diff = d1 ^ d2
+    return bool(diff) and pick(diff) in d2
+
+
+def select_strategy(strategy: str, results: list[Result]) -> list[Result]:
+    """Keep the results of one end position that the strategy selects."""
+    if strategy == "ALL" or not results:
+        return results
+    if strategy == "ANY":
+        return [min(results, key=lambda r: (sorted(r.data()), r.start, sorted(r.labels)))]
+    if strategy in ("NEXT", "LAST"):
+        pick = min if strategy == "NEXT" else max
+        best = results[0].data()
+        for r in results[1:]:
+            if _next_greater(best, r.data(), pick):
+                best = r.data()
+        return [r for r in results if r.data() == best]
+    if strategy == "MAX":
+        datas = {r.data() for r in results}
+        return [r for r in results if not any(r.data() < d for d in datas)]
+    if strategy == "STRICT":
+        return [r for r in results if max(r.data()) - min(r.data()) + 1 == len(r.data())]
+    raise ValueError(f"unknown strategy {strategy}")  # pragma: no cover - the grammar forbids it
+
+
+def evaluate(plan: QueryPlan, stream: Stream) -> list[Result]:
+    """Every result of the query, per DESIGN.md 4.3: pattern, WITHIN, CONSUME BY, projection,
+    strategy, in increasing end position within each substream."""
+    selected = set(plan.selected)
+    results: list[Result] = []
+    for k, (lo, hi) in enumerate(stream.bounds):
+        sub = _Substream(plan, stream, lo, hi)
+        by_end = defaultdict(list)
+        for v in sub.eval(plan.select.pattern):
+            if sub.within(v.start, v.end):
+                by_end[v.end].append(v)
+        consumed = -1
+        for end in sorted(by_end):
+            found = set()
+            for v in by_end[end]:
+                if plan.consume != "NONE" and v.start <= consumed:
+                    continue
+                labels = frozenset(l for l in v.labels if l[0] in selected)
+                if labels:
+                    found.add(Result(k, v.start, v.end, labels))
+            chosen = select_strategy(plan.strategy, sorted(found))
+            if len(chosen) > plan.max_matches_per_event:
+                raise ExecutionError(
+                    f"One event completes {len(chosen):,} matches, more than maxMatchesPerEvent "
+                    f"({plan.max_matches_per_event:,})",
+                    error_class="TOO_MANY_MATCHES_PER_EVENT",
+                    hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY), "
+                    "a shorter WITHIN window, or raise max_matches_per_event",
+                )
+            if chosen and plan.consume != "NONE":
+                consumed = end
+            results.extend(chosen)
+    return results

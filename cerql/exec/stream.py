@@ -1,0 +1,135 @@
+"""The event stream of a query, laid out for evaluation.
+
+Input: a :class:`cerql.plan.QueryPlan` and ``{table key: pyarrow.Table}``. Output: a
+:class:`Stream`: the union of the sources by column name, without the rows that can take part
+in no match (NULL first ordering column, NULL partition key), sorted by (partition key, ordering
+columns, source position in FROM, row ordinal in the source), cut into substreams, with one
+boolean per row for each atom and each unary predicate and the window values (DESIGN.md 3).
+Every engine reads the same Stream, so they see the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cerql import ast
+from cerql.exec.values import evaluate_predicate
+from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+
+MICROS_PER_DAY = 86_400_000_000
+
+
+@dataclass
+class Stream:
+    """Rows in evaluation order; substream k is rows ``bounds[k][0]:bounds[k][1]``."""
+
+    table: pa.Table
+    bounds: list[tuple[int, int]]
+    keys: list[tuple]
+    atoms: dict[ast.Atom, np.ndarray]
+    predicates: dict[str, np.ndarray]
+    window_values: np.ndarray | None
+
+
+def as_arrow(table) -> pa.Table:
+    """pandas or Arrow input as an Arrow table."""
+    if isinstance(table, pa.Table):
+        return table
+    if isinstance(table, pa.RecordBatch):
+        return pa.Table.from_batches([table])
+    if isinstance(table, pd.DataFrame):
+        return pa.Table.from_pandas(table, preserve_index=False)
+    raise TypeError(f"expected a pandas DataFrame or a pyarrow Table, got {type(table).__name__}")
+
+
+def union_sources(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> pa.Table:
+    """Union by column name (missing columns are NULL), with source position and row ordinal."""
+    lowered = {c.lower(): c for c in plan.columns}
+    parts = []
+    for src in plan.sources:
+        t = tables[src.key]
+        t = t.rename_columns([lowered.get(n.lower(), n) for n in t.column_names])
+        t = t.append_column(SOURCE_COLUMN, pa.array(np.full(t.num_rows, src.index, np.int32)))
+        t = t.append_column(ORDINAL_COLUMN, pa.array(np.arange(t.num_rows, dtype=np.int64)))
+        parts.append(t)
+    table = pa.concat_tables(parts, promote_options="permissive")
+    return table.select(list(plan.columns) + [SOURCE_COLUMN, ORDINAL_COLUMN])
+
+
+def _keep_rows(plan: QueryPlan, table: pa.Table) -> pa.Table:
+    mask = pc.is_valid(table.column(plan.order_columns[0]))
+    for col in plan.partition_columns:
+        mask = pc.and_(mask, pc.is_valid(table.column(col)))
+    return table.filter(mask)
+
+
+def _sorted(plan: QueryPlan, table: pa.Table) -> pa.Table:
+    # NULLs sort first, as in Spark's ascending order.
+    names = plan.partition_columns + plan.order_columns + (SOURCE_COLUMN, ORDINAL_COLUMN)
+    keys = [(c, "ascending", "at_start") for c in names]
+    return table.take(pc.sort_indices(table, sort_keys=keys))
+
+
+def _substreams(plan: QueryPlan, table: pa.Table) -> tuple[list[tuple[int, int]], list[tuple]]:
+    n = table.num_rows
+    if n == 0:
+        return [], []
+    if not plan.partition_columns:
+        return [(0, n)], [()]
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    columns = []
+    for col in plan.partition_columns:
+        values = table.column(col).to_pandas()
+        codes, _ = pd.factorize(values, use_na_sentinel=False)
+        change[1:] |= codes[1:] != codes[:-1]
+        columns.append(table.column(col).to_pylist())
+    starts = np.flatnonzero(change).tolist()
+    bounds = list(zip(starts, starts[1:] + [n]))
+    keys = [tuple(col[s] for col in columns) for s, _ in bounds]
+    return bounds, keys
+
+
+def _atom_rows(plan: QueryPlan, table: pa.Table) -> dict[ast.Atom, np.ndarray]:
+    source = table.column(SOURCE_COLUMN).to_numpy()
+    out = {}
+    for atom, atom_plan in plan.atoms.items():
+        mask = np.zeros(table.num_rows, dtype=bool)
+        for index, type_column, value in atom_plan.alternatives:
+            rows = source == index
+            if type_column is not None:
+                types = pc.cast(table.column(type_column), pa.string())
+                rows &= np.asarray(pc.fill_null(pc.equal(types, value), False).to_numpy(zero_copy_only=False), bool)
+            mask |= rows
+        out[atom] = mask
+    return out
+
+
+def _window_values(plan: QueryPlan, table: pa.Table) -> np.ndarray | None:
+    """The first ordering column as numbers the window is measured in."""
+    if plan.window is None or plan.window.kind == "events":
+        return None
+    col = table.column(plan.order_columns[0])
+    if plan.order_kind == "timestamp":
+        col = pc.cast(col, pa.timestamp("us", tz=col.type.tz))
+        return np.asarray(pc.cast(col, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if plan.order_kind == "date":
+        days = pc.cast(pc.cast(col, pa.date32()), pa.int32()).to_numpy(zero_copy_only=False)
+        return np.asarray(days, dtype=np.int64) * MICROS_PER_DAY
+    if pa.types.is_integer(col.type):
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def build_stream(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> Stream:
+    """Lay out the rows of every source for evaluation (see module docstring)."""
+    table = _sorted(plan, _keep_rows(plan, union_sources(plan, tables)))
+    bounds, keys = _substreams(plan, table)
+    predicates = {text: evaluate_predicate(fn, table) for text, fn in plan.predicates.items()}
+    return Stream(table, bounds, keys, _atom_rows(plan, table), predicates, _window_values(plan, table))

@@ -1,0 +1,81 @@
+"""The resolved plan of a query: what the engines execute.
+
+Input: nothing (pure data, built by planner/resolve.py). Output: the dataclasses the evaluators
+read. Names here are actual column names of the sources; predicates and SELECT expressions are
+compiled functions over Arrow tables, so the engines need neither sqlglot nor the schema
+resolution that produced them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cerql import ast
+
+SOURCE_COLUMN = "__cerql_source"    # position of the row's source in FROM
+ORDINAL_COLUMN = "__cerql_ordinal"  # row number within its source, before any reordering
+MAX_MATCHES_PER_EVENT = 100_000
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """One FROM source: the key of its table, the name atoms use, its type column."""
+
+    index: int
+    key: str
+    ref: str
+    type_column: str | None
+
+
+@dataclass(frozen=True)
+class AtomPlan:
+    """Which rows an atom matches: any of ``alternatives``, each (source index, type column or
+    None for "every row of the source", type value)."""
+
+    type: str
+    source: str | None
+    alternatives: tuple[tuple[int, str | None, str | None], ...]
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """WITHIN, resolved: ``kind`` is "events", "time" (amount in microseconds) or "column"."""
+
+    kind: str
+    amount: Any
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """One result column after the match_* columns: a variable or an expression."""
+
+    name: str
+    var: str | None = None
+    columns: tuple[str, ...] | None = None   # stream columns shown for a variable
+    many: bool = False                      # array of structs (True) or nullable struct
+    expr: Callable | None = None            # compiled over a table of "var.col" columns
+    expr_columns: tuple[tuple[str, str], ...] = ()  # (var, column) pairs the expression reads
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """Everything an engine needs to evaluate one query over a set of Arrow tables."""
+
+    select: ast.Select
+    view: ast.CreateView | None
+    sources: tuple[SourcePlan, ...]
+    columns: tuple[str, ...]              # stream columns, in union order
+    atoms: dict[ast.Atom, AtomPlan]
+    predicates: dict[str, Callable]       # canonical predicate text -> compiled function
+    order_columns: tuple[str, ...]
+    order_kind: str                       # "timestamp", "date" or "numeric" (first column)
+    partition_columns: tuple[str, ...]
+    window: WindowPlan | None
+    outputs: tuple[OutputPlan, ...]
+    selected: tuple[str, ...]
+    strategy: str
+    consume: str
+    limit: int | None
+    max_matches_per_event: int = MAX_MATCHES_PER_EVENT
+    uses_positions: bool = field(default=False)  # `:`, `:+`, STRICT or n EVENTS count every row

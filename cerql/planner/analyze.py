@@ -1,0 +1,319 @@
+"""Static analysis: what a query means before any data is seen.
+
+Input: a parsed :class:`cerql.ast.Query` and its text. Output: an :class:`Analysis` with the
+variables, their scopes and cardinalities, what ``SELECT`` selects, and the checks of DESIGN.md
+section 8 that need no schema: FILTER variables bound in the filtered pattern, CONSUME BY ANY
+without PARTITION BY, variable names that clash with output columns, known sources in ``S>T``.
+Errors are :class:`cerql.errors.AnalysisError` (or ``UnsupportedError``) with a position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from cerql import ast
+from cerql.errors import AnalysisError, UnsupportedError, position_of
+from cerql.parser.sqlexpr import expr_position
+
+MATCH_COLUMNS = ("match_id", "match_start", "match_end")
+ONE, MANY = 1, 2  # at most one event per valuation, or possibly several
+
+
+@dataclass(frozen=True)
+class OutputVar:
+    """A selected variable: its output column name and the stream columns it shows (None = all)."""
+
+    name: str
+    var: str
+    columns: tuple[str, ...] | None
+    many: bool
+
+
+@dataclass(frozen=True)
+class OutputExpr:
+    """A selected Spark expression over qualified columns of single-event variables."""
+
+    name: str
+    expr: ast.SqlExpr
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A query with its static facts. ``variables`` lists every variable (AS names and atom
+    types) in order of first appearance; ``cardinality`` maps each to ONE or MANY."""
+
+    text: str
+    select: ast.Select
+    view: ast.CreateView | None
+    variables: tuple[str, ...]
+    cardinality: dict[str, int]
+    selected: tuple[str, ...]
+    outputs: tuple[OutputVar | OutputExpr, ...]
+
+
+def _error(cls, text: str, span: ast.Span | None, message: str, error_class: str, hint=None, offset=None):
+    where = offset if offset is not None else (span.start if span else 0)
+    line, column = position_of(text, where)
+    return cls(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
+
+
+def pattern_variables(node) -> list[str]:
+    """Variables defined by a pattern: atom types and AS names, in order of appearance."""
+    out: list[str] = []
+    for n in ast.walk(node):
+        name = n.type if isinstance(n, ast.Atom) else n.var if isinstance(n, ast.As) else None
+        if name is not None and name not in out:
+            out.append(name)
+    return out
+
+
+def _positions(node) -> int:
+    """ONE when every valuation of node spans exactly one position, else MANY."""
+    if isinstance(node, ast.Atom):
+        return ONE
+    if isinstance(node, (ast.As, ast.Filter)):
+        return _positions(node.pattern)
+    if isinstance(node, ast.Or):
+        return max(_positions(node.left), _positions(node.right))
+    return MANY
+
+
+def _cardinality(node, var: str) -> int:
+    """0, ONE or MANY: how many events ``var`` can hold in one valuation of node."""
+    if isinstance(node, ast.Atom):
+        return ONE if node.type == var else 0
+    if isinstance(node, ast.As):
+        inner = _cardinality(node.pattern, var)
+        return max(inner, _positions(node.pattern)) if node.var == var else inner
+    if isinstance(node, (ast.KleenePlus, ast.ContiguousPlus)):
+        return MANY if _cardinality(node.pattern, var) else 0
+    if isinstance(node, (ast.Seq, ast.Contiguous)):
+        return min(MANY, _cardinality(node.left, var) + _cardinality(node.right, var))
+    if isinstance(node, ast.Or):
+        return max(_cardinality(node.left, var), _cardinality(node.right, var))
+    return _cardinality(node.pattern, var)  # Filter
+
+
+def _star_variables(node, under_as: bool = False) -> list[str]:
+    """``*``: every AS variable plus the type of each atom under no AS (DESIGN.md 4.2)."""
+    if isinstance(node, ast.Atom):
+        return [] if under_as else [node.type]
+    if isinstance(node, ast.As):
+        return [node.var] + _star_variables(node.pattern, True)
+    out: list[str] = []
+    for child in ast.children(node):
+        if not isinstance(child, (ast.VarPredicate, ast.CrossPredicate, ast.FilterAnd, ast.FilterOr)):
+            out += _star_variables(child, under_as)
+    return out
+
+
+def _condition_leaves(cond):
+    if isinstance(cond, (ast.FilterAnd, ast.FilterOr)):
+        yield from _condition_leaves(cond.left)
+        yield from _condition_leaves(cond.right)
+    else:
+        yield cond
+
+
+def _check_filters(pattern, text: str) -> None:
+    for node in ast.walk(pattern):
+        if not isinstance(node, ast.Filter):
+            continue
+        bound = set(pattern_variables(node.pattern))
+        for leaf in _condition_leaves(node.condition):
+            if isinstance(leaf, ast.VarPredicate):
+                if leaf.var not in bound:
+                    raise _error(
+                        AnalysisError, text, leaf.span,
+                        f"FILTER variable '{leaf.var}' is not bound in the filtered pattern",
+                        "UNBOUND_FILTER_VARIABLE",
+                        "a FILTER may name an AS variable or an event type that occurs in the "
+                        f"pattern to its left; known here: {', '.join(sorted(bound))}",
+                    )
+                _check_unary_predicate(leaf, text)
+            else:
+                _check_cross_predicate(leaf, bound, text)
+
+
+def _check_unary_predicate(leaf: ast.VarPredicate, text: str) -> None:
+    tree = leaf.predicate.tree
+    for col in tree.find_all(exp.Column):
+        if col.table:
+            raise _error(
+                UnsupportedError, text, leaf.span,
+                f"'{col.sql(dialect='spark')}' refers to another variable inside {leaf.var}[...]",
+                "QUALIFIED_COLUMN_IN_BRACKETS",
+                "inside var[...] columns are bare names of that variable's event; "
+                "predicates across variables (FILTER b.price > a.price) are not supported yet",
+                offset=expr_position(leaf.predicate, col),
+            )
+    agg = next(tree.find_all(exp.AggFunc), None)
+    if agg is not None:
+        raise _error(
+            AnalysisError, text, leaf.span,
+            f"Aggregate '{agg.sql(dialect='spark')}' inside {leaf.var}[...]",
+            "AGGREGATE_IN_BRACKETS",
+            "a bracket predicate is checked on each event alone; aggregates over a variable "
+            "are written outside brackets (FILTER sum(b.volume) > 10), a later extension",
+            offset=expr_position(leaf.predicate, agg),
+        )
+
+
+def _check_cross_predicate(leaf: ast.CrossPredicate, bound: set[str], text: str) -> None:
+    tree = leaf.expr.tree
+    for col in tree.find_all(exp.Column):
+        if not col.table:
+            raise _error(
+                AnalysisError, text, leaf.span,
+                f"Column '{col.name}' in FILTER is not qualified by a variable",
+                "UNQUALIFIED_FILTER_COLUMN",
+                f"write var[{col.name} ...] for one variable, or var.{col.name} to compare variables",
+                offset=expr_position(leaf.expr, col),
+            )
+        if col.table not in bound:
+            raise _error(
+                AnalysisError, text, leaf.span,
+                f"FILTER variable '{col.table}' is not bound in the filtered pattern",
+                "UNBOUND_FILTER_VARIABLE",
+                f"known here: {', '.join(sorted(bound))}",
+                offset=expr_position(leaf.expr, col),
+            )
+    raise _error(
+        UnsupportedError, text, leaf.span,
+        "FILTER predicates over qualified columns (var.col) are not supported yet",
+        "CROSS_VARIABLE_FILTER",
+        "write one bracket per variable, e.g. FILTER b[price > 10]; comparisons between "
+        "variables and aggregates in FILTER come with DESIGN.md 4.7",
+    )
+
+
+def _outputs(select: ast.Select, variables, cardinality, text: str):
+    if isinstance(select.projection, ast.Star):
+        names = list(dict.fromkeys(_star_variables(select.pattern)))
+        return tuple(OutputVar(v, v, None, cardinality[v] == MANY) for v in names)
+    outputs = []
+    for item in select.projection:
+        if isinstance(item, (ast.SelectVar, ast.SelectVarColumns)):
+            if item.var not in variables:
+                raise _error(
+                    AnalysisError, text, item.span, f"Unknown variable '{item.var}' in SELECT",
+                    "UNKNOWN_VARIABLE",
+                    f"the pattern defines {', '.join(variables)}; to select a column write var.col",
+                )
+            cols = item.columns if isinstance(item, ast.SelectVarColumns) else None
+            outputs.append(OutputVar(item.var, item.var, cols, cardinality[item.var] == MANY))
+        else:
+            outputs.append(_select_expr(item, variables, cardinality, text))
+    return tuple(outputs)
+
+
+def _select_expr(item: ast.SelectExpr, variables, cardinality, text: str) -> OutputExpr:
+    tree = item.expr.tree
+    agg = next(tree.find_all(exp.AggFunc), None)
+    if agg is not None:
+        raise _error(
+            UnsupportedError, text, item.span,
+            f"Aggregate '{agg.sql(dialect='spark')}' in SELECT is not supported yet",
+            "AGGREGATE_IN_SELECT", "aggregates over a variable's events come with DESIGN.md 4.7; "
+            "select the variable itself to get its events",
+            offset=expr_position(item.expr, agg),
+        )
+    for col in tree.find_all(exp.Column):
+        if not col.table:
+            raise _error(
+                AnalysisError, text, item.span,
+                f"Unknown variable '{col.name}' in SELECT" if col.name not in variables
+                else f"Variable '{col.name}' cannot be used as a value in an expression",
+                "UNKNOWN_VARIABLE" if col.name not in variables else "VARIABLE_AS_VALUE",
+                "select a variable alone (SELECT a) or one of its columns (SELECT a.price)",
+                offset=expr_position(item.expr, col),
+            )
+        if col.table not in variables:
+            raise _error(
+                AnalysisError, text, item.span, f"Unknown variable '{col.table}' in SELECT",
+                "UNKNOWN_VARIABLE", f"the pattern defines {', '.join(variables)}",
+                offset=expr_position(item.expr, col),
+            )
+        if cardinality[col.table] == MANY:
+            raise _error(
+                UnsupportedError, text, item.span,
+                f"'{col.sql(dialect='spark')}': variable '{col.table}' can hold several events",
+                "SET_VARIABLE_IN_EXPRESSION",
+                f"select {col.table} itself (an array of its events); aggregates such as "
+                f"sum({col.table}.{col.name}) come with DESIGN.md 4.7",
+                offset=expr_position(item.expr, col),
+            )
+    name = item.alias or item.expr.text
+    return OutputExpr(name, item.expr)
+
+
+def analyze(query: ast.Query, text: str) -> Analysis:
+    """Check a parsed query and collect what later stages need (no schema, no data)."""
+    view = query if isinstance(query, ast.CreateView) else None
+    select = ast.select_of(query)
+
+    refs: dict[str, ast.Source] = {}
+    for source in select.sources:
+        key = source.ref.lower()
+        if key in refs:
+            raise _error(AnalysisError, text, source.span,
+                         f"Source name '{source.ref}' is used twice in FROM", "DUPLICATE_SOURCE",
+                         "give one of them an alias: FROM s, s AS s2")
+        refs[key] = source
+    for node in ast.walk(select.pattern):
+        if isinstance(node, ast.Atom) and node.source is not None and node.source.lower() not in refs:
+            raise _error(AnalysisError, text, node.span,
+                         f"Unknown source '{node.source}' in '{node.source}>{node.type}'",
+                         "UNKNOWN_SOURCE", f"FROM lists {', '.join(s.ref for s in select.sources)}")
+
+    variables = tuple(pattern_variables(select.pattern))
+    cardinality = {v: _cardinality(select.pattern, v) for v in variables}
+    _check_filters(select.pattern, text)
+
+    if select.consume == "ANY" and select.partition_by:
+        raise _error(AnalysisError, text, select.span,
+                     "CONSUME BY ANY cannot be combined with PARTITION BY", "CONSUME_ANY_WITH_PARTITION",
+                     "CONSUME BY ANY needs one global order of results; use CONSUME BY PARTITION "
+                     "to consume within each partition",
+                     offset=text.upper().find("CONSUME"))
+
+    window = select.within
+    if isinstance(window, (ast.TimeWindow, ast.ColumnWindow)) and window.column and select.order_by:
+        if window.column.lower() != select.order_by[0].lower():
+            raise _error(AnalysisError, text, window.span,
+                         f"WITHIN [{window.column}] is not the first ORDER BY column ({select.order_by[0]})",
+                         "WINDOW_COLUMN_NOT_ORDER",
+                         f"windows are measured on the first ordering column: ORDER BY {window.column}, "
+                         "or drop ORDER BY")
+
+    outputs = _outputs(select, variables, cardinality, text)
+    taken = {c.lower() for c in select.partition_by} | set(MATCH_COLUMNS)
+    for out in outputs:
+        if out.name.lower() in taken:
+            raise _error(AnalysisError, text, select.span,
+                         f"Output column '{out.name}' clashes with a PARTITION BY or match_* column",
+                         "OUTPUT_NAME_CLASH", "rename the variable or alias the expression",
+                         offset=_definition_offset(select, out, text))
+        taken.add(out.name.lower())
+    if not outputs:
+        raise _error(AnalysisError, text, select.span, "SELECT selects nothing", "EMPTY_SELECT")
+    selected = tuple(dict.fromkeys(o.var for o in outputs if isinstance(o, OutputVar)))
+    return Analysis(text, select, view, variables, cardinality, selected, outputs)
+
+
+def _definition_offset(select: ast.Select, out, text: str) -> int:
+    """Where an output name was written: its SELECT item, AS clause or atom."""
+    if not isinstance(select.projection, ast.Star):
+        for item in select.projection:
+            if getattr(item, "alias", None) == out.name or getattr(item, "var", None) == out.name:
+                return item.span.start if item.span else 0
+    for node in ast.walk(select.pattern):
+        if isinstance(node, ast.As) and node.var == out.name and node.span:
+            quoted = text[node.span.end - 1] == "`"
+            return node.span.end - len(out.name) - (2 if quoted else 0)
+        if isinstance(node, ast.Atom) and node.type == out.name and node.span:
+            return node.span.start
+    return select.span.start if select.span else 0
+

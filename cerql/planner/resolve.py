@@ -1,0 +1,255 @@
+"""Name resolution: an analyzed query against the schemas of its sources.
+
+Input: an :class:`~cerql.planner.analyze.Analysis` and ``{source name: pyarrow.Schema}``.
+Output: a :class:`cerql.plan.QueryPlan`. This is where DESIGN.md section 3 is decided: which
+table each source is, its type column, what each atom matches, the ordering column, the window
+kind, and every column a predicate or SELECT item reads. Unknown names, impossible event types
+and wrong types are :class:`cerql.errors.AnalysisError` with a position, before any data is read.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import pyarrow as pa
+from sqlglot import exp
+
+from cerql import ast
+from cerql.errors import AnalysisError, CeqlError, position_of
+from cerql.exec.values import evaluate
+from cerql.parser.sqlexpr import expr_position
+from cerql.plan import (MAX_MATCHES_PER_EVENT, AtomPlan, OutputPlan, QueryPlan, SourcePlan,
+                        WindowPlan)
+from cerql.planner.analyze import Analysis, OutputVar
+from cerql.planner.arrow_expr import ExprError, compile_expr
+
+TYPE_COLUMN_NAMES = ("type", "event_type")
+
+
+class _Resolver:
+    def __init__(self, analysis: Analysis, schemas: Mapping[str, pa.Schema]):
+        self.a = analysis
+        self.text = analysis.text
+        self.select = analysis.select
+        self.schemas = schemas
+
+    def error(self, message, error_class, hint=None, span=None, offset=None, cls=AnalysisError):
+        where = offset if offset is not None else (span.start if span else 0)
+        line, column = position_of(self.text, where)
+        return cls(message, error_class=error_class, line=line, column=column, hint=hint, text=self.text)
+
+    # -- sources and columns
+    def find_table(self, source: ast.Source) -> str:
+        lowered = {k.lower(): k for k in self.schemas}
+        for candidate in (source.name, source.name.split(".")[-1]):
+            if candidate.lower() in lowered:
+                return lowered[candidate.lower()]
+        known = ", ".join(sorted(self.schemas)) or "none"
+        raise self.error(f"Unknown source '{source.name}'", "UNKNOWN_SOURCE",
+                         f"tables given: {known}", span=source.span)
+
+    def build_union(self, keys: list[str]) -> pa.Schema:
+        """Union by column name, case-insensitively; the first spelling seen wins."""
+        self.canonical: dict[str, str] = {}
+        fields: dict[str, pa.Field] = {}
+        for key in keys:
+            for f in self.schemas[key]:
+                name = self.canonical.setdefault(f.name.lower(), f.name)
+                if name in fields and fields[name].type != f.type:
+                    try:
+                        merged = pa.unify_schemas([pa.schema([fields[name]]), pa.schema([f.with_name(name)])],
+                                                  promote_options="permissive")
+                    except (pa.ArrowInvalid, pa.ArrowTypeError):
+                        raise self.error(
+                            f"Column '{name}' has types {fields[name].type} and {f.type} in different sources",
+                            "INCOMPATIBLE_COLUMN_TYPES", "cast one of them before the query")
+                    fields[name] = merged.field(0)
+                else:
+                    fields.setdefault(name, f.with_name(name).with_nullable(True))
+        return pa.schema(list(fields.values()))
+
+    def column(self, name: str, span=None, offset=None) -> str:
+        try:
+            return self.canonical[name.lower()]
+        except KeyError:
+            raise self.error(f"Unknown column '{name}'", "UNKNOWN_COLUMN",
+                             f"the stream has columns {', '.join(self.union.names)}",
+                             span=span, offset=offset) from None
+
+    def type_column(self, source: ast.Source, key: str) -> str | None:
+        schema = self.schemas[key]
+        if source.typed_by:
+            for f in schema:
+                if f.name.lower() == source.typed_by.lower():
+                    return self.canonical[f.name.lower()]
+            raise self.error(f"TYPED BY column '{source.typed_by}' is not a column of '{source.name}'",
+                             "UNKNOWN_COLUMN", f"'{source.name}' has {', '.join(schema.names)}",
+                             span=source.span)
+        found = [f.name for f in schema if f.name.lower() in TYPE_COLUMN_NAMES]
+        if len(found) > 1:
+            raise self.error(f"Source '{source.name}' has both 'type' and 'event_type' columns",
+                             "AMBIGUOUS_TYPE_COLUMN",
+                             f"say which one holds event types: FROM {source.name} TYPED BY {found[0]}",
+                             span=source.span)
+        return self.canonical[found[0].lower()] if found else None
+
+    # -- atoms
+    def atom(self, atom: ast.Atom, sources: list[SourcePlan]) -> AtomPlan:
+        by_ref = {s.ref.lower(): s for s in sources}
+        if atom.source is not None:
+            src = by_ref[atom.source.lower()]
+            if src.type_column is None:
+                raise self.error(f"Source '{atom.source}' has no type column for '{atom.source}>{atom.type}'",
+                                 "NO_TYPE_COLUMN", f"add TYPED BY column to {atom.source} in FROM", span=atom.span)
+            return AtomPlan(atom.type, atom.source, ((src.index, src.type_column, atom.type),))
+        if atom.type.lower() in by_ref:
+            return AtomPlan(atom.type, None, ((by_ref[atom.type.lower()].index, None, None),))
+        alternatives = tuple((s.index, s.type_column, atom.type) for s in sources if s.type_column)
+        if not alternatives:
+            raise self.error(
+                f"Event type '{atom.type}' cannot match any row: no source is named '{atom.type}' "
+                "and no source has a type column",
+                "UNKNOWN_EVENT_TYPE",
+                f"sources: {', '.join(s.ref for s in sources)}; name a source, or give a type "
+                "column ('type', 'event_type' or TYPED BY col)", span=atom.span)
+        return AtomPlan(atom.type, None, alternatives)
+
+    # -- expressions
+    def compile(self, sql: ast.SqlExpr, resolve):
+        try:
+            return compile_expr(sql.tree, resolve)
+        except ExprError as err:
+            raise self.error(err.message, err.error_class, err.hint,
+                             offset=expr_position(sql, err.node), cls=err.cls) from None
+
+    def check(self, fn, sql: ast.SqlExpr, table: pa.Table, boolean: bool, what: str) -> None:
+        """Run ``fn`` on an empty table of the right schema: type errors surface here."""
+        try:
+            out = evaluate(fn, table)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError) as err:
+            raise self.error(f"Type error in {what} '{sql.text}': {str(err).splitlines()[0]}",
+                             "TYPE_MISMATCH", "compare columns with values of the same type",
+                             offset=expr_position(sql)) from None
+        if boolean and not (pa.types.is_boolean(out.type) or pa.types.is_null(out.type)):
+            raise self.error(f"FILTER predicate '{sql.text}' is {out.type}, not boolean",
+                             "NON_BOOLEAN_FILTER", "a predicate compares, e.g. price > 10",
+                             offset=expr_position(sql))
+
+    def predicates(self) -> dict:
+        empty = self.union.empty_table()
+        out = {}
+        for node in ast.walk(self.select.pattern):
+            if isinstance(node, ast.Filter):
+                stack = [node.condition]
+                while stack:
+                    cond = stack.pop()
+                    if isinstance(cond, (ast.FilterAnd, ast.FilterOr)):
+                        stack += [cond.left, cond.right]
+                    elif isinstance(cond, ast.VarPredicate) and cond.predicate.text not in out:
+                        sql = cond.predicate
+
+                        def resolve(col: exp.Column, sql=sql) -> str:
+                            return self.column(col.name, offset=expr_position(sql, col))
+
+                        fn = self.compile(sql, resolve)
+                        self.check(fn, sql, empty, True, "FILTER")
+                        out[sql.text] = fn
+        return out
+
+    def output(self, o) -> OutputPlan:
+        if isinstance(o, OutputVar):
+            cols = None
+            if o.columns is not None:
+                cols = tuple(self.column(c, span=self.select.span) for c in o.columns)
+            return OutputPlan(o.name, var=o.var, columns=cols, many=o.many)
+        used: list[tuple[str, str]] = []
+
+        def resolve(col: exp.Column) -> str:
+            name = self.column(col.name, offset=expr_position(o.expr, col))
+            if (col.table, name) not in used:
+                used.append((col.table, name))
+            return f"{col.table}.{name}"
+
+        fn = self.compile(o.expr, resolve)
+        empty = pa.schema([pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]).empty_table()
+        self.check(fn, o.expr, empty, False, "SELECT")
+        return OutputPlan(o.name, expr=fn, expr_columns=tuple(used))
+
+    # -- ordering and windows
+    def ordering(self) -> tuple[str, ...]:
+        sel = self.select
+        if sel.order_by:
+            return tuple(self.column(c, span=sel.span) for c in sel.order_by)
+        window = sel.within
+        if isinstance(window, (ast.TimeWindow, ast.ColumnWindow)) and window.column:
+            return (self.column(window.column, span=window.span),)
+        times = [f.name for f in self.union if pa.types.is_timestamp(f.type) or pa.types.is_date(f.type)]
+        if len(times) == 1:
+            return (times[0],)
+        what = "no TIMESTAMP or DATE column" if not times else f"several time columns ({', '.join(times)})"
+        raise self.error(f"Cannot tell the order of events: the sources have {what}", "NO_ORDER_COLUMN",
+                         "add ORDER BY <column>", offset=len(self.text.rstrip()))
+
+    def order_kind(self, column: str) -> str:
+        t = self.union.field(column).type
+        if pa.types.is_timestamp(t):
+            return "timestamp"
+        if pa.types.is_date(t):
+            return "date"
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            return "numeric"
+        return "other"
+
+    def window(self, kind: str) -> WindowPlan | None:
+        w = self.select.within
+        if w is None:
+            return None
+        if isinstance(w, ast.EventsWindow):
+            return WindowPlan("events", w.events)
+        if isinstance(w, ast.TimeWindow):
+            if kind not in ("timestamp", "date"):
+                raise self.error("A window in time units needs a TIMESTAMP or DATE ordering column",
+                                 "WINDOW_NEEDS_TIME",
+                                 "order by a time column, or write WITHIN n [column] for a numeric column",
+                                 span=w.span)
+            return WindowPlan("time", w.micros)
+        if kind != "numeric":
+            raise self.error(f"WITHIN n [{w.column}] needs a numeric column",
+                             "WINDOW_NEEDS_NUMBER",
+                             "for a time column write WITHIN 10 SECONDS" if kind in ("timestamp", "date") else None,
+                             span=w.span)
+        return WindowPlan("column", w.amount)
+
+    def plan(self, max_matches_per_event: int) -> QueryPlan:
+        sel = self.select
+        keys = [self.find_table(s) for s in sel.sources]
+        self.union = self.build_union(keys)
+        sources = [SourcePlan(i, key, s.ref, self.type_column(s, key))
+                   for i, (s, key) in enumerate(zip(sel.sources, keys))]
+        atoms = {}
+        for node in ast.walk(sel.pattern):
+            if isinstance(node, ast.Atom) and node not in atoms:
+                atoms[node] = self.atom(node, sources)
+        partition = tuple(self.column(c, span=sel.span) for c in sel.partition_by)
+        order = self.ordering()
+        kind = self.order_kind(order[0])
+        window = self.window(kind)
+        positions = (sel.strategy == "STRICT" or isinstance(sel.within, ast.EventsWindow) or any(
+            isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(sel.pattern)))
+        return QueryPlan(
+            select=sel, view=self.a.view, sources=tuple(sources), columns=tuple(self.union.names),
+            atoms=atoms, predicates=self.predicates(), order_columns=order, order_kind=kind,
+            partition_columns=partition, window=window,
+            outputs=tuple(self.output(o) for o in self.a.outputs), selected=self.a.selected,
+            strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
+            max_matches_per_event=max_matches_per_event, uses_positions=positions,
+        )
+
+
+def resolve(analysis: Analysis, schemas: Mapping[str, pa.Schema],
+            max_matches_per_event: int = MAX_MATCHES_PER_EVENT) -> QueryPlan:
+    """Resolve every name of an analyzed query against the source schemas."""
+    try:
+        return _Resolver(analysis, schemas).plan(max_matches_per_event)
+    except CeqlError as err:
+        raise err.with_text(analysis.text)
