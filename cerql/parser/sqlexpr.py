@@ -62,6 +62,8 @@ def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
             where = offset + max(line_start, end - len(detail.get("highlight") or " "))
         line, column = position_of(query, where)
         message = (detail.get("description") or str(err)).split("\n")[0]
+        if message.startswith("Required keyword"):
+            message = "an operand or keyword is missing"
         raise ParseError(
             f"Invalid Spark SQL expression: {message}",
             error_class="INVALID_SQL_EXPRESSION",

@@ -342,6 +342,7 @@ _EXAMPLES = {
     "PATTERN_AFTER_FILTER": ["SELECT * FROM s WHERE A FILTER A[x > 1] ; B",
                              "SELECT * FROM s WHERE A FILTER A[x > 1] AS a"],
     "STRATEGY_IN_PATTERN": ["SELECT * FROM s WHERE MAX A", "SELECT * FROM s WHERE A ; NEXT B"],
+    "BRACKET_ON_ATOM": ["SELECT * FROM s WHERE A[x > 1]", "SELECT * FROM s WHERE A ; B[x > 1]"],
     "BAD_WINDOW": ["SELECT * FROM s WHERE A WITHIN", "SELECT * FROM s WHERE A WITHIN 5",
                    "SELECT * FROM s WHERE A WITHIN 5 weeks", "SELECT * FROM s WHERE A WITHIN x"],
     "BAD_LIMIT": ["SELECT * FROM s WHERE A LIMIT", "SELECT * FROM s WHERE A LIMIT x"],
@@ -358,6 +359,7 @@ _HINTS = {
     "UNBALANCED_PARENTHESES": "check that every ( has its )",
     "PATTERN_AFTER_FILTER": "FILTER covers everything to its left; put the filtered part in parentheses: (p FILTER f) ; q",
     "STRATEGY_IN_PATTERN": "selection strategies go right after SELECT (SELECT MAX * ...); they apply only at the top level",
+    "BRACKET_ON_ATOM": "predicates go in a FILTER after the pattern: A AS a FILTER a[x > 1]",
     "BAD_WINDOW": "write WITHIN n EVENTS, WITHIN n MINUTES (MILLISECONDS, SECONDS, HOURS, DAYS), WITHIN INTERVAL '5' MINUTE or WITHIN n [column]",
     "BAD_LIMIT": "write LIMIT n with a whole number n >= 0",
     "BAD_CONSUME": "write CONSUME BY ANY, CONSUME BY PARTITION or CONSUME BY NONE",
@@ -385,13 +387,19 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> ParseError:
     else:
         offset = exc.token.start_pos if exc.token.start_pos is not None else len(text)
         found = repr(exc.token.value)
+    if label == "STRATEGY_IN_PATTERN":
+        # the strategy word was read as an event type; point at it, not at what follows
+        words = list(re.finditer(r"(?i)\b(all|any|next|last|max|strict)\b", text[:offset]))
+        if words:
+            offset = words[-1].start()
+            found = f"selection strategy {words[-1].group(0).upper()} inside the pattern"
     line, column = position_of(text, offset)
     expected = _expected(exc)
     hint = _HINTS.get(label) if label else None
     if hint is None and expected:
         hint = f"expected {expected}"
     return ParseError(
-        f"Syntax error: unexpected {found}",
+        f"Syntax error: {found}" if label == "STRATEGY_IN_PATTERN" else f"Syntax error: unexpected {found}",
         error_class=label or "SYNTAX_ERROR",
         line=line,
         column=column,
