@@ -245,8 +245,18 @@ def _select_expr(item: ast.SelectExpr, variables, cardinality, text: str) -> Out
                 f"sum({col.table}.{col.name}) come with DESIGN.md 4.7",
                 offset=expr_position(item.expr, col),
             )
-    name = item.alias or item.expr.text
+    # Spark's naming: a column keeps its own name, any other expression is named by its text
+    name = item.alias or (tree.name if isinstance(tree, exp.Column) else item.expr.text)
     return OutputExpr(name, item.expr)
+
+
+def _output_variables(outputs):
+    """The variables a result keeps: selected ones and those SELECT expressions read."""
+    for o in outputs:
+        if isinstance(o, OutputVar):
+            yield o.var
+        else:
+            yield from (col.table for col in o.expr.tree.find_all(exp.Column))
 
 
 def analyze(query: ast.Query, text: str) -> Analysis:
@@ -299,7 +309,7 @@ def analyze(query: ast.Query, text: str) -> Analysis:
         taken.add(out.name.lower())
     if not outputs:
         raise _error(AnalysisError, text, select.span, "SELECT selects nothing", "EMPTY_SELECT")
-    selected = tuple(dict.fromkeys(o.var for o in outputs if isinstance(o, OutputVar)))
+    selected = tuple(dict.fromkeys(_output_variables(outputs)))
     return Analysis(text, select, view, variables, cardinality, selected, outputs)
 
 

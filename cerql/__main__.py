@@ -1,0 +1,5 @@
+"""``python -m cerql``: the same command line as the ``cerql`` script (see cerql/cli.py)."""
+
+from cerql.cli import main
+
+raise SystemExit(main())

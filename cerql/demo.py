@@ -1,0 +1,360 @@
+"""Demo data and the demo runner behind ``cerql demo``.
+
+Input: nothing but a row count and a seed. Output: three synthetic event streams as pandas
+DataFrames, shaped like the datasets of seed 001's benchmarks (stock trades, smart-home plug
+readings, taxi trips), and :func:`run_demo`, which runs every query of the repository's
+``sql/`` directory over them and prints a few matches and one summary line per query.
+
+The generators are deterministic (one seeded ``numpy.random.Generator`` each), so the demo
+prints the same matches on every machine and the tests can assert on them. They are small on
+purpose: today the only engine is the brute-force reference evaluator, which is exponential in
+the worst case, and the queries in ``sql/`` carry WITHIN windows sized for a few hundred rows.
+"""
+
+from __future__ import annotations
+
+import datetime
+import textwrap
+import time
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+import cerql
+from cerql import ast
+
+DEFAULT_ROWS = 300
+START = pd.Timestamp("2024-03-01 09:30:00")
+
+# Stock names with a base price and a per-trade volatility. MSFT trades around 100 and AMZN
+# around 2000 so that seed 001's thresholds (Q1: price > 100, price < 2000) split their trades.
+STOCKS = {
+    "MSFT": (101.0, 0.01),
+    "INTC": (48.0, 0.006),
+    "AMZN": (1995.0, 0.004),
+    "AAPL": (172.0, 0.004),
+    "GOOG": (140.0, 0.005),
+}
+STOCK_SHARE = (0.25, 0.2, 0.2, 0.2, 0.15)
+VOLUMES = (100, 200, 300, 500, 1000)
+VOLUME_SHARE = (0.3, 0.25, 0.2, 0.15, 0.1)
+
+# Households 0-5 with two plugs each; plug ids are unique across households, as in DEBS 2014.
+HOUSEHOLDS = 6
+PLUGS_PER_HOUSEHOLD = 2
+
+# Taxi zones in the order a cab tends to drive through them (neighbours are adjacent), so
+# consecutive trips walk along the list, as trips in a city mostly go to nearby zones.
+ZONES = (
+    "East Harlem North", "Upper East Side", "Midtown Center", "Lincoln Square West",
+    "Park Slope", "Midwood", "Gravesend", "West Brighton",
+)
+AIRPORT = "JFK Airport"
+TAXIS = 8
+
+
+def stock_stream(n_rows: int = DEFAULT_ROWS, seed: int = 1) -> pd.DataFrame:
+    """BUY and SELL trades of five stocks, in arrival order.
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of trades.
+    seed : int
+        Seed of the random generator; the same seed gives the same frame.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``type`` ('BUY' or 'SELL'), ``name``, ``price`` (a random walk per stock),
+        ``volume`` (round lots, so PARTITION BY [name], [volume] groups trades) and ``ts``
+        (datetime64, about one trade per 0.8 s from 2024-03-01 09:30).
+
+    Examples
+    --------
+    >>> from cerql.demo import stock_stream
+    >>> df = stock_stream(5)
+    >>> list(df.columns)
+    ['type', 'name', 'price', 'volume', 'ts']
+    >>> len(df), df["ts"].is_monotonic_increasing
+    (5, True)
+    """
+    rng = np.random.default_rng(seed)
+    names = list(STOCKS)
+    picked = rng.choice(len(names), size=n_rows, p=STOCK_SHARE)
+    last = {name: base for name, (base, _) in STOCKS.items()}
+    prices = np.empty(n_rows)
+    for i, k in enumerate(picked):
+        name = names[k]
+        last[name] *= float(np.exp(rng.normal(0.0, STOCKS[name][1])))
+        prices[i] = round(last[name], 2)
+    gaps = rng.exponential(0.8, size=n_rows)
+    return pd.DataFrame({
+        "type": np.where(rng.random(n_rows) < 0.5, "BUY", "SELL"),
+        "name": [names[k] for k in picked],
+        "price": prices,
+        "volume": rng.choice(VOLUMES, size=n_rows, p=VOLUME_SHARE).astype(np.int64),
+        "ts": START + pd.to_timedelta(np.round(np.cumsum(gaps), 3), unit="s"),
+    })
+
+
+def plug_stream(n_rows: int = DEFAULT_ROWS, seed: int = 2) -> pd.DataFrame:
+    """Load readings of smart plugs in six households, in time order.
+
+    Each plug reports about every 8 seconds. Its device switches between standby (a few watts)
+    and running (its own rated load, 60-250 W) as a two-state Markov chain, so readings come
+    in runs of high and low load, as in the DEBS 2014 smart-home data.
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of readings over all plugs.
+    seed : int
+        Seed of the random generator.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``plug_id``, ``household_id``, ``load`` (watts) and ``ts`` (datetime64, whole
+        seconds, so several plugs can report at the same second). There is no type column: a
+        query names the source (``plugs AS a``) to match every reading.
+
+    Examples
+    --------
+    >>> from cerql.demo import plug_stream
+    >>> df = plug_stream(24)
+    >>> list(df.columns), len(df)
+    (['plug_id', 'household_id', 'load', 'ts'], 24)
+    """
+    rng = np.random.default_rng(seed)
+    n_plugs = HOUSEHOLDS * PLUGS_PER_HOUSEHOLD
+    per_plug = -(-n_rows // n_plugs)
+    frames = []
+    for plug in range(n_plugs):
+        rated = rng.uniform(60.0, 250.0)
+        running = rng.random() < 0.5
+        loads = np.empty(per_plug)
+        for i in range(per_plug):
+            if rng.random() < 0.2:
+                running = not running
+            level = rated if running else rng.uniform(0.5, 8.0)
+            loads[i] = round(max(0.0, level * rng.normal(1.0, 0.05)), 1)
+        offsets = rng.integers(0, 8) + np.cumsum(rng.integers(6, 11, size=per_plug))
+        frames.append(pd.DataFrame({
+            "plug_id": plug,
+            "household_id": plug // PLUGS_PER_HOUSEHOLD,
+            "load": loads,
+            "ts": START + pd.to_timedelta(offsets, unit="s"),
+        }))
+    df = pd.concat(frames, ignore_index=True)
+    df = df.sort_values(["ts", "plug_id"], kind="stable").head(n_rows).reset_index(drop=True)
+    return df.astype({"plug_id": np.int64, "household_id": np.int64})
+
+
+def taxi_stream(n_rows: int = DEFAULT_ROWS, seed: int = 3) -> pd.DataFrame:
+    """PICKUP and DROPOFF events of eight taxis in New York zones, in time order.
+
+    A taxi picks up where it last dropped off, drives to a nearby zone (mostly the next one
+    along :data:`ZONES` in its current heading, turning back at either end) or, now and then,
+    to JFK Airport (flat fare), and waits a few minutes before its next fare. The fare is
+    known at drop-off only.
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of events over all taxis (two per trip).
+    seed : int
+        Seed of the random generator.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``type`` ('PICKUP' or 'DROPOFF'), ``taxi_id``, ``trip_id``, ``zone``, ``fare``
+        (dollars on DROPOFF rows, NaN on PICKUP rows) and ``ts`` (datetime64).
+
+    Examples
+    --------
+    >>> from cerql.demo import taxi_stream
+    >>> df = taxi_stream(10)
+    >>> sorted(set(df["type"]))
+    ['DROPOFF', 'PICKUP']
+    """
+    rng = np.random.default_rng(seed)
+    trips_per_taxi = -(-n_rows // (2 * TAXIS)) + 1
+    rows = []
+    trip_id = 0
+    for taxi in range(TAXIS):
+        where = int(rng.integers(0, len(ZONES)))
+        heading = 1 if rng.random() < 0.5 else -1  # along ZONES, turning back at either end
+        clock = float(rng.uniform(0, 20))  # minutes after START
+        for _ in range(trips_per_taxi):
+            pickup = ZONES[where]
+            roll = rng.random()
+            if roll < 0.08:
+                dropoff, hops = AIRPORT, 4
+            else:
+                step = 1 if roll < 0.7 else 2 if roll < 0.85 else 0
+                if not 0 <= where + heading * step < len(ZONES):
+                    heading = -heading
+                where += heading * step
+                dropoff, hops = ZONES[where], step or 0.5
+            minutes = float(rng.uniform(6, 10) * hops + rng.uniform(0, 4))
+            fare = 52.0 if dropoff == AIRPORT else round(3.0 + 0.9 * minutes + rng.uniform(0, 2), 2)
+            rows.append(("PICKUP", taxi, trip_id, pickup, np.nan, clock))
+            rows.append(("DROPOFF", taxi, trip_id, dropoff, fare, clock + minutes))
+            clock += minutes + float(rng.uniform(2, 20))
+            trip_id += 1
+            if dropoff == AIRPORT:  # back into the city for the next fare
+                where = int(rng.integers(0, len(ZONES)))
+    df = pd.DataFrame(rows, columns=["type", "taxi_id", "trip_id", "zone", "fare", "minutes"])
+    df["taxi_id"] = [f"T{t + 1:02d}" for t in df["taxi_id"]]
+    df["ts"] = START + pd.to_timedelta(np.round(df.pop("minutes") * 60.0), unit="s")
+    df = df.sort_values(["ts", "trip_id"], kind="stable").head(n_rows).reset_index(drop=True)
+    return df.astype({"trip_id": np.int64})
+
+
+DATASETS: dict[str, Callable[..., pd.DataFrame]] = {
+    "stock": stock_stream,
+    "plugs": plug_stream,
+    "trips": taxi_stream,
+}
+
+
+def demo_tables(n_rows: int = DEFAULT_ROWS) -> dict[str, pd.DataFrame]:
+    """Every demo stream by the table name the queries in ``sql/`` use."""
+    return {name: make(n_rows) for name, make in DATASETS.items()}
+
+
+def sql_dir() -> Path:
+    """Where the demo queries live: the repository's ``sql/`` beside the package (a source
+    checkout or editable install), else a ``sql/`` inside the package (an installed copy)."""
+    package = Path(__file__).resolve().parent
+    repository = package.parent / "sql"
+    return repository if repository.is_dir() else package / "sql"
+
+
+def load_queries(directory: Path | None = None) -> list[tuple[str, str]]:
+    """``(name, text)`` of every ``*.sql`` file, sorted by name; the name is the file stem."""
+    directory = directory or sql_dir()
+    return [(p.stem, p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.sql"))]
+
+
+def description(text: str) -> str:
+    """The leading ``--`` comment of a query file, joined into one line."""
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("--"):
+            break
+        lines.append(stripped[2:].strip())
+    return " ".join(lines)
+
+
+def source_names(text: str) -> list[str]:
+    """The table names in a query's FROM clause (lower case, without a schema prefix)."""
+    select = ast.select_of(cerql.parse(text))
+    return [source.name.split(".")[-1].lower() for source in select.sources]
+
+
+def tables_for(text: str, tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The demo tables a query reads, picked by the names in its FROM clause.
+
+    A name with no demo table is left out, so ``cerql.run`` reports it as an unknown source.
+    """
+    return {name: tables[name] for name in source_names(text) if name in tables}
+
+
+def _brief(value) -> str:
+    """One result value as short text: an event as its values (numbers with their column name,
+    so readings of ids and loads stay apart), a list of events as its first three, a timestamp
+    as its time of day (the demo streams each cover a single day)."""
+    if isinstance(value, list):
+        more = f" +{len(value) - 3} more" if len(value) > 3 else ""
+        return "[" + "; ".join(_brief(v) for v in value[:3]) + more + "]"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={_brief(v)}" if isinstance(v, (int, float)) else _brief(v)
+                        for k, v in value.items())
+    if value is None or value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
+        return "-"
+    if isinstance(value, datetime.datetime):
+        text = value.strftime("%H:%M:%S.%f")
+        return text[:-7] if text.endswith(".000000") else text[:-3]
+    return str(value)
+
+
+def _show(result: pd.DataFrame, limit: int) -> str:
+    """The first ``limit`` matches as a small table, without match_id (a long hash)."""
+    rows = result.drop(columns="match_id").head(limit)
+    return rows.map(_brief).to_string(index=False)
+
+
+def run_demo(
+    out: Callable[[str], object] = print,
+    n_rows: int = DEFAULT_ROWS,
+    engine: str | None = None,
+    show: int = 3,
+    directory: Path | None = None,
+) -> list[dict]:
+    """Run every query in ``sql/`` over the demo streams and print what it finds.
+
+    Parameters
+    ----------
+    out : callable
+        Receives each chunk of text to print (``print`` by default; a list's ``append`` to
+        capture the output).
+    n_rows : int
+        Rows per demo stream. The queries' windows are sized for the default.
+    engine : str, optional
+        Passed to :func:`cerql.run`; None picks the best engine available.
+    show : int
+        How many matches to print per query.
+    directory : pathlib.Path, optional
+        Where the ``*.sql`` files are; the repository's ``sql/`` by default.
+
+    Returns
+    -------
+    list of dict
+        One summary per query: ``query``, ``rows_in``, ``matches``, ``seconds`` and ``error``
+        (None, or the :class:`cerql.CeqlError` that stopped the query; the demo goes on with
+        the next query, so one broken file does not hide the others).
+
+    Examples
+    --------
+    >>> from cerql.demo import run_demo
+    >>> lines = []
+    >>> summaries = run_demo(out=lines.append, show=0)  # doctest: +SKIP
+    >>> all(s["matches"] > 0 for s in summaries)  # doctest: +SKIP
+    True
+    """
+    tables = demo_tables(n_rows)
+    queries = load_queries(directory)
+    if not queries:
+        out(f"no *.sql files in {directory or sql_dir()}")
+    summaries = []
+    for name, text in queries:
+        out(textwrap.fill(f"== {name}: {description(text)}", width=100, subsequent_indent="   "))
+        started = time.perf_counter()
+        try:
+            used = tables_for(text, tables)
+            result = cerql.run(text, dict(used), engine=engine)
+        except cerql.CeqlError as err:
+            out(f"!! {name} failed: {err.error_class}: {err}")
+            summaries.append({"query": name, "rows_in": 0, "matches": 0,
+                              "seconds": time.perf_counter() - started, "error": err})
+            out("")
+            continue
+        seconds = time.perf_counter() - started
+        rows_in = sum(len(t) for t in used.values())
+        if show and len(result):
+            out(_show(result, show))
+        summaries.append({"query": name, "rows_in": rows_in, "matches": len(result),
+                          "seconds": seconds, "error": None})
+        out(f"-- {name}: {rows_in} rows in, {len(result)} matches out, {seconds:.2f} s")
+        out("")
+    total = sum(s["seconds"] for s in summaries)
+    failed = sum(s["error"] is not None for s in summaries)
+    out(f"{len(summaries)} queries, {sum(s['matches'] for s in summaries)} matches, {total:.2f} s"
+        + (f", {failed} failed" if failed else ""))
+    return summaries
