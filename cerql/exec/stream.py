@@ -117,7 +117,8 @@ def _window_values(plan: QueryPlan, table: pa.Table) -> np.ndarray | None:
         return None
     col = table.column(plan.order_columns[0])
     if plan.order_kind == "timestamp":
-        col = pc.cast(col, pa.timestamp("us", tz=col.type.tz))
+        # nanoseconds (pandas' default) are truncated to microseconds, Spark's precision
+        col = pc.cast(col, pa.timestamp("us", tz=col.type.tz), safe=False)
         return np.asarray(pc.cast(col, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
     if plan.order_kind == "date":
         days = pc.cast(pc.cast(col, pa.date32()), pa.int32()).to_numpy(zero_copy_only=False)

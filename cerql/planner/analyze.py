@@ -299,14 +299,17 @@ def analyze(query: ast.Query, text: str) -> Analysis:
                          "or drop ORDER BY")
 
     outputs = _outputs(select, variables, cardinality, text)
-    taken = {c.lower() for c in select.partition_by} | set(MATCH_COLUMNS)
+    # Reserved names compare case-insensitively (Spark's default); outputs among themselves
+    # compare exactly, so `A AS a ; A` selects both a and A (DESIGN.md 4.2).
+    reserved = {c.lower() for c in select.partition_by} | set(MATCH_COLUMNS)
+    seen: set[str] = set()
     for out in outputs:
-        if out.name.lower() in taken:
+        if out.name.lower() in reserved or out.name in seen:
             raise _error(AnalysisError, text, select.span,
-                         f"Output column '{out.name}' clashes with a PARTITION BY or match_* column",
+                         f"Output column '{out.name}' clashes with a PARTITION BY, match_* or another output column",
                          "OUTPUT_NAME_CLASH", "rename the variable or alias the expression",
                          offset=_definition_offset(select, out, text))
-        taken.add(out.name.lower())
+        seen.add(out.name)
     if not outputs:
         raise _error(AnalysisError, text, select.span, "SELECT selects nothing", "EMPTY_SELECT")
     selected = tuple(dict.fromkeys(_output_variables(outputs)))
