@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from sqlglot.dialects.spark import Spark
+
 from cerql import ast
 
 KEYWORDS = frozenset(
@@ -17,6 +19,10 @@ KEYWORDS = frozenset(
     temp temporary view typed interval events event asc desc all any next last max strict none
     millisecond milliseconds second seconds minute minutes hour hours day days""".split()
 )
+
+# Words Spark SQL reads as keywords (NOT, NULL, CASE, ARRAY, ...): a variable or column with
+# such a name must be back-quoted where sqlglot reads it.
+SQL_KEYWORDS = frozenset(k.lower() for k in Spark.tokenizer_class.KEYWORDS if re.fullmatch(r"\w+", k))
 
 # Binding strength of each pattern node, loosest first (see ceql.lark).
 _LEVEL = {ast.Filter: 0, ast.Or: 1, ast.Contiguous: 2, ast.Seq: 3,
@@ -29,7 +35,7 @@ _UNITS = (("DAY", 86_400_000_000), ("HOUR", 3_600_000_000), ("MINUTE", 60_000_00
 
 def ident(name: str) -> str:
     """A name as CEQL text: bare when it is a plain word that is no keyword, else back-quoted."""
-    if re.fullmatch(r"[^\W\d]\w*", name) and name.lower() not in KEYWORDS:
+    if re.fullmatch(r"[^\W\d]\w*", name) and name.lower() not in KEYWORDS | SQL_KEYWORDS:
         return name
     return "`" + name.replace("`", "``") + "`"
 

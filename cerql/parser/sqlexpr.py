@@ -10,6 +10,8 @@ and ``==`` (which sqlglot already reads as ``=``).
 
 from __future__ import annotations
 
+import re
+
 import sqlglot
 from sqlglot import exp
 
@@ -48,10 +50,18 @@ def _in_range_to_between(node: exp.Expression) -> exp.Expression:
     return node
 
 
+# sqlglot reads `array`[...] as an ARRAY constructor even when back-quoted; a variable of that
+# name is parsed under a same-length stand-in and renamed back afterwards.
+_ARRAY_VAR = re.compile(r"`(array)`(?=\s*\[)", re.IGNORECASE)
+_STAND_IN = "\ue000"
+
+
 def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
     """Parse one Spark SQL fragment that starts at ``offset`` in ``query``."""
+    originals = [m.group(1) for m in _ARRAY_VAR.finditer(text)]
+    source = _ARRAY_VAR.sub(lambda m: "`" + _STAND_IN + m.group(1)[1:] + "`", _braces_to_parens(text))
     try:
-        tree = sqlglot.parse_one(_braces_to_parens(text), read=DIALECT)
+        tree = sqlglot.parse_one(source, read=DIALECT)
     except sqlglot.errors.ParseError as err:
         detail = err.errors[0] if err.errors else {}
         where = offset
@@ -81,6 +91,10 @@ def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
             column=column,
             text=query,
         ) from None
+    for node in tree.walk():
+        node.comments = None  # comments are not part of the canonical text
+        if originals and isinstance(node, exp.Identifier) and node.this.startswith(_STAND_IN):
+            node.set("this", originals.pop(0))
     return tree.transform(_in_range_to_between)
 
 
@@ -90,12 +104,23 @@ def sql_expr(tree: exp.Expression, source: str, offset: int, span: ast.Span | No
 
 
 def expr_position(expr: ast.SqlExpr, node: exp.Expression | None = None) -> int:
-    """Offset in the query of ``node`` (a part of ``expr.tree``), as well as sqlglot knows it."""
+    """Offset in the query of ``node`` (a part of ``expr.tree``), as well as sqlglot knows it:
+    the qualifier of a qualified column, the name of a function call, else its first name."""
     if node is not None:
-        for ident in node.find_all(exp.Identifier):
-            start = ident.meta.get("start")
-            if start is not None:
-                return expr.offset + start
+        target = node.args.get("table") if isinstance(node, exp.Column) and node.table else node
+        starts = [i.meta["start"] for i in target.find_all(exp.Identifier) if "start" in i.meta]
+        if starts:
+            local = min(starts)
+            if isinstance(node, exp.Func):
+                # sqlglot keeps no position for a function's name: it ends at the "(" before
+                # the first argument
+                paren = expr.source.rfind("(", 0, local)
+                name_end = len(expr.source[:paren].rstrip()) if paren >= 0 else local
+                name_start = name_end
+                while name_start > 0 and (expr.source[name_start - 1].isalnum() or expr.source[name_start - 1] == "_"):
+                    name_start -= 1
+                local = name_start if name_start < name_end else local
+            return expr.offset + local
     return expr.span.start if expr.span else expr.offset
 
 
@@ -124,9 +149,29 @@ def _strip_qualifier(tree: exp.Expression, var: str) -> exp.Expression:
     return tree.transform(fix)
 
 
+def _after_filter(query: str, where: int) -> ParseError:
+    line, column = position_of(query, where)
+    return ParseError(
+        "Syntax error: a pattern operator after FILTER", error_class="PATTERN_AFTER_FILTER",
+        line=line, column=column, text=query,
+        hint="FILTER covers everything to its left; put the filtered part in parentheses: "
+        "(p FILTER f) OR q",
+    )
+
+
 def parse_condition(text: str, offset: int, query: str) -> ast.Condition:
     """The condition after FILTER: top-level AND/OR join terms; ``var[p]`` is a unary term."""
+    stripped = text.rstrip()
+    if stripped.endswith("+"):
+        raise _after_filter(query, offset + len(stripped) - 1)
     tree = parse_fragment(text, offset, query)
+    if isinstance(tree, exp.Or):
+        # `... FILTER f OR B`: a bare name after a top-level OR is a pattern, not a filter term
+        right = tree.expression
+        if isinstance(right, exp.Column) and not right.table:
+            start = expr_position(ast.SqlExpr("", right, text, offset), right)
+            or_at = query.upper().rfind("OR", offset, start)
+            raise _after_filter(query, or_at if or_at >= 0 else start)
     whole = (offset, offset + len(text))
 
     def build(node: exp.Expression) -> ast.Condition:
@@ -139,8 +184,9 @@ def parse_condition(text: str, offset: int, query: str) -> ast.Condition:
             return ast.FilterOr(build(node.this), build(node.expression), span)
         var = _bare_var(node)
         if var is not None and len(node.expressions) == 1:
+            pred_span = _span_in(query, offset, node.expressions[0], whole)
             pred = _strip_qualifier(node.expressions[0], var)
-            return ast.VarPredicate(var, sql_expr(pred, text, offset, span), span)
+            return ast.VarPredicate(var, sql_expr(pred, text, offset, pred_span), span)
         return ast.CrossPredicate(sql_expr(node, text, offset, span), span)
 
     return build(tree)

@@ -58,20 +58,25 @@ def _err(text: str, offset: int, message: str, error_class: str, hint: str | Non
     return ParseError(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
 
 
+_COLUMN_ITEM = re.compile(r"\s*(`(?:[^`]|``)+`|[^,`]*)\s*(,|$)")
+
+
 def split_columns(bracket: Token, text: str) -> tuple[str, ...]:
     """``[a, `b c`]`` as column names (PARTITION BY and WITHIN brackets)."""
     inner = bracket.value[1:-1]
-    names = []
-    pos = 0
-    for part in re.split(r",", inner):
-        name = part.strip()
-        at = bracket.start_pos + 1 + pos + (len(part) - len(part.lstrip()))
-        pos += len(part) + 1
-        if not re.fullmatch(r"`(?:[^`]|``)+`|[^\W\d]\w*", name):
-            raise _err(text, at, f"Expected a column name in brackets, got {name!r}",
+    names, pos = [], 0
+    while True:
+        m = _COLUMN_ITEM.match(inner, pos)
+        name = m.group(1) if m else ""
+        at = bracket.start_pos + 1 + (m.start(1) if m else pos)
+        if not m or not re.fullmatch(r"`(?:[^`]|``)+`|[^\W\d]\w*", name):
+            shown = name or inner[pos:].strip()
+            raise _err(text, at, f"Expected a column name in brackets, got {shown!r}",
                        "EXPECTED_COLUMN", "write [col] or [col1, col2]")
         names.append(unquote(name))
-    return tuple(names)
+        if m.group(2) != ",":
+            return tuple(names)
+        pos = m.end()
 
 
 def _number(token: Token, text: str, what: str, integer: bool = False):
@@ -82,7 +87,7 @@ def _number(token: Token, text: str, what: str, integer: bool = False):
         raise _err(text, token.start_pos, f"Invalid number {raw!r}", "INVALID_NUMBER")
     if integer and value != value.to_integral_value():
         raise _err(text, token.start_pos, f"{what} must be a whole number, got {raw}",
-                   "EXPECTED_INTEGER")
+                   "EXPECTED_INTEGER", f"write {what} with a whole number, e.g. {int(value)}")
     if value == value.to_integral_value() and "e" not in raw.lower() and "." not in raw:
         return int(value)
     return float(value) if not integer else int(value)
@@ -335,20 +340,23 @@ def _expected(exc: UnexpectedInput) -> str:
 _EXAMPLES = {
     "MISSING_FROM": ["SELECT * WHERE A", "SELECT a WHERE A AS a"],
     "MISSING_WHERE": ["SELECT * FROM s", "SELECT * FROM s PARTITION BY [x]", "SELECT * FROM s WITHIN 1 EVENTS"],
-    "EMPTY_PATTERN": ["SELECT * FROM s WHERE", "SELECT * FROM s WHERE PARTITION BY [x]"],
+    "EMPTY_PATTERN": ["SELECT * FROM s WHERE"],
     "DANGLING_OPERATOR": ["SELECT * FROM s WHERE A OR", "SELECT * FROM s WHERE A ; ; B",
                           "SELECT * FROM s WHERE A :", "SELECT * FROM s WHERE A AS"],
     "UNBALANCED_PARENTHESES": ["SELECT * FROM s WHERE (A ; B", "SELECT * FROM s WHERE A ; B)"],
     "PATTERN_AFTER_FILTER": ["SELECT * FROM s WHERE A FILTER A[x > 1] ; B",
-                             "SELECT * FROM s WHERE A FILTER A[x > 1] AS a"],
-    "STRATEGY_IN_PATTERN": ["SELECT * FROM s WHERE MAX A", "SELECT * FROM s WHERE A ; NEXT B"],
+                             "SELECT * FROM s WHERE A FILTER A[x > 1] AS a",
+                             "SELECT * FROM s WHERE A FILTER A[x > 1] : B"],
     "BRACKET_ON_ATOM": ["SELECT * FROM s WHERE A[x > 1]", "SELECT * FROM s WHERE A ; B[x > 1]"],
     "BAD_WINDOW": ["SELECT * FROM s WHERE A WITHIN", "SELECT * FROM s WHERE A WITHIN 5",
-                   "SELECT * FROM s WHERE A WITHIN 5 weeks", "SELECT * FROM s WHERE A WITHIN x"],
+                   "SELECT * FROM s WHERE A WITHIN 5 weeks", "SELECT * FROM s WHERE A WITHIN x",
+                   "SELECT * FROM s WHERE A WITHIN INTERVAL '1' WEEK",
+                   "SELECT * FROM s WHERE A WITHIN 5 EVENTS [ts]"],
     "BAD_LIMIT": ["SELECT * FROM s WHERE A LIMIT", "SELECT * FROM s WHERE A LIMIT x"],
     "BAD_CONSUME": ["SELECT * FROM s WHERE A CONSUME BY", "SELECT * FROM s WHERE A CONSUME BY ALL"],
     "CLAUSE_ORDER": ["SELECT * FROM s WHERE A WITHIN 1 EVENTS PARTITION BY [x]",
-                     "SELECT * FROM s WHERE A LIMIT 1 WITHIN 1 EVENTS"],
+                     "SELECT * FROM s WHERE A LIMIT 1 WITHIN 1 EVENTS",
+                     "SELECT * FROM s WHERE A ORDER BY ts PARTITION BY [x]"],
 }
 
 _HINTS = {
@@ -374,6 +382,35 @@ def _classify(exc: UnexpectedInput, text: str) -> str | None:
         return None
 
 
+_CLAUSE_WORD = re.compile(r"(?i)\b(partition|order|within|consume|limit)\s*$")
+_STRATEGY_WORD = re.compile(r"(?i)\b(all|any|next|last|max|strict)\s*$")
+_AFTER_WHERE = re.compile(r"(?i)\bwhere\s*$")
+_AFTER_OPERATOR = re.compile(r"(?i)(;|:\+?|\bor|\bas|\()\s*$")
+_NO_PROJECTION = re.compile(r"(?is)^\s*(?:create\b.*?\bas\s+)?select\s+(?:(?:all|any|next|last|max|strict)\s+)?(from)\b")
+_COMMA_BEFORE_FROM = re.compile(r"(?is),\s*(from)\b")
+
+
+def _reinterpret(text: str, offset: int) -> tuple[str, int] | None:
+    """Mistakes the contextual lexer hides: a word the parser took for an event type or a
+    SELECT expression was really a clause keyword or strategy. Returns (label, offset)."""
+    head = text[:offset]
+    if m := _NO_PROJECTION.match(text):
+        return "SYNTAX_ERROR", m.start(1)
+    if (m := _COMMA_BEFORE_FROM.search(text)) and m.start(1) <= offset and "where" not in text[:m.start()].lower():
+        return "SYNTAX_ERROR", m.start(1)
+    if m := _CLAUSE_WORD.search(head):
+        before = head[: m.start()]
+        if _AFTER_WHERE.search(before):
+            return "EMPTY_PATTERN", m.start()
+        if _AFTER_OPERATOR.search(before):
+            return "DANGLING_OPERATOR", m.start()
+    if m := _STRATEGY_WORD.search(head):
+        before = head[: m.start()]
+        if _AFTER_WHERE.search(before) or _AFTER_OPERATOR.search(before):
+            return "STRATEGY_IN_PATTERN", m.start()
+    return None
+
+
 def _syntax_error(exc: UnexpectedInput, text: str) -> ParseError:
     label = _classify(exc, text)
     if isinstance(exc, UnexpectedEOF) or (
@@ -387,12 +424,14 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> ParseError:
     else:
         offset = exc.token.start_pos if exc.token.start_pos is not None else len(text)
         found = repr(exc.token.value)
-    if label == "STRATEGY_IN_PATTERN":
-        # the strategy word was read as an event type; point at it, not at what follows
-        words = list(re.finditer(r"(?i)\b(all|any|next|last|max|strict)\b", text[:offset]))
-        if words:
-            offset = words[-1].start()
-            found = f"selection strategy {words[-1].group(0).upper()} inside the pattern"
+    if (fixed := _reinterpret(text, offset)) is not None:
+        label, offset = fixed
+        word = re.match(r"\w+", text[offset:])
+        found = repr(word.group(0) if word else text[offset:offset + 1])
+        if label == "STRATEGY_IN_PATTERN":
+            found = f"selection strategy {word.group(0).upper()} inside the pattern"
+    elif label == "STRATEGY_IN_PATTERN":
+        label = None
     line, column = position_of(text, offset)
     expected = _expected(exc)
     hint = _HINTS.get(label) if label else None

@@ -59,6 +59,16 @@ def _error(cls, text: str, span: ast.Span | None, message: str, error_class: str
     return cls(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
 
 
+def find_name(text: str, name: str, start: int = 0) -> int | None:
+    """Offset of ``name`` written bare or back-quoted at or after ``start`` (clause positions
+    the AST does not keep), or None."""
+    import re
+
+    m = re.compile(r"(?<![\w`])(`" + re.escape(name.replace("`", "``")) + r"`|" + re.escape(name) + r"(?![\w`]))",
+                   re.IGNORECASE).search(text, start)
+    return m.start() if m else None
+
+
 def pattern_variables(node) -> list[str]:
     """Variables defined by a pattern: atom types and AS names, in order of appearance."""
     out: list[str] = []
@@ -268,9 +278,11 @@ def analyze(query: ast.Query, text: str) -> Analysis:
     for source in select.sources:
         key = source.ref.lower()
         if key in refs:
+            at = source.span.start if source.span else 0
+            where = find_name(text, source.ref, at + (len(source.name) if source.alias else 0))
             raise _error(AnalysisError, text, source.span,
                          f"Source name '{source.ref}' is used twice in FROM", "DUPLICATE_SOURCE",
-                         "give one of them an alias: FROM s, s AS s2")
+                         "give one of them an alias: FROM s, s AS s2", offset=where)
         refs[key] = source
     for node in ast.walk(select.pattern):
         if isinstance(node, ast.Atom) and node.source is not None and node.source.lower() not in refs:
@@ -287,7 +299,7 @@ def analyze(query: ast.Query, text: str) -> Analysis:
                      "CONSUME BY ANY cannot be combined with PARTITION BY", "CONSUME_ANY_WITH_PARTITION",
                      "CONSUME BY ANY needs one global order of results; use CONSUME BY PARTITION "
                      "to consume within each partition",
-                     offset=text.upper().find("CONSUME"))
+                     offset=find_name(text, "CONSUME", select.pattern.span.end if select.pattern.span else 0))
 
     window = select.within
     if isinstance(window, (ast.TimeWindow, ast.ColumnWindow)) and window.column and select.order_by:
@@ -320,7 +332,9 @@ def _definition_offset(select: ast.Select, out, text: str) -> int:
     """Where an output name was written: its SELECT item, AS clause or atom."""
     if not isinstance(select.projection, ast.Star):
         for item in select.projection:
-            if getattr(item, "alias", None) == out.name or getattr(item, "var", None) == out.name:
+            if getattr(item, "alias", None) == out.name and item.span:
+                return find_name(text, out.name, item.span.start + 1) or item.span.start
+            if getattr(item, "var", None) == out.name:
                 return item.span.start if item.span else 0
     for node in ast.walk(select.pattern):
         if isinstance(node, ast.As) and node.var == out.name and node.span:

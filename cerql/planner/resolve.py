@@ -20,7 +20,7 @@ from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import (MAX_MATCHES_PER_EVENT, AtomPlan, OutputPlan, QueryPlan, SourcePlan,
                         WindowPlan)
-from cerql.planner.analyze import Analysis, OutputVar
+from cerql.planner.analyze import Analysis, OutputVar, find_name
 from cerql.planner.arrow_expr import ExprError, compile_expr
 
 TYPE_COLUMN_NAMES = ("type", "event_type")
@@ -76,15 +76,22 @@ class _Resolver:
                              f"the stream has columns {', '.join(self.union.names)}",
                              span=span, offset=offset) from None
 
+    def clause_column(self, name: str, keyword: str) -> str:
+        """A column named in a clause after the pattern; the AST keeps no position for it."""
+        after = self.select.pattern.span.end if self.select.pattern.span else 0
+        clause = find_name(self.text, keyword, after)
+        return self.column(name, offset=find_name(self.text, name, clause or after))
+
     def type_column(self, source: ast.Source, key: str) -> str | None:
         schema = self.schemas[key]
         if source.typed_by:
             for f in schema:
                 if f.name.lower() == source.typed_by.lower():
                     return self.canonical[f.name.lower()]
+            typed = find_name(self.text, "TYPED", source.span.start if source.span else 0) or 0
             raise self.error(f"TYPED BY column '{source.typed_by}' is not a column of '{source.name}'",
                              "UNKNOWN_COLUMN", f"'{source.name}' has {', '.join(schema.names)}",
-                             span=source.span)
+                             offset=find_name(self.text, source.typed_by, typed + 5))
         found = [f.name for f in schema if f.name.lower() in TYPE_COLUMN_NAMES]
         if len(found) > 1:
             raise self.error(f"Source '{source.name}' has both 'type' and 'event_type' columns",
@@ -149,23 +156,30 @@ class _Resolver:
                         sql = cond.predicate
 
                         def resolve(col: exp.Column, sql=sql) -> str:
-                            return self.column(col.name, offset=expr_position(sql, col))
+                            return self.column(col.name, offset=expr_position(sql, col.this))
 
                         fn = self.compile(sql, resolve)
                         self.check(fn, sql, empty, True, "FILTER")
                         out[sql.text] = fn
         return out
 
+    def item_span(self, name: str):
+        for item in () if isinstance(self.select.projection, ast.Star) else self.select.projection:
+            if getattr(item, "var", None) == name:
+                return item.span
+        return None
+
     def output(self, o) -> OutputPlan:
         if isinstance(o, OutputVar):
             cols = None
             if o.columns is not None:
-                cols = tuple(self.column(c, span=self.select.span) for c in o.columns)
+                start = o_span.start if (o_span := self.item_span(o.name)) else 0
+                cols = tuple(self.column(c, offset=find_name(self.text, c, start + len(o.var))) for c in o.columns)
             return OutputPlan(o.name, var=o.var, columns=cols, many=o.many)
         used: list[tuple[str, str]] = []
 
         def resolve(col: exp.Column) -> str:
-            name = self.column(col.name, offset=expr_position(o.expr, col))
+            name = self.column(col.name, offset=expr_position(o.expr, col.this))
             if (col.table, name) not in used:
                 used.append((col.table, name))
             return f"{col.table}.{name}"
@@ -179,7 +193,7 @@ class _Resolver:
     def ordering(self) -> tuple[str, ...]:
         sel = self.select
         if sel.order_by:
-            return tuple(self.column(c, span=sel.span) for c in sel.order_by)
+            return tuple(self.clause_column(c, "ORDER") for c in sel.order_by)
         window = sel.within
         if isinstance(window, (ast.TimeWindow, ast.ColumnWindow)) and window.column:
             return (self.column(window.column, span=window.span),)
@@ -216,7 +230,8 @@ class _Resolver:
         if kind != "numeric":
             raise self.error(f"WITHIN n [{w.column}] needs a numeric column",
                              "WINDOW_NEEDS_NUMBER",
-                             "for a time column write WITHIN 10 SECONDS" if kind in ("timestamp", "date") else None,
+                             "for a time column write WITHIN 10 SECONDS" if kind in ("timestamp", "date")
+                             else f"'{w.column}' is not a number; window on a numeric column or use n EVENTS",
                              span=w.span)
         return WindowPlan("column", w.amount)
 
@@ -230,7 +245,7 @@ class _Resolver:
         for node in ast.walk(sel.pattern):
             if isinstance(node, ast.Atom) and node not in atoms:
                 atoms[node] = self.atom(node, sources)
-        partition = tuple(self.column(c, span=sel.span) for c in sel.partition_by)
+        partition = tuple(self.clause_column(c, "PARTITION") for c in sel.partition_by)
         order = self.ordering()
         kind = self.order_kind(order[0])
         window = self.window(kind)
