@@ -57,14 +57,11 @@ def render(plan: QueryPlan, stream: Stream, results) -> pd.DataFrame:
         record["__positions"] = (lo, positions)
         records.append(record)
 
+    # LIMIT's order (DESIGN.md 4.6); without LIMIT it just makes the output stable
+    records.sort(key=lambda rec: tuple(_sort_key(rec[c]) for c in plan.partition_columns)
+                 + (_sort_key(rec["match_end"]), _sort_key(rec["match_start"]), rec["match_id"]))
     if plan.limit is not None:
-        records.sort(key=lambda rec: tuple(_sort_key(rec[c]) for c in plan.partition_columns)
-                     + (_sort_key(rec["match_end"]), _sort_key(rec["match_start"]), rec["match_id"]))
         records = records[: plan.limit]
-    else:
-        records.sort(key=lambda rec: (tuple(_sort_key(rec[c]) for c in plan.partition_columns),
-                                      _sort_key(rec["match_end"]), _sort_key(rec["match_start"]),
-                                      rec["match_id"]))
 
     for rec in records:
         lo, positions = rec.pop("__positions")

@@ -103,14 +103,20 @@ def sql_expr(tree: exp.Expression, source: str, offset: int, span: ast.Span | No
     return ast.SqlExpr(tree.sql(dialect=DIALECT), tree, source, offset, span)
 
 
+def _first_name_start(node: exp.Expression) -> int | None:
+    """Offset, within its fragment, of the first name in ``node`` (sqlglot keeps positions only
+    on identifiers)."""
+    starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
+    return min(starts) if starts else None
+
+
 def expr_position(expr: ast.SqlExpr, node: exp.Expression | None = None) -> int:
     """Offset in the query of ``node`` (a part of ``expr.tree``), as well as sqlglot knows it:
     the qualifier of a qualified column, the name of a function call, else its first name."""
     if node is not None:
         target = node.args.get("table") if isinstance(node, exp.Column) and node.table else node
-        starts = [i.meta["start"] for i in target.find_all(exp.Identifier) if "start" in i.meta]
-        if starts:
-            local = min(starts)
+        local = _first_name_start(target)
+        if local is not None:
             if isinstance(node, exp.Func):
                 # sqlglot keeps no position for a function's name: it ends at the "(" before
                 # the first argument
@@ -125,8 +131,8 @@ def expr_position(expr: ast.SqlExpr, node: exp.Expression | None = None) -> int:
 
 
 def _span_in(query: str, offset: int, node: exp.Expression, whole: tuple[int, int]) -> ast.Span:
-    starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
-    start = offset + min(starts) if starts else whole[0]
+    local = _first_name_start(node)
+    start = offset + local if local is not None else whole[0]
     line, column = position_of(query, start)
     return ast.Span(start, whole[1], line, column)
 
@@ -169,7 +175,7 @@ def parse_condition(text: str, offset: int, query: str) -> ast.Condition:
         # `... FILTER f OR B`: a bare name after a top-level OR is a pattern, not a filter term
         right = tree.expression
         if isinstance(right, exp.Column) and not right.table:
-            start = expr_position(ast.SqlExpr("", right, text, offset), right)
+            start = offset + (_first_name_start(right) or 0)
             or_at = query.upper().rfind("OR", offset, start)
             raise _after_filter(query, or_at if or_at >= 0 else start)
     whole = (offset, offset + len(text))

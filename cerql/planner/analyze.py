@@ -9,6 +9,7 @@ Errors are :class:`cerql.errors.AnalysisError` (or ``UnsupportedError``) with a 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -62,8 +63,6 @@ def _error(cls, text: str, span: ast.Span | None, message: str, error_class: str
 def find_name(text: str, name: str, start: int = 0) -> int | None:
     """Offset of ``name`` written bare or back-quoted at or after ``start`` (clause positions
     the AST does not keep), or None."""
-    import re
-
     m = re.compile(r"(?<![\w`])(`" + re.escape(name.replace("`", "``")) + r"`|" + re.escape(name) + r"(?![\w`]))",
                    re.IGNORECASE).search(text, start)
     return m.start() if m else None
