@@ -14,14 +14,16 @@ import pandas as pd
 
 from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError
-from cerql.exec import output, reference
+from cerql.exec import driver, output, reference
 from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
+from cerql.planner.compile import compile_pattern
 from cerql.planner.resolve import resolve
 
-ENGINES = ("reference",)
+ENGINES = ("local", "reference")
+DEFAULT_ENGINE = "local"
 
 
 def parse(text: str) -> ast.Query:
@@ -62,9 +64,10 @@ def run(
         ``tables[v]``, so later queries can read it.
     tables : mapping of str to pandas.DataFrame or pyarrow.Table
         The sources named in FROM (names match case-insensitively).
-    engine : {"reference"}, optional
-        The evaluator; the default is the best one available (today the reference evaluator,
-        which is brute force and meant for small inputs).
+    engine : {"local", "reference"}, optional
+        The evaluator. ``"local"`` (the default) is the automaton engine: constant work per
+        event and output-linear enumeration. ``"reference"`` is the brute-force oracle of the
+        tests, for tiny inputs only.
     max_matches_per_event : int
         A single event completing more results than this fails the query (DESIGN.md 4.6).
 
@@ -81,7 +84,7 @@ def run(
     >>> out[["match_start", "match_end"]].values.tolist()
     [[0, 1], [0, 3], [2, 3]]
     """
-    engine = engine or "reference"
+    engine = engine or DEFAULT_ENGINE
     if engine not in ENGINES:
         raise UnsupportedError(
             f"Unknown or unavailable engine {engine!r}", error_class="UNKNOWN_ENGINE",
@@ -96,7 +99,8 @@ def run(
                             hint="write CREATE OR REPLACE TEMP VIEW", line=1, column=1, text=text)
     try:
         stream = build_stream(plan, {s.key: arrow[s.key] for s in plan.sources})
-        results = reference.evaluate(plan, stream)
+        evaluator = driver.evaluate if engine == "local" else reference.evaluate
+        results = evaluator(plan, stream)
     except CeqlError as err:
         raise err.with_text(text)
     frame = output.render(plan, stream, results)
@@ -105,11 +109,41 @@ def run(
     return frame
 
 
-def explain(text: str) -> str:
-    """The query as cerql understands it: canonical text, variables, selected outputs."""
+def explain(text: str, dot: str | None = None) -> str:
+    """The query as cerql understands it: canonical text, variables, outputs and the automaton.
+
+    ``dot``, when given, is a file path where the automaton is written as Graphviz source.
+
+    Examples
+    --------
+    >>> import cerql
+    >>> print(cerql.explain("SELECT * FROM s WHERE A AS a ; B AS b"))
+    query: SELECT * FROM s WHERE A AS a ; B AS b
+    variables:
+      a: one event
+      A: one event
+      b: one event
+      B: one event
+    outputs: a, b
+    automaton: 4 states, initial 0, final [2], 6 transitions
+      0 -> 0  on TRUE  mark {-}
+      0 -> 1  on A  mark {START, a}
+      1 -> 3  on TRUE  mark {-}
+      1 -> 2  on B  mark {b}
+      3 -> 3  on TRUE  mark {-}
+      3 -> 2  on B  mark {b}
+    """
     a = analyze(text)
     lines = [f"query: {ast.select_of(_parse(text))}", "variables:"]
     for v in a.variables:
         lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
+    try:
+        automaton = compile_pattern(a.select.pattern, a.selected)
+    except CeqlError as err:
+        raise err.with_text(text)
+    lines.append(automaton.describe())
+    if dot is not None:
+        with open(dot, "w", encoding="utf-8") as f:
+            f.write(automaton.to_dot() + "\n")
     return "\n".join(lines)

@@ -32,6 +32,8 @@ import pandas as pd
 import cerql
 from cerql.errors import CeqlError
 
+DEMO_ROWS = 20_000  # the default of ``cerql demo``; cerql.demo.DEFAULT_ROWS, without importing it
+
 TABLE_SUFFIXES = (".parquet", ".csv")
 OUT_SUFFIXES = (".parquet", ".csv", ".json")
 
@@ -212,7 +214,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """``cerql explain``: print how cerql understands a query (no data needed)."""
-    print(cerql.explain(read_query(args.query)))
+    print(cerql.explain(read_query(args.query), dot=args.dot))
     return 0
 
 
@@ -224,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="run the queries in sql/ over generated data")
-    demo.add_argument("--rows", type=int, default=300, help="rows per demo stream (default 300)")
+    demo.add_argument("--rows", type=int, default=DEMO_ROWS, help=f"rows per demo stream (default {DEMO_ROWS:,})")
     demo.add_argument("--show", type=int, default=3, help="matches printed per query (default 3)")
     demo.add_argument("--engine", default=None, help="engine name (default: the best available)")
     demo.set_defaults(func=cmd_demo)
@@ -240,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = sub.add_parser("explain", help="show how cerql reads a query")
     explain.add_argument("query", metavar="QUERY.sql")
+    explain.add_argument("--dot", metavar="FILE", help="also write the automaton as Graphviz source")
     explain.set_defaults(func=cmd_explain)
     return parser
 

@@ -79,3 +79,4 @@ class QueryPlan:
     limit: int | None
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT
     uses_positions: bool = field(default=False)  # `:`, `:+`, STRICT or n EVENTS count every row
+    automaton: Any = None                 # cerql.exec.automaton.Automaton of the pattern

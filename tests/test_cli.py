@@ -32,7 +32,7 @@ def stock_files(tmp_path):
 
 
 def test_demo_prints_every_query_and_a_summary(capsys):
-    assert main(["demo", "--show", "1"]) == 0
+    assert main(["demo", "--show", "1", "--rows", "300"]) == 0
     out = capsys.readouterr().out
     for name, _ in load_queries():
         assert f"== {name}:" in out
@@ -184,3 +184,8 @@ def test_csv_timestamps_are_parsed_by_name_or_content():
     assert str(parsed["day"].dtype).startswith("datetime64")
     assert parsed["name"].tolist() == ["MSFT", "2024-03-01"]
     assert parsed["n"].tolist() == [1, 2]
+
+
+def test_cli_demo_default_matches_the_demo_module():
+    from cerql import cli, demo
+    assert cli.DEMO_ROWS == demo.DEFAULT_ROWS

@@ -22,6 +22,7 @@ from cerql.plan import (MAX_MATCHES_PER_EVENT, AtomPlan, OutputPlan, QueryPlan, 
                         WindowPlan)
 from cerql.planner.analyze import Analysis, OutputVar, find_name
 from cerql.planner.arrow_expr import ExprError, compile_expr
+from cerql.planner.compile import compile_pattern
 
 TYPE_COLUMN_NAMES = ("type", "event_type")
 
@@ -258,6 +259,7 @@ class _Resolver:
             outputs=tuple(self.output(o) for o in self.a.outputs), selected=self.a.selected,
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
             max_matches_per_event=max_matches_per_event, uses_positions=positions,
+            automaton=compile_pattern(sel.pattern, self.a.selected),
         )
 
 

@@ -1,5 +1,6 @@
-"""Semantic cases for the reference evaluator: DESIGN.md section 9, seed 000's corner cases
-re-derived under set-valued variables (DESIGN.md 4.1), and seed 001's stock queries Q1-Q3.
+"""Semantic cases, run under every engine (the reference evaluator and the automaton): DESIGN.md
+section 9, seed 000's corner cases re-derived under set-valued variables (DESIGN.md 4.1), and
+seed 001's stock queries Q1-Q3.
 
 Every expected value below is derived by hand from DESIGN.md; a comment shows the derivation
 wherever it is not a plain reading of the section 9 table. Positions are 0-based and, unless
@@ -17,7 +18,7 @@ import pytest
 import cerql
 from tests.conftest import match_sets, typed_stream
 
-ENGINES = ["reference"]
+ENGINES = ["reference", "local"]
 MATCH_COLUMNS = ("match_id", "match_start", "match_end")
 
 

@@ -1,4 +1,5 @@
-"""Clause-level semantics of the reference evaluator, with exact expected results.
+"""Clause-level semantics under every engine (the reference evaluator and the automaton), with
+exact expected results.
 
 WITHIN, PARTITION BY, ORDER BY and the stream order, FROM unions and event types, TYPED BY,
 ``S>T``, CONSUME BY, LIMIT, FILTER, projection, the output schema, the maxMatchesPerEvent guard,
@@ -16,7 +17,7 @@ import pytest
 import cerql
 from tests.conftest import match_sets, typed_stream
 
-ENGINES = ["reference"]
+ENGINES = ["reference", "local"]
 MATCH_COLUMNS = ("match_id", "match_start", "match_end")
 BASE = pd.Timestamp("2024-03-01 12:00:00")
 

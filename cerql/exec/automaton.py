@@ -1,0 +1,119 @@
+"""The complex event automaton (CEA) a query compiles to, and its lazy determinization.
+
+Input: built by ``cerql.planner.compile`` from the pattern. Output: the transition tables the
+kernel reads. A transition fires on an event when the event has every condition bit of
+``required`` (atoms and unary predicates, one bit each) and marks the event with ``label``: bit 0
+is START (the first event of the match, which fixes the interval start), bit k+1 is the k-th
+selected variable. A label of 0 leaves the event out of the result (a gap, or an event bound only
+to variables the query does not select), so runs that differ only in unselected variables give
+the same output and are merged by determinization: that is projection (DESIGN.md 4.2).
+
+:class:`Determinizer` builds the deterministic automaton on the fly (seed 001, section 4; seed
+000, section 6): a deterministic state is a set of CEA states, and the successors of a state on a
+symbol (an event's condition bits) are grouped by label, so every distinct output is produced by
+exactly one deterministic run (I/O-determinism). Only pairs (state, symbol) the stream reaches are
+ever computed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+START = 1  # label bit of the first event of a match
+
+
+@dataclass(frozen=True)
+class Transition:
+    source: int
+    required: int   # condition bits the event must have
+    label: int      # START and selected-variable bits it marks the event with
+    target: int
+
+
+@dataclass(frozen=True)
+class Automaton:
+    """An epsilon-free CEA. ``conditions[k]`` is what condition bit k tests: an ``ast.Atom``
+    or the canonical text of a unary predicate. ``labels[k]`` names label bit k + 1."""
+
+    n_states: int
+    initial: int
+    final: frozenset[int]
+    transitions: tuple[Transition, ...]
+    conditions: tuple
+    labels: tuple[str, ...]
+
+    def label_names(self, label: int) -> list[str]:
+        names = ["START"] if label & START else []
+        return names + [v for k, v in enumerate(self.labels) if label >> (k + 1) & 1]
+
+    def condition_names(self, required: int) -> list[str]:
+        return [_condition_text(c) for k, c in enumerate(self.conditions) if required >> k & 1]
+
+    def describe(self) -> str:
+        """One line per transition, for ``cerql.explain``."""
+        lines = [f"automaton: {self.n_states} states, initial {self.initial}, "
+                 f"final {sorted(self.final)}, {len(self.transitions)} transitions"]
+        for t in self.transitions:
+            cond = " AND ".join(self.condition_names(t.required)) or "TRUE"
+            marks = ", ".join(self.label_names(t.label)) or "-"
+            lines.append(f"  {t.source} -> {t.target}  on {cond}  mark {{{marks}}}")
+        return "\n".join(lines)
+
+    def to_dot(self) -> str:
+        """Graphviz source of the automaton."""
+        out = ["digraph cea {", "  rankdir=LR;", '  start [shape=point];',
+               f"  start -> {self.initial};"]
+        for s in range(self.n_states):
+            shape = "doublecircle" if s in self.final else "circle"
+            out.append(f"  {s} [shape={shape}];")
+        for t in self.transitions:
+            cond = " & ".join(self.condition_names(t.required)) or "TRUE"
+            marks = ",".join(self.label_names(t.label))
+            text = f"{cond} / {{{marks}}}" if marks else cond
+            out.append(f'  {t.source} -> {t.target} [label="{_dot_escape(text)}"];')
+        out.append("}")
+        return "\n".join(out)
+
+
+def _condition_text(condition) -> str:
+    if isinstance(condition, str):
+        return f"[{condition}]"
+    return str(condition)
+
+
+def _dot_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class Determinizer:
+    """The deterministic automaton of a CEA, built state by state as the stream needs it.
+
+    Deterministic state 0 is ``{initial}``. ``successors(d, bits)`` lists ``(label, d2)`` pairs,
+    one per distinct label, with the label-0 pair (the event is not in the output) first.
+    """
+
+    def __init__(self, automaton: Automaton):
+        self.automaton = automaton
+        self.by_source: dict[int, list[Transition]] = {}
+        for t in automaton.transitions:
+            self.by_source.setdefault(t.source, []).append(t)
+        self.states: list[frozenset[int]] = []
+        self.index: dict[frozenset[int], int] = {}
+        self.final: list[bool] = []
+        self.state_of(frozenset({automaton.initial}))
+
+    def state_of(self, members: frozenset[int]) -> int:
+        d = self.index.get(members)
+        if d is None:
+            d = self.index[members] = len(self.states)
+            self.states.append(members)
+            self.final.append(bool(members & self.automaton.final))
+        return d
+
+    def successors(self, d: int, bits: int) -> list[tuple[int, int]]:
+        targets: dict[int, set[int]] = {}
+        for s in self.states[d]:
+            for t in self.by_source.get(s, ()):
+                if t.required & bits == t.required:
+                    targets.setdefault(t.label, set()).add(t.target)
+        return [(label, self.state_of(frozenset(targets[label]))) for label in sorted(targets)]

@@ -1,0 +1,303 @@
+"""The local engine: feeds a stream to the compiled kernel batch by batch.
+
+Input: a :class:`cerql.plan.QueryPlan` (with its automaton) and the
+:class:`cerql.exec.stream.Stream` to read. Output: the results, as
+:class:`cerql.exec.reference.Result` values, like the reference evaluator's.
+
+The driver does the NumPy work around ``cerql.exec.kernel``: it turns each event's condition bits
+into a symbol id, keeps the lazily determinized transition table, the ECS arena and the output
+buffers, grows them when the kernel asks, and carries all of it from one batch to the next, so a
+stream cut into batches of any size gives the same results. :class:`Run` is the part that a
+Spark task reuses over Arrow batches; :func:`evaluate` runs a whole local stream.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cerql import ast
+from cerql.errors import ExecutionError
+from cerql.exec import kernel
+from cerql.exec.automaton import Automaton, Determinizer
+from cerql.exec.reference import Result
+from cerql.exec.stream import Stream
+from cerql.plan import QueryPlan
+
+STRATEGY_CODES = {"ALL": kernel.ALL, "ANY": kernel.ANY, "NEXT": kernel.NEXT, "LAST": kernel.LAST,
+                  "MAX": kernel.MAX, "STRICT": kernel.STRICT}
+DEFAULT_BATCH = 1 << 16
+
+
+def _grow(array: np.ndarray, size: int, fill=0) -> np.ndarray:
+    out = np.full((size,) + array.shape[1:], fill, dtype=array.dtype)
+    out[: array.shape[0]] = array
+    return out
+
+
+class Run:
+    """The state of one kernel run over a sequence of batches of one ordered stream.
+
+    ``feed(symbol_bits, starts, values)`` runs one batch: ``symbol_bits`` holds each event's
+    condition bits, ``starts`` marks the first event of each substream and ``values`` the window
+    values (positions within the substream for ``n EVENTS``). It returns the batch's results as
+    arrays: end event index (within the batch), end position, start position, and for each result
+    the (position, label bits) pairs of its selected events, last event first.
+    """
+
+    def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
+                 windowed: bool, amount, value_dtype):
+        self.det = Determinizer(automaton)
+        self.strategy = STRATEGY_CODES[strategy]
+        self.consume, self.max_matches = consume, max_matches
+        self.windowed = windowed
+        self.value_dtype = np.dtype(value_dtype)
+        self.amount = self.value_dtype.type(amount)
+        self.symbols: dict[int, int] = {}
+        self.symbol_bits: list[int] = []
+        ds_cap, sym_cap = 8, 4
+        self.tr_first = np.full((ds_cap, sym_cap), -1, np.int64)
+        self.tr_count = np.zeros((ds_cap, sym_cap), np.int64)
+        self.tr_label = np.zeros(16, np.int64)
+        self.tr_target = np.zeros(16, np.int64)
+        self.n_tr = 0
+        self.ds_final = np.zeros(ds_cap, np.bool_)
+        self.st = np.zeros(kernel.STATE_SIZE, np.int64)
+        self.st[kernel.CONSUMED] = -1
+        self.st[kernel.ARENA] = 1
+        self.st[kernel.NACT] = 1
+        self.act_ds = np.zeros(ds_cap, np.int64)
+        self.act_node = np.zeros(ds_cap, np.int64)
+        self.new_ds = np.zeros(ds_cap, np.int64)
+        self.new_node = np.zeros(ds_cap, np.int64)
+        self.slot = np.full(ds_cap, -1, np.int64)
+        self.cut = np.zeros(1, self.value_dtype)
+        self._alloc_arena(1 << 12)
+        self._alloc_output(1 << 12, 1 << 14)
+        self._sync_states()
+
+    # -- buffers
+    def _alloc_arena(self, cap: int) -> None:
+        old = getattr(self, "n_pos", None)
+        fields = [("n_pos", np.int64, -1), ("n_label", np.int64, 0), ("n_a", np.int64, -1),
+                  ("n_b", np.int64, -1), ("n_maxpos", np.int64, -1), ("n_maxval", self.value_dtype, 0)]
+        for name, dtype, fill in fields:
+            setattr(self, name, np.full(cap, fill, dtype) if old is None else _grow(getattr(self, name), cap, fill))
+        self.stack_node = np.zeros(cap + 1, np.int64)
+        self.stack_len = np.zeros(cap + 1, np.int64)
+        self.path = np.zeros(cap + 1, np.int64)
+        self.remap = np.zeros(cap, np.int64)
+
+    def _alloc_output(self, res_cap: int, lab_cap: int) -> None:
+        self.res = [np.zeros(res_cap, np.int64) for _ in range(5)]  # end, endpos, start, off, len
+        self.lab_pos = np.zeros(lab_cap, np.int64)
+        self.lab_mask = np.zeros(lab_cap, np.int64)
+
+    def _sync_states(self) -> None:
+        """Make room for every deterministic state the determinizer has created."""
+        n = len(self.det.states)
+        cap = self.tr_first.shape[0]
+        if n > cap:
+            cap = max(n, 2 * cap)
+            self.tr_first = _grow(self.tr_first, cap, -1)
+            self.tr_count = _grow(self.tr_count, cap)
+            for name in ("act_ds", "act_node", "new_ds", "new_node"):
+                setattr(self, name, _grow(getattr(self, name), cap))
+            self.slot = _grow(self.slot, cap, -1)
+            self.ds_final = _grow(self.ds_final, cap)
+        self.ds_final[:n] = self.det.final
+
+    def _symbol_ids(self, bits: np.ndarray) -> np.ndarray:
+        uniq, inverse = np.unique(bits, return_inverse=True)
+        ids = np.empty(len(uniq), np.int64)
+        for k, b in enumerate(uniq.tolist()):
+            sid = self.symbols.get(b)
+            if sid is None:
+                sid = self.symbols[b] = len(self.symbol_bits)
+                self.symbol_bits.append(b)
+            ids[k] = sid
+        n = len(self.symbol_bits)
+        if n > self.tr_first.shape[1]:
+            cap = max(n, 2 * self.tr_first.shape[1])
+            first = np.full((self.tr_first.shape[0], cap), -1, np.int64)
+            first[:, : self.tr_first.shape[1]] = self.tr_first
+            count = np.zeros((self.tr_first.shape[0], cap), np.int64)
+            count[:, : self.tr_count.shape[1]] = self.tr_count
+            self.tr_first, self.tr_count = first, count
+        return ids[inverse.reshape(-1)]
+
+    def _add_transitions(self, d: int, s: int) -> None:
+        successors = self.det.successors(d, self.symbol_bits[s])
+        need = self.n_tr + len(successors)
+        if need > len(self.tr_label):
+            self.tr_label = _grow(self.tr_label, max(need, 2 * len(self.tr_label)))
+            self.tr_target = _grow(self.tr_target, len(self.tr_label))
+        for k, (label, target) in enumerate(successors):
+            self.tr_label[self.n_tr + k] = label
+            self.tr_target[self.n_tr + k] = target
+        self.tr_first[d, s] = self.n_tr
+        self.tr_count[d, s] = len(successors)
+        self.n_tr = need
+        self._sync_states()
+
+    def _make_room(self) -> None:
+        st = self.st
+        kernel.compact(st, self.act_ds, self.act_node, self.windowed, self.cut, self.n_pos, self.n_label,
+                       self.n_a, self.n_b, self.n_maxpos, self.n_maxval, self.remap)
+        need = st[kernel.ARENA] + st[kernel.BOUND]
+        cap = len(self.n_pos)
+        if 2 * need > cap:
+            self._alloc_arena(max(2 * need, 2 * cap))
+
+    # -- running
+    def feed(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray):
+        sym = self._symbol_ids(np.ascontiguousarray(bits, dtype=np.uint64))
+        starts = np.ascontiguousarray(starts, dtype=np.bool_)
+        values = np.ascontiguousarray(values, dtype=self.value_dtype)
+        st = self.st
+        st[kernel.CURSOR] = 0
+        chunks = []
+        while True:
+            status = kernel.run_batch(
+                sym, starts, values, self.windowed, self.amount, self.strategy, self.consume, self.max_matches,
+                self.tr_first, self.tr_count, self.tr_label, self.tr_target, self.ds_final,
+                st, self.act_ds, self.act_node, self.new_ds, self.new_node, self.slot, self.cut,
+                self.n_pos, self.n_label, self.n_a, self.n_b, self.n_maxpos, self.n_maxval,
+                self.stack_node, self.stack_len, self.path,
+                *self.res, self.lab_pos, self.lab_mask)
+            if status == kernel.DONE:
+                chunks.append(self._take())
+                break
+            if status == kernel.NEED_TRANSITION:
+                self._add_transitions(int(st[kernel.NEED_D]), int(st[kernel.NEED_S]))
+            elif status == kernel.NEED_ARENA:
+                self._make_room()
+            elif status == kernel.NEED_OUTPUT:
+                if st[kernel.NRES] > 0:
+                    chunks.append(self._take())
+                else:
+                    self._alloc_output(2 * len(self.res[0]), 2 * len(self.lab_pos))
+            elif status == kernel.TOO_MANY:
+                raise ExecutionError(
+                    f"One event completes {int(st[kernel.COUNT]):,} matches, more than maxMatchesPerEvent "
+                    f"({self.max_matches:,})",
+                    error_class="TOO_MANY_MATCHES_PER_EVENT",
+                    hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY), "
+                    "a shorter WITHIN window, or raise max_matches_per_event",
+                )
+        return _concat(chunks)
+
+    def _take(self):
+        """Copy the buffered results out and empty the buffers."""
+        st = self.st
+        n, nl = int(st[kernel.NRES]), int(st[kernel.NLAB])
+        end, endpos, start, off, length = (a[:n].copy() for a in self.res)
+        out = (end, endpos, start, off, length, self.lab_pos[:nl].copy(), self.lab_mask[:nl].copy())
+        st[kernel.NRES] = 0
+        st[kernel.NLAB] = 0
+        return out
+
+
+def _concat(chunks):
+    if len(chunks) == 1:
+        return chunks[0]
+    shift = 0
+    offs = []
+    for c in chunks:
+        offs.append(c[3] + shift)
+        shift += len(c[5])
+    return tuple(np.concatenate([c[k] for c in chunks]) if k != 3 else np.concatenate(offs)
+                 for k in range(7))
+
+
+def condition_bits(automaton: Automaton, stream: Stream) -> np.ndarray:
+    """Each event's condition bits: bit k is set when the event satisfies ``conditions[k]``."""
+    bits = np.zeros(stream.table.num_rows, np.uint64)
+    for k, cond in enumerate(automaton.conditions):
+        rows = stream.atoms[cond] if isinstance(cond, ast.Atom) else stream.predicates[cond]
+        bits |= np.asarray(rows, dtype=np.uint64) << np.uint64(k)
+    return bits
+
+
+def window_setup(plan: QueryPlan, stream: Stream):
+    """(windowed, amount, values) for the kernel: positions for n EVENTS, else window values."""
+    n = stream.table.num_rows
+    w = plan.window
+    if w is None:
+        return False, 0, np.zeros(n, np.int64)
+    if w.kind == "events":
+        values = np.arange(n, dtype=np.int64)
+        for lo, hi in stream.bounds:
+            values[lo:hi] -= lo
+        return True, int(w.amount), values
+    values = stream.window_values
+    amount = w.amount
+    if values.dtype.kind == "i":
+        if float(amount) != math.floor(float(amount)):
+            amount = math.floor(float(amount))  # integer values: start >= end - floor(n)
+        return True, int(amount), values
+    return True, float(amount), values
+
+
+class Matches:
+    """The results of a whole stream as flat arrays (what :func:`match_arrays` returns).
+
+    Result r ends at stream row ``end_row[r]`` (position ``end[r]`` in its substream
+    ``substream[r]``), starts at position ``start[r]``, and its selected events are
+    ``label_pos[offset[r]:offset[r] + length[r]]`` (positions, last first) with their label bits
+    (bit k + 1 = ``labels[k]``).
+    """
+
+    def __init__(self, labels, substream, end_row, end, start, offset, length, label_pos, label_mask):
+        self.labels = labels
+        self.substream, self.end_row, self.end, self.start = substream, end_row, end, start
+        self.offset, self.length, self.label_pos, self.label_mask = offset, length, label_pos, label_mask
+
+    def __len__(self) -> int:
+        return len(self.end)
+
+    def results(self) -> list[Result]:
+        """As :class:`cerql.exec.reference.Result` values."""
+        out = []
+        names = self.labels
+        pos, mask = self.label_pos.tolist(), self.label_mask.tolist()
+        for r, (k, s, e, off, ln) in enumerate(zip(self.substream.tolist(), self.start.tolist(), self.end.tolist(),
+                                                   self.offset.tolist(), self.length.tolist())):
+            labels = set()
+            for q in range(off, off + ln):
+                m = mask[q]
+                for b, name in enumerate(names):
+                    if m >> (b + 1) & 1:
+                        labels.add((name, pos[q]))
+            out.append(Result(k, s, e, frozenset(labels)))
+        return out
+
+
+def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> Matches:
+    """Run the automaton over the stream in batches of ``batch_size`` rows."""
+    automaton = plan.automaton
+    n = stream.table.num_rows
+    windowed, amount, values = window_setup(plan, stream)
+    run = Run(automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
+              windowed, amount, values.dtype)
+    bits = condition_bits(automaton, stream)
+    starts = np.zeros(n, np.bool_)
+    sub_starts = np.array([lo for lo, _ in stream.bounds], np.int64)
+    starts[sub_starts] = True
+    chunks = []
+    for b0 in range(0, n, batch_size):
+        b1 = min(n, b0 + batch_size)
+        end, endpos, start, off, length, lab_pos, lab_mask = run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1])
+        chunks.append((end + b0, endpos, start, off, length, lab_pos, lab_mask))
+    if chunks:
+        end_row, endpos, start, off, length, lab_pos, lab_mask = _concat(chunks)
+    else:
+        end_row = endpos = start = off = length = lab_pos = lab_mask = np.zeros(0, np.int64)
+    substream = np.searchsorted(sub_starts, end_row, side="right") - 1
+    return Matches(automaton.labels, substream, end_row, endpos, start, off, length, lab_pos, lab_mask)
+
+
+def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> list[Result]:
+    """Every result of the query, as the reference evaluator defines them, by the automaton."""
+    return match_arrays(plan, stream, batch_size).results()

@@ -1,0 +1,349 @@
+"""The compiled hot loop: deterministic CEA runs over a time-ordered ECS (seed 001, section 4).
+
+Shared by ``cerql.exec.driver`` only; the only module that imports numba. Every function is
+``@njit(nogil=True, cache=True)`` over NumPy arrays and integers: no dicts, objects or Arrow.
+
+The enumerable structure is an arena of nodes; node 0 is BOTTOM (the empty prefix). An *output*
+node (``pos >= 0``) says "event ``pos`` is marked ``label``, then continue at ``a``"; a *union*
+node (``pos == -1``) is the union of the result sets of ``a`` and ``b``. Every node keeps the
+largest start position (``maxpos``) and start window value (``maxval``) of the results under it,
+so enumeration skips whole sub-structures outside the window or consumed (window pruning), and
+each node it enters leads to at least one result (output-linear delay). Children always have
+smaller indices than their parents, so :func:`compact` frees dead nodes with one backward sweep.
+
+Per event the kernel takes each active deterministic state with its node, follows the state's
+transitions on the event's symbol (one new output node per labelled transition, one union node
+where two runs meet: constant work per event), then enumerates the results of the final states.
+When it lacks a transition, arena room or output room it returns a status and the driver, which
+keeps no state of its own, fills the gap and calls again: the event is resumed, not redone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# status codes returned to the driver
+DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY = 0, 1, 2, 3, 4
+# strategy codes
+ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
+# slots of the int64 state vector ``st``
+POS, CONSUMED, ARENA, NACT, NRES, NLAB, CURSOR, PENDING, NEED_D, NEED_S, COUNT, BOUND = range(12)
+STATE_SIZE = 12
+START = 1
+
+
+@njit(nogil=True, cache=True)
+def _alive(n, consumed, windowed, cutoff, maxpos, maxval):
+    if n < 0:
+        return False
+    if n == 0:
+        return True
+    if maxpos[n] <= consumed:
+        return False
+    if windowed and not (maxval[n] >= cutoff):
+        return False
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _compare(lab_pos, off1, len1, off2, len2, from_smallest):
+    """-1, 0 or 1 as D1 <next D2 (from_smallest) or D1 <last D2; D is stored descending."""
+    i, j = 0, 0
+    while i < len1 and j < len2:
+        if from_smallest:
+            a, b = lab_pos[off1 + len1 - 1 - i], lab_pos[off2 + len2 - 1 - j]
+            if a != b:
+                return 1 if a < b else -1
+        else:
+            a, b = lab_pos[off1 + i], lab_pos[off2 + j]
+            if a != b:
+                return 1 if a > b else -1
+        i += 1
+        j += 1
+    if len1 == len2:
+        return 0
+    return 1 if len1 > len2 else -1
+
+
+@njit(nogil=True, cache=True)
+def _strict_subset(lab_pos, off1, len1, off2, len2):
+    """D1 strictly inside D2 (both descending)."""
+    if len1 >= len2:
+        return False
+    j = 0
+    for i in range(len1):
+        while j < len2 and lab_pos[off2 + j] > lab_pos[off1 + i]:
+            j += 1
+        if j == len2 or lab_pos[off2 + j] != lab_pos[off1 + i]:
+            return False
+        j += 1
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _keep(keep, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
+    """Compact the results r0..r1 of one event to those with keep[k - r0]."""
+    w = r0
+    lw = res_off[r0] if r1 > r0 else st[NLAB]
+    for r in range(r0, r1):
+        if keep[r - r0]:
+            off, ln = res_off[r], res_len[r]
+            for q in range(ln):
+                lab_pos[lw + q] = lab_pos[off + q]
+                lab_mask[lw + q] = lab_mask[off + q]
+            res_end[w], res_endpos[w], res_start[w] = res_end[r], res_endpos[r], res_start[r]
+            res_off[w], res_len[w] = lw, ln
+            lw += ln
+            w += 1
+    st[NRES] = w
+    st[NLAB] = lw
+
+
+@njit(nogil=True, cache=True)
+def _select(strategy, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
+    """NEXT, LAST and MAX among the results of one event (DESIGN.md 4.3)."""
+    n = r1 - r0
+    if n <= 1:
+        return
+    keep = np.zeros(n, dtype=np.bool_)
+    if strategy == NEXT or strategy == LAST:
+        smallest = strategy == NEXT
+        best = r0
+        for r in range(r0 + 1, r1):
+            if _compare(lab_pos, res_off[best], res_len[best], res_off[r], res_len[r], smallest) < 0:
+                best = r
+        for r in range(r0, r1):
+            keep[r - r0] = _compare(lab_pos, res_off[best], res_len[best], res_off[r], res_len[r], smallest) == 0
+    else:  # MAX
+        for r in range(r0, r1):
+            keep[r - r0] = True
+            for q in range(r0, r1):
+                if _strict_subset(lab_pos, res_off[r], res_len[r], res_off[q], res_len[q]):
+                    keep[r - r0] = False
+                    break
+    _keep(keep, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+
+
+@njit(nogil=True, cache=True)
+def _enumerate(root, i, pos, consumed, windowed, cutoff, strategy,
+               n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
+               res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
+    """Write every result under ``root`` ending at event i; False when the output is full."""
+    top = 0
+    stack_node[0] = root
+    stack_len[0] = 0
+    while top >= 0:
+        n = stack_node[top]
+        plen = stack_len[top]
+        top -= 1
+        while True:
+            if n == 0:
+                break
+            if n_pos[n] < 0:
+                a, b = n_a[n], n_b[n]
+                if _alive(b, consumed, windowed, cutoff, n_maxpos, n_maxval):
+                    if _alive(a, consumed, windowed, cutoff, n_maxpos, n_maxval):
+                        top += 1
+                        stack_node[top] = b
+                        stack_len[top] = plen
+                    else:
+                        a = b
+                n = a
+            else:
+                path[plen] = n
+                plen += 1
+                n = n_a[n]
+        # a result: path[0..plen) from the last event back to the first
+        r = st[NRES]
+        lo = st[NLAB]
+        if r >= res_end.shape[0] or lo + plen > lab_pos.shape[0]:
+            return False
+        w = lo
+        for q in range(plen):
+            m = path[q]
+            lab = n_label[m] & ~START
+            if lab != 0:
+                lab_pos[w] = n_pos[m]
+                lab_mask[w] = lab
+                w += 1
+        if strategy == STRICT and w > lo and lab_pos[lo] - lab_pos[w - 1] + 1 != w - lo:
+            continue
+        res_end[r] = i
+        res_endpos[r] = pos
+        res_start[r] = n_pos[path[plen - 1]]
+        res_off[r] = lo
+        res_len[r] = w - lo
+        st[NRES] = r + 1
+        st[NLAB] = w
+        if strategy == ANY:
+            return True
+    return True
+
+
+@njit(nogil=True, cache=True)
+def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matches,
+              tr_first, tr_count, tr_label, tr_target, ds_final,
+              st, act_ds, act_node, new_ds, new_node, slot, cut,
+              n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
+              res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask):
+    """Run events st[CURSOR].. of one batch; return a status (see module docstring)."""
+    n_events = sym.shape[0]
+    arena_cap = n_pos.shape[0]
+    while st[CURSOR] < n_events:
+        i = st[CURSOR]
+        s = sym[i]
+        v = vals[i]
+        cutoff = v - amount
+        cut[0] = cutoff
+        if st[PENDING] == 0:
+            if starts[i]:
+                st[POS] = 0
+                st[CONSUMED] = -1
+                st[ARENA] = 1
+                st[NACT] = 1
+                act_ds[0] = 0
+                act_node[0] = 0
+            consumed = st[CONSUMED]
+            # every transition known, and room for the nodes this event can create
+            bound = 0
+            for k in range(st[NACT]):
+                d = act_ds[k]
+                if tr_first[d, s] < 0:
+                    st[NEED_D] = d
+                    st[NEED_S] = s
+                    return NEED_TRANSITION
+                bound += 2 * tr_count[d, s]
+            if st[ARENA] + bound > arena_cap:
+                st[BOUND] = bound
+                return NEED_ARENA
+            pos = st[POS]
+            arena = st[ARENA]
+            nn = 0
+            for k in range(st[NACT]):
+                d = act_ds[k]
+                node = act_node[k]
+                if not _alive(node, consumed, windowed, cutoff, n_maxpos, n_maxval):
+                    continue
+                f = tr_first[d, s]
+                for j in range(f, f + tr_count[d, s]):
+                    lab = tr_label[j]
+                    d2 = tr_target[j]
+                    if lab == 0:
+                        x = node
+                    else:
+                        x = arena
+                        arena += 1
+                        n_pos[x] = pos
+                        n_label[x] = lab
+                        n_a[x] = node
+                        n_b[x] = -1
+                        if node == 0:
+                            n_maxpos[x] = pos
+                            n_maxval[x] = v
+                        else:
+                            n_maxpos[x] = n_maxpos[node]
+                            n_maxval[x] = n_maxval[node]
+                    if slot[d2] < 0:
+                        slot[d2] = nn
+                        new_ds[nn] = d2
+                        new_node[nn] = x
+                        nn += 1
+                    else:
+                        y = new_node[slot[d2]]
+                        u = arena
+                        arena += 1
+                        n_pos[u] = -1
+                        n_label[u] = 0
+                        n_a[u] = y
+                        n_b[u] = x
+                        n_maxpos[u] = max(n_maxpos[y], n_maxpos[x])
+                        n_maxval[u] = max(n_maxval[y], n_maxval[x])
+                        new_node[slot[d2]] = u
+            for k in range(nn):
+                slot[new_ds[k]] = -1
+                act_ds[k] = new_ds[k]
+                act_node[k] = new_node[k]
+            st[NACT] = nn
+            st[ARENA] = arena
+            st[PENDING] = 1
+        # enumerate the results ending at this event
+        consumed = st[CONSUMED]
+        pos = st[POS]
+        r0 = st[NRES]
+        l0 = st[NLAB]
+        for k in range(st[NACT]):
+            if strategy == ANY and st[NRES] > r0:
+                break
+            if ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval):
+                ok = _enumerate(act_node[k], i, pos, consumed, windowed, cutoff, strategy,
+                                n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
+                                res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+                if not ok:
+                    st[NRES] = r0
+                    st[NLAB] = l0
+                    return NEED_OUTPUT
+        r1 = st[NRES]
+        if strategy == NEXT or strategy == LAST or strategy == MAX:
+            _select(strategy, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+        count = st[NRES] - r0
+        if count > max_matches:
+            st[COUNT] = count
+            return TOO_MANY
+        if count > 0 and consume:
+            st[CONSUMED] = pos
+        st[POS] = pos + 1
+        st[PENDING] = 0
+        st[CURSOR] = i + 1
+    return DONE
+
+
+@njit(nogil=True, cache=True)
+def compact(st, act_ds, act_node, windowed, cut, n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, remap):
+    """Free the nodes no live result can reach; keep node order (children before parents)."""
+    used = st[ARENA]
+    consumed = st[CONSUMED]
+    cutoff = cut[0]
+    for x in range(used):
+        remap[x] = 0
+    remap[0] = 1
+    kept = 0
+    for k in range(st[NACT]):
+        node = act_node[k]
+        if _alive(node, consumed, windowed, cutoff, n_maxpos, n_maxval):
+            remap[node] = 1
+            act_ds[kept] = act_ds[k]
+            act_node[kept] = node
+            kept += 1
+    st[NACT] = kept
+    for x in range(used - 1, 0, -1):
+        if remap[x] == 0:
+            continue
+        if n_pos[x] < 0:
+            if _alive(n_a[x], consumed, windowed, cutoff, n_maxpos, n_maxval):
+                remap[n_a[x]] = 1
+            if _alive(n_b[x], consumed, windowed, cutoff, n_maxpos, n_maxval):
+                remap[n_b[x]] = 1
+        else:
+            remap[n_a[x]] = 1
+    new = 0
+    for x in range(used):
+        if remap[x]:
+            remap[x] = new
+            new += 1
+        else:
+            remap[x] = -1
+    for x in range(used):
+        y = remap[x]
+        if y < 0:
+            continue
+        a, b = n_a[x], n_b[x]
+        n_pos[y] = n_pos[x]
+        n_label[y] = n_label[x]
+        n_maxpos[y] = n_maxpos[x]
+        n_maxval[y] = n_maxval[x]
+        n_a[y] = remap[a] if a >= 0 else -1
+        n_b[y] = remap[b] if b >= 0 else -1
+    for k in range(kept):
+        act_node[k] = remap[act_node[k]]
+    st[ARENA] = new

@@ -1,0 +1,204 @@
+"""Compile a CEQL pattern into a complex event automaton (seed 000, section 6; seed 001, section 3).
+
+Input: the pattern of an analyzed query and the selected variables. Output: an
+:class:`cerql.exec.automaton.Automaton` (epsilon-free) whose transitions test condition bits and
+mark events with START and the selected variables.
+
+The construction is Thompson's, one fragment per operator, then epsilon removal:
+
+- an atom ``T`` is one transition testing T's bit and marking the event with the variable T;
+- ``p AS x`` adds x to the marks of every atom transition of p;
+- ``p FILTER x[P]`` adds P's bit to the atom transitions of p that mark x (a unary filter is
+  pushed to the atoms it constrains); ``f1 AND f2`` is two filters and ``f1 OR f2`` two copies;
+- ``p ; q`` goes through a gap state with a TRUE self-loop that marks nothing, ``p : q`` does
+  not; ``p+`` and ``p :+`` loop back the same way; ``p OR q`` is a union.
+
+A fresh initial state with a TRUE self-loop lets a match start anywhere; the transitions leaving
+it mark START. Marks of unselected variables are dropped (projection), and states are paired with
+a flag "some selected variable is marked" so that a result selecting nothing never reaches a final
+state (DESIGN.md 4.2). States that cannot reach a final state are removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cerql import ast
+from cerql.errors import UnsupportedError
+from cerql.exec.automaton import START, Automaton, Transition
+
+
+@dataclass
+class _Edge:
+    source: int
+    target: int
+    epsilon: bool = False
+    required: frozenset = frozenset()   # condition keys
+    marks: frozenset = frozenset()      # variable names
+
+
+@dataclass
+class _Builder:
+    """An epsilon-NFA under construction; fragments are (entry, exit) state pairs."""
+
+    n_states: int = 0
+    edges: list[_Edge] = field(default_factory=list)
+
+    def state(self) -> int:
+        self.n_states += 1
+        return self.n_states - 1
+
+    def epsilon(self, source: int, target: int) -> None:
+        self.edges.append(_Edge(source, target, epsilon=True))
+
+    def gap(self, source: int, target: int) -> None:
+        """source -> gap state (any events skipped) -> target."""
+        g = self.state()
+        self.epsilon(source, g)
+        self.edges.append(_Edge(g, g))
+        self.epsilon(g, target)
+
+    def build(self, node) -> tuple[int, int]:
+        if isinstance(node, ast.Atom):
+            entry, exit_ = self.state(), self.state()
+            self.edges.append(_Edge(entry, exit_, required=frozenset({node}), marks=frozenset({node.type})))
+            return entry, exit_
+        if isinstance(node, ast.As):
+            first = len(self.edges)
+            fragment = self.build(node.pattern)
+            for e in self.edges[first:]:
+                if e.required:  # atom transitions only, never gaps
+                    e.marks = e.marks | {node.var}
+            return fragment
+        if isinstance(node, ast.Filter):
+            return self.filter(node.pattern, node.condition)
+        if isinstance(node, (ast.Seq, ast.Contiguous)):
+            l_entry, l_exit = self.build(node.left)
+            r_entry, r_exit = self.build(node.right)
+            if isinstance(node, ast.Seq):
+                self.gap(l_exit, r_entry)
+            else:
+                self.epsilon(l_exit, r_entry)
+            return l_entry, r_exit
+        if isinstance(node, (ast.KleenePlus, ast.ContiguousPlus)):
+            entry, exit_ = self.build(node.pattern)
+            if isinstance(node, ast.KleenePlus):
+                self.gap(exit_, entry)
+            else:
+                self.epsilon(exit_, entry)
+            return entry, exit_
+        if isinstance(node, ast.Or):
+            entry, exit_ = self.state(), self.state()
+            for side in (node.left, node.right):
+                s_entry, s_exit = self.build(side)
+                self.epsilon(entry, s_entry)
+                self.epsilon(s_exit, exit_)
+            return entry, exit_
+        raise TypeError(f"not a pattern node: {type(node).__name__}")  # pragma: no cover
+
+    def filter(self, pattern, condition) -> tuple[int, int]:
+        if isinstance(condition, ast.FilterOr):
+            return self.build(ast.Or(ast.Filter(pattern, condition.left), ast.Filter(pattern, condition.right)))
+        if isinstance(condition, ast.FilterAnd):
+            return self.build(ast.Filter(ast.Filter(pattern, condition.left), condition.right))
+        if isinstance(condition, ast.CrossPredicate):
+            raise UnsupportedError("Predicates across variables are not supported yet",
+                                   error_class="CROSS_VARIABLE_PREDICATE")
+        first = len(self.edges)
+        fragment = self.build(pattern)
+        for e in self.edges[first:]:
+            if e.required and condition.var in e.marks:
+                e.required = e.required | {condition.predicate.text}
+        return fragment
+
+
+def _closures(n_states: int, edges: list[_Edge]) -> list[set[int]]:
+    eps: dict[int, list[int]] = {}
+    for e in edges:
+        if e.epsilon:
+            eps.setdefault(e.source, []).append(e.target)
+    closures = []
+    for s in range(n_states):
+        seen, todo = {s}, [s]
+        while todo:
+            for t in eps.get(todo.pop(), ()):
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        closures.append(seen)
+    return closures
+
+
+def compile_pattern(pattern, selected) -> Automaton:
+    """The CEA of ``pattern`` projected on the ``selected`` variables (see module docstring)."""
+    b = _Builder()
+    initial = b.state()
+    b.edges.append(_Edge(initial, initial))  # a match may start anywhere
+    entry, exit_ = b.build(pattern)
+    b.epsilon(initial, entry)
+
+    conditions: list = []
+    for e in b.edges:
+        for c in sorted(e.required, key=lambda c: (isinstance(c, str), str(c))):
+            if c not in conditions:
+                conditions.append(c)
+    if len(conditions) > 64:
+        raise UnsupportedError(f"The pattern tests {len(conditions)} distinct conditions; at most 64 are supported",
+                               error_class="TOO_MANY_CONDITIONS", hint="merge atoms or predicates")
+    selected = list(dict.fromkeys(selected))
+    if len(selected) > 63:
+        raise UnsupportedError(f"{len(selected)} selected variables; at most 63 are supported",
+                               error_class="TOO_MANY_VARIABLES")
+    bit = {c: 1 << k for k, c in enumerate(conditions)}
+    label_bit = {v: 1 << (k + 1) for k, v in enumerate(selected)}
+
+    # epsilon removal: a state takes the consuming edges of its closure
+    closures = _closures(b.n_states, b.edges)
+    consuming: dict[int, list[_Edge]] = {}
+    for e in b.edges:
+        if not e.epsilon:
+            consuming.setdefault(e.source, []).append(e)
+    raw = []  # (source, required bits, label bits, target) over builder states
+    for s in range(b.n_states):
+        for c in closures[s]:
+            for e in consuming.get(c, ()):
+                required = sum(bit[k] for k in e.required)
+                label = sum(label_bit.get(v, 0) for v in e.marks)
+                if s == initial and e.required:
+                    label |= START
+                raw.append((s, required, label, e.target))
+    accepting = {s for s in range(b.n_states) if exit_ in closures[s]}
+
+    # pair states with the flag "a selected variable is marked"; keep reachable states
+    selected_bits = ~START
+    index: dict[tuple[int, bool], int] = {(initial, False): 0}
+    todo = [(initial, False)]
+    by_source: dict[int, list[tuple]] = {}
+    for t in raw:
+        by_source.setdefault(t[0], []).append(t)
+    product = []
+    while todo:
+        s, flag = todo.pop()
+        for _, required, label, target in by_source.get(s, ()):
+            nxt = (target, flag or bool(label & selected_bits))
+            if nxt not in index:
+                index[nxt] = len(index)
+                todo.append(nxt)
+            product.append((index[(s, flag)], required, label, index[nxt]))
+    final = {i for (s, flag), i in index.items() if flag and s in accepting}
+
+    # keep only states from which a final state can be reached
+    alive, changed = set(final), True
+    while changed:
+        changed = False
+        for src, _, _, dst in product:
+            if dst in alive and src not in alive:
+                alive.add(src)
+                changed = True
+    alive.add(0)
+    renumber = {old: new for new, old in enumerate(sorted(alive))}
+    transitions = tuple(sorted({Transition(renumber[s], r, l, renumber[d])
+                                for s, r, l, d in product if s in alive and d in alive},
+                               key=lambda t: (t.source, t.label, t.required, t.target)))
+    return Automaton(len(renumber), 0, frozenset(renumber[f] for f in final), transitions,
+                     tuple(conditions), tuple(selected))

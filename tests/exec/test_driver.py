@@ -1,0 +1,120 @@
+"""The local engine's machinery (exec/driver.py, exec/kernel.py): state carried across batches,
+buffers that grow on demand, memory bounded by the window, and the per-event guard.
+
+Results are compared with the reference evaluator or with counts derived by hand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import cerql
+from cerql.errors import ExecutionError
+from cerql.exec import driver, reference
+from cerql.exec.stream import build_stream
+from cerql.planner.resolve import resolve
+from tests.conftest import typed_stream
+
+
+def plan_and_stream(text: str, df: pd.DataFrame, max_matches: int = 100_000):
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    plan = resolve(cerql.analyze(text), {"s": table.schema}, max_matches)
+    return plan, build_stream(plan, {"s": table})
+
+
+def ab_stream(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"type": rng.choice(["A", "B", "C"], n), "ts": np.arange(n)})
+
+
+def test_results_do_not_depend_on_batch_size():
+    plan, stream = plan_and_stream("SELECT * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts WITHIN 6 EVENTS",
+                                   ab_stream(60))
+    expected = driver.evaluate(plan, stream, batch_size=60)
+    assert set(expected) == set(reference.evaluate(plan, stream))
+    for size in (1, 2, 7, 13, 59):
+        assert driver.evaluate(plan, stream, batch_size=size) == expected
+
+
+def test_partition_change_inside_a_batch_starts_afresh():
+    df = typed_stream("A B A B A B", k=[1, 1, 1, 2, 2, 2])
+    plan, stream = plan_and_stream("SELECT * FROM s WHERE A AS a ; B AS b PARTITION BY [k] ORDER BY ts", df)
+    got = sorted((r.substream, r.start, r.end) for r in driver.evaluate(plan, stream, batch_size=4))
+    # partition 1 holds A B A (0, 1, 2), partition 2 holds B A B (0, 1, 2): the B of
+    # partition 2 at position 0 must not pair with partition 1's As
+    assert got == [(0, 0, 1), (1, 1, 2)]
+
+
+def test_output_buffers_grow_past_their_initial_size():
+    # A+ over 14 As has 2^14 - 1 results, all ending at the last 14 events
+    plan, stream = plan_and_stream("SELECT * FROM s WHERE A+ AS a ORDER BY ts", typed_stream(" ".join("A" * 14)))
+    matches = driver.match_arrays(plan, stream, batch_size=3)
+    assert len(matches) == 2**14 - 1
+    assert len({frozenset(r.labels) for r in matches.results()}) == 2**14 - 1
+
+
+def test_memory_is_bounded_by_the_window_not_the_stream():
+    df = ab_stream(20_000, seed=1)
+    plan, stream = plan_and_stream("SELECT * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts WITHIN 8 EVENTS", df)
+    windowed, amount, values = driver.window_setup(plan, stream)
+    run = driver.Run(plan.automaton, plan.strategy, False, plan.max_matches_per_event, windowed, amount,
+                     values.dtype)
+    bits = driver.condition_bits(plan.automaton, stream)
+    starts = np.zeros(len(bits), bool)
+    starts[0] = True
+    for b0 in range(0, len(bits), 1000):
+        run.feed(bits[b0:b0 + 1000], starts[b0:b0 + 1000], values[b0:b0 + 1000])
+    assert len(run.n_pos) == 1 << 12  # the arena never had to grow
+
+
+def test_without_window_the_arena_grows_with_the_stream():
+    df = ab_stream(20_000, seed=1)
+    plan, stream = plan_and_stream("SELECT ANY * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts", df)
+    windowed, amount, values = driver.window_setup(plan, stream)
+    run = driver.Run(plan.automaton, plan.strategy, False, plan.max_matches_per_event, windowed, amount,
+                     values.dtype)
+    bits = driver.condition_bits(plan.automaton, stream)
+    starts = np.zeros(len(bits), bool)
+    starts[0] = True
+    run.feed(bits, starts, values)
+    assert len(run.n_pos) > 1 << 12
+
+
+def test_window_pruning_keeps_results_equal_to_the_reference_across_compactions():
+    df = ab_stream(3_000, seed=2)
+    text = "SELECT * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts WITHIN 5 EVENTS"
+    plan, stream = plan_and_stream(text, df)
+    assert set(driver.evaluate(plan, stream, batch_size=257)) == set(reference.evaluate(plan, stream))
+
+
+def test_time_window_on_timestamps_prunes_by_value():
+    ts = pd.to_datetime("2026-01-01") + pd.to_timedelta([0, 1, 1, 3, 4, 4, 9, 10], unit="s")
+    df = pd.DataFrame({"type": list("ABABABAB"), "ts": ts})
+    plan, stream = plan_and_stream("SELECT * FROM s WHERE A AS a ; B AS b WITHIN 3 SECONDS", df)
+    got = set(driver.evaluate(plan, stream, batch_size=2))
+    assert got == set(reference.evaluate(plan, stream))
+    assert {(r.start, r.end) for r in got} == {(0, 1), (0, 3), (2, 3), (2, 5), (4, 5), (6, 7)}
+
+
+def test_guard_fails_the_query_when_one_event_completes_too_many_matches():
+    plan, stream = plan_and_stream("SELECT * FROM s WHERE A+ AS a ORDER BY ts", typed_stream("A A A A A"),
+                                   max_matches=15)
+    with pytest.raises(ExecutionError) as err:
+        driver.evaluate(plan, stream)
+    assert err.value.error_class == "TOO_MANY_MATCHES_PER_EVENT"  # the last A completes 16
+
+
+def test_empty_stream_gives_no_results():
+    df = pd.DataFrame({"type": pd.Series([], dtype=str), "ts": pd.Series([], dtype="int64")})
+    plan, stream = plan_and_stream("SELECT * FROM s WHERE A AS a ORDER BY ts", df)
+    assert driver.evaluate(plan, stream) == []
+
+
+def test_local_is_the_default_engine():
+    df = typed_stream("A B")
+    out = cerql.run("SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts", {"s": df})
+    assert cerql.api.DEFAULT_ENGINE == "local"
+    assert out[["match_start", "match_end"]].values.tolist() == [[0, 1]]
