@@ -28,6 +28,8 @@ from cerql.plan import QueryPlan
 STRATEGY_CODES = {"ALL": kernel.ALL, "ANY": kernel.ANY, "NEXT": kernel.NEXT, "LAST": kernel.LAST,
                   "MAX": kernel.MAX, "STRICT": kernel.STRICT}
 DEFAULT_BATCH = 1 << 16
+LUT_BITS = 16          # up to this many condition bits, symbols come from a lookup table
+MAX_OUTPUT = 1 << 20   # result buffers grow up to this many results, then are flushed
 
 
 def _grow(array: np.ndarray, size: int, fill=0) -> np.ndarray:
@@ -56,6 +58,10 @@ class Run:
         self.amount = self.value_dtype.type(amount)
         self.symbols: dict[int, int] = {}
         self.symbol_bits: list[int] = []
+        self.inert_bits: list[bool] = []
+        self.n_inert_known = 0
+        n_cond = len(automaton.conditions)
+        self.lut = np.full(1 << n_cond, -1, np.int64) if n_cond <= LUT_BITS else None
         ds_cap, sym_cap = 8, 4
         self.tr_first = np.full((ds_cap, sym_cap), -1, np.int64)
         self.tr_count = np.zeros((ds_cap, sym_cap), np.int64)
@@ -63,6 +69,11 @@ class Run:
         self.tr_target = np.zeros(16, np.int64)
         self.n_tr = 0
         self.ds_final = np.zeros(ds_cap, np.bool_)
+        self.ds_fixed = np.zeros(ds_cap, np.bool_)
+        self.inert = np.zeros(sym_cap, np.bool_)
+        self.n_fixed_known = 0
+        self._fixed: list[bool] = []
+        self.atom_required = [t.required for t in automaton.transitions if t.required]
         self.st = np.zeros(kernel.STATE_SIZE, np.int64)
         self.st[kernel.CONSUMED] = -1
         self.st[kernel.ARENA] = 1
@@ -95,7 +106,12 @@ class Run:
         self.lab_mask = np.zeros(lab_cap, np.int64)
 
     def _sync_states(self) -> None:
-        """Make room for every deterministic state the determinizer has created."""
+        """Make room for every deterministic state the determinizer has created, and note which
+        are fixed points of the TRUE gaps (their successor on an inert event is themselves)."""
+        while self.n_fixed_known < len(self.det.states):  # may create the gap successors
+            d = self.n_fixed_known
+            self.n_fixed_known += 1
+            self._fixed.append(self.det.successors(d, 0) == [(0, d)])
         n = len(self.det.states)
         cap = self.tr_first.shape[0]
         if n > cap:
@@ -106,17 +122,24 @@ class Run:
                 setattr(self, name, _grow(getattr(self, name), cap))
             self.slot = _grow(self.slot, cap, -1)
             self.ds_final = _grow(self.ds_final, cap)
+            self.ds_fixed = _grow(self.ds_fixed, cap)
         self.ds_final[:n] = self.det.final
+        self.ds_fixed[:n] = self._fixed
 
     def _symbol_ids(self, bits: np.ndarray) -> np.ndarray:
-        uniq, inverse = np.unique(bits, return_inverse=True)
-        ids = np.empty(len(uniq), np.int64)
-        for k, b in enumerate(uniq.tolist()):
-            sid = self.symbols.get(b)
-            if sid is None:
-                sid = self.symbols[b] = len(self.symbol_bits)
-                self.symbol_bits.append(b)
-            ids[k] = sid
+        """Each event's symbol id; a lookup table when there are few condition bits."""
+        if self.lut is not None:
+            ids = self.lut[bits]
+            missing = ids < 0
+            if missing.any():
+                for b in np.unique(bits[missing]).tolist():
+                    self.lut[b] = self._new_symbol(b)
+                ids = self.lut[bits]
+        else:
+            uniq, inverse = np.unique(bits, return_inverse=True)
+            known = np.array([self.symbols[b] if b in self.symbols else self._new_symbol(b)
+                              for b in uniq.tolist()], np.int64)
+            ids = known[inverse.reshape(-1)]
         n = len(self.symbol_bits)
         if n > self.tr_first.shape[1]:
             cap = max(n, 2 * self.tr_first.shape[1])
@@ -125,7 +148,16 @@ class Run:
             count = np.zeros((self.tr_first.shape[0], cap), np.int64)
             count[:, : self.tr_count.shape[1]] = self.tr_count
             self.tr_first, self.tr_count = first, count
-        return ids[inverse.reshape(-1)]
+        if len(self.inert) != self.tr_first.shape[1] or n > self.n_inert_known:
+            self.inert = np.array(self.inert_bits + [False] * (self.tr_first.shape[1] - n), np.bool_)
+            self.n_inert_known = n
+        return ids
+
+    def _new_symbol(self, b: int) -> int:
+        sid = self.symbols[b] = len(self.symbol_bits)
+        self.symbol_bits.append(b)
+        self.inert_bits.append(all(r & b != r for r in self.atom_required))
+        return sid
 
     def _add_transitions(self, d: int, s: int) -> None:
         successors = self.det.successors(d, self.symbol_bits[s])
@@ -162,44 +194,48 @@ class Run:
             status = kernel.run_batch(
                 sym, starts, values, self.windowed, self.amount, self.strategy, self.consume, self.max_matches,
                 self.tr_first, self.tr_count, self.tr_label, self.tr_target, self.ds_final,
-                st, self.act_ds, self.act_node, self.new_ds, self.new_node, self.slot, self.cut,
+                self.inert, self.ds_fixed, st, self.act_ds, self.act_node, self.new_ds, self.new_node, self.slot, self.cut,
                 self.n_pos, self.n_label, self.n_a, self.n_b, self.n_maxpos, self.n_maxval,
                 self.stack_node, self.stack_len, self.path,
                 *self.res, self.lab_pos, self.lab_mask)
             if status == kernel.DONE:
-                chunks.append(self._take())
+                if st[kernel.NRES] > 0:
+                    chunks.append(self._take())
                 break
             if status == kernel.NEED_TRANSITION:
                 self._add_transitions(int(st[kernel.NEED_D]), int(st[kernel.NEED_S]))
             elif status == kernel.NEED_ARENA:
                 self._make_room()
             elif status == kernel.NEED_OUTPUT:
+                full = st[kernel.NRES] == 0 or len(self.res[0]) < MAX_OUTPUT
                 if st[kernel.NRES] > 0:
                     chunks.append(self._take())
-                else:
+                if full:
                     self._alloc_output(2 * len(self.res[0]), 2 * len(self.lab_pos))
             elif status == kernel.TOO_MANY:
                 raise ExecutionError(
-                    f"One event completes {int(st[kernel.COUNT]):,} matches, more than maxMatchesPerEvent "
-                    f"({self.max_matches:,})",
+                    f"One event completes at least {int(st[kernel.COUNT]):,} matches, more than "
+                    f"maxMatchesPerEvent ({self.max_matches:,})",
                     error_class="TOO_MANY_MATCHES_PER_EVENT",
                     hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY), "
                     "a shorter WITHIN window, or raise max_matches_per_event",
                 )
-        return _concat(chunks)
+        return chunks
 
     def _take(self):
         """Copy the buffered results out and empty the buffers."""
         st = self.st
         n, nl = int(st[kernel.NRES]), int(st[kernel.NLAB])
         end, endpos, start, off, length = (a[:n].copy() for a in self.res)
-        out = (end, endpos, start, off, length, self.lab_pos[:nl].copy(), self.lab_mask[:nl].copy())
+        out = [end, endpos, start, off, length, self.lab_pos[:nl].copy(), self.lab_mask[:nl].copy()]
         st[kernel.NRES] = 0
         st[kernel.NLAB] = 0
         return out
 
 
 def _concat(chunks):
+    if not chunks:
+        return tuple(np.zeros(0, np.int64) for _ in range(7))
     if len(chunks) == 1:
         return chunks[0]
     shift = 0
@@ -288,12 +324,10 @@ def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATC
     chunks = []
     for b0 in range(0, n, batch_size):
         b1 = min(n, b0 + batch_size)
-        end, endpos, start, off, length, lab_pos, lab_mask = run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1])
-        chunks.append((end + b0, endpos, start, off, length, lab_pos, lab_mask))
-    if chunks:
-        end_row, endpos, start, off, length, lab_pos, lab_mask = _concat(chunks)
-    else:
-        end_row = endpos = start = off = length = lab_pos = lab_mask = np.zeros(0, np.int64)
+        for chunk in run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1]):
+            chunk[0] += b0
+            chunks.append(chunk)
+    end_row, endpos, start, off, length, lab_pos, lab_mask = _concat(chunks)
     substream = np.searchsorted(sub_starts, end_row, side="right") - 1
     return Matches(automaton.labels, substream, end_row, endpos, start, off, length, lab_pos, lab_mask)
 

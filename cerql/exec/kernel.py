@@ -28,9 +28,11 @@ DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY = 0, 1, 2, 3, 4
 # strategy codes
 ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
 # slots of the int64 state vector ``st``
-POS, CONSUMED, ARENA, NACT, NRES, NLAB, CURSOR, PENDING, NEED_D, NEED_S, COUNT, BOUND = range(12)
-STATE_SIZE = 12
+POS, CONSUMED, ARENA, NACT, NRES, NLAB, CURSOR, PENDING, NEED_D, NEED_S, COUNT, BOUND, MOVING = range(13)
+STATE_SIZE = 13
 START = 1
+# what enumeration reports (TOO_MANY is shared with the statuses)
+OK, FULL = 0, 1
 
 
 @njit(nogil=True, cache=True)
@@ -101,35 +103,54 @@ def _keep(keep, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_po
 
 
 @njit(nogil=True, cache=True)
-def _select(strategy, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
-    """NEXT, LAST and MAX among the results of one event (DESIGN.md 4.3)."""
-    n = r1 - r0
-    if n <= 1:
+def _admit(strategy, r0, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
+    """Decide on the newest result (the last one written) of an event under NEXT, LAST or MAX.
+
+    The results kept so far for the event are always the winners among those seen, so memory
+    holds the output, not every candidate: for NEXT and LAST they share one D, the greatest
+    seen; for MAX they are the D no other seen D strictly contains (DESIGN.md 4.3).
+    """
+    r = st[NRES] - 1
+    if r == r0:
         return
-    keep = np.zeros(n, dtype=np.bool_)
     if strategy == NEXT or strategy == LAST:
-        smallest = strategy == NEXT
-        best = r0
-        for r in range(r0 + 1, r1):
-            if _compare(lab_pos, res_off[best], res_len[best], res_off[r], res_len[r], smallest) < 0:
-                best = r
-        for r in range(r0, r1):
-            keep[r - r0] = _compare(lab_pos, res_off[best], res_len[best], res_off[r], res_len[r], smallest) == 0
-    else:  # MAX
-        for r in range(r0, r1):
-            keep[r - r0] = True
-            for q in range(r0, r1):
-                if _strict_subset(lab_pos, res_off[r], res_len[r], res_off[q], res_len[q]):
-                    keep[r - r0] = False
-                    break
-    _keep(keep, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+        c = _compare(lab_pos, res_off[r0], res_len[r0], res_off[r], res_len[r], strategy == NEXT)
+        if c > 0:  # the newest loses
+            st[NRES] = r
+            st[NLAB] = res_off[r]
+        elif c < 0:  # the newest wins alone
+            lw, off, ln = res_off[r0], res_off[r], res_len[r]
+            for q in range(ln):
+                lab_pos[lw + q] = lab_pos[off + q]
+                lab_mask[lw + q] = lab_mask[off + q]
+            res_end[r0], res_endpos[r0], res_start[r0] = res_end[r], res_endpos[r], res_start[r]
+            res_len[r0] = ln
+            st[NRES] = r0 + 1
+            st[NLAB] = lw + ln
+        return
+    # MAX: drop the newest if a kept D strictly contains it, else drop the kept Ds it contains
+    for q in range(r0, r):
+        if _strict_subset(lab_pos, res_off[r], res_len[r], res_off[q], res_len[q]):
+            st[NRES] = r
+            st[NLAB] = res_off[r]
+            return
+    keep = np.ones(r - r0 + 1, dtype=np.bool_)
+    dropped = False
+    for q in range(r0, r):
+        if _strict_subset(lab_pos, res_off[q], res_len[q], res_off[r], res_len[r]):
+            keep[q - r0] = False
+            dropped = True
+    if not dropped:
+        return
+    _keep(keep, r0, r + 1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
 
 
 @njit(nogil=True, cache=True)
-def _enumerate(root, i, pos, consumed, windowed, cutoff, strategy,
+def _enumerate(root, i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
                n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
                res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
-    """Write every result under ``root`` ending at event i; False when the output is full."""
+    """Write the results under ``root`` ending at event i (position pos); the event's results
+    start at r0. Returns OK, FULL (no room: the event's results are to be redone) or TOO_MANY."""
     top = 0
     stack_node[0] = root
     stack_len[0] = 0
@@ -158,7 +179,7 @@ def _enumerate(root, i, pos, consumed, windowed, cutoff, strategy,
         r = st[NRES]
         lo = st[NLAB]
         if r >= res_end.shape[0] or lo + plen > lab_pos.shape[0]:
-            return False
+            return FULL
         w = lo
         for q in range(plen):
             m = path[q]
@@ -177,17 +198,25 @@ def _enumerate(root, i, pos, consumed, windowed, cutoff, strategy,
         st[NRES] = r + 1
         st[NLAB] = w
         if strategy == ANY:
-            return True
-    return True
+            return OK
+        if strategy == NEXT or strategy == LAST or strategy == MAX:
+            _admit(strategy, r0, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+        elif st[NRES] - r0 > max_matches:
+            return TOO_MANY
+    return OK
 
 
 @njit(nogil=True, cache=True)
 def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matches,
-              tr_first, tr_count, tr_label, tr_target, ds_final,
+              tr_first, tr_count, tr_label, tr_target, ds_final, inert, ds_fixed,
               st, act_ds, act_node, new_ds, new_node, slot, cut,
               n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
               res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask):
-    """Run events st[CURSOR].. of one batch; return a status (see module docstring)."""
+    """Run events st[CURSOR].. of one batch; return a status (see module docstring).
+
+    An *inert* symbol fires no transition but the TRUE gaps; when every active state is a
+    fixed point of those (st[MOVING] == 0), such an event changes nothing and costs O(1).
+    """
     n_events = sym.shape[0]
     arena_cap = n_pos.shape[0]
     while st[CURSOR] < n_events:
@@ -196,12 +225,17 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
         v = vals[i]
         cutoff = v - amount
         cut[0] = cutoff
+        if st[PENDING] == 0 and inert[s] and st[MOVING] == 0 and not starts[i]:
+            st[POS] += 1
+            st[CURSOR] = i + 1
+            continue
         if st[PENDING] == 0:
             if starts[i]:
                 st[POS] = 0
                 st[CONSUMED] = -1
                 st[ARENA] = 1
                 st[NACT] = 1
+                st[MOVING] = 0
                 act_ds[0] = 0
                 act_node[0] = 0
             consumed = st[CONSUMED]
@@ -260,11 +294,15 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                         n_maxpos[u] = max(n_maxpos[y], n_maxpos[x])
                         n_maxval[u] = max(n_maxval[y], n_maxval[x])
                         new_node[slot[d2]] = u
+            moving = 0
             for k in range(nn):
                 slot[new_ds[k]] = -1
                 act_ds[k] = new_ds[k]
                 act_node[k] = new_node[k]
+                if not ds_fixed[new_ds[k]]:
+                    moving += 1
             st[NACT] = nn
+            st[MOVING] = moving
             st[ARENA] = arena
             st[PENDING] = 1
         # enumerate the results ending at this event
@@ -276,16 +314,16 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
             if strategy == ANY and st[NRES] > r0:
                 break
             if ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval):
-                ok = _enumerate(act_node[k], i, pos, consumed, windowed, cutoff, strategy,
-                                n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
-                                res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
-                if not ok:
+                code = _enumerate(act_node[k], i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
+                                  n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
+                                  res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+                if code == FULL:
                     st[NRES] = r0
                     st[NLAB] = l0
                     return NEED_OUTPUT
-        r1 = st[NRES]
-        if strategy == NEXT or strategy == LAST or strategy == MAX:
-            _select(strategy, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+                if code == TOO_MANY:
+                    st[COUNT] = st[NRES] - r0
+                    return TOO_MANY
         count = st[NRES] - r0
         if count > max_matches:
             st[COUNT] = count
