@@ -129,6 +129,12 @@ def _closures(n_states: int, edges: list[_Edge]) -> list[set[int]]:
     return closures
 
 
+def _limit_error(message: str, error_class: str, hint: str, pattern) -> UnsupportedError:
+    span = pattern.span
+    return UnsupportedError(message, error_class=error_class, hint=hint,
+                            line=span.line if span else None, column=span.column if span else None)
+
+
 def compile_pattern(pattern, selected) -> Automaton:
     """The CEA of ``pattern`` projected on the ``selected`` variables (see module docstring)."""
     b = _Builder()
@@ -143,12 +149,14 @@ def compile_pattern(pattern, selected) -> Automaton:
             if c not in conditions:
                 conditions.append(c)
     if len(conditions) > 64:
-        raise UnsupportedError(f"The pattern tests {len(conditions)} distinct conditions; at most 64 are supported",
-                               error_class="TOO_MANY_CONDITIONS", hint="merge atoms or predicates")
+        raise _limit_error(f"The pattern tests {len(conditions)} distinct conditions; at most 64 are supported",
+                           "TOO_MANY_CONDITIONS", "use fewer distinct event types and FILTER predicates",
+                           pattern)
     selected = list(dict.fromkeys(selected))
-    if len(selected) > 63:
-        raise UnsupportedError(f"{len(selected)} selected variables; at most 63 are supported",
-                               error_class="TOO_MANY_VARIABLES")
+    if len(selected) > 62:
+        raise _limit_error(f"The query selects {len(selected)} variables; at most 62 are supported",
+                           "TOO_MANY_VARIABLES", "select fewer variables, or group events under one AS",
+                           pattern)
     bit = {c: 1 << k for k, c in enumerate(conditions)}
     label_bit = {v: 1 << (k + 1) for k, v in enumerate(selected)}
 

@@ -56,30 +56,29 @@ def test_output_buffers_grow_past_their_initial_size():
     assert len({frozenset(r.labels) for r in matches.results()}) == 2**14 - 1
 
 
-def test_memory_is_bounded_by_the_window_not_the_stream():
-    df = ab_stream(20_000, seed=1)
-    plan, stream = plan_and_stream("SELECT * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts WITHIN 8 EVENTS", df)
+def run_in_batches(text: str, df: pd.DataFrame, batch: int) -> driver.Run:
+    """Feed the stream to one driver.Run in batches; return the run (its buffers) afterwards."""
+    plan, stream = plan_and_stream(text, df)
     windowed, amount, values = driver.window_setup(plan, stream)
     run = driver.Run(plan.automaton, plan.strategy, False, plan.max_matches_per_event, windowed, amount,
                      values.dtype)
     bits = driver.condition_bits(plan.automaton, stream)
     starts = np.zeros(len(bits), bool)
     starts[0] = True
-    for b0 in range(0, len(bits), 1000):
-        run.feed(bits[b0:b0 + 1000], starts[b0:b0 + 1000], values[b0:b0 + 1000])
+    for b0 in range(0, len(bits), batch):
+        run.feed(bits[b0:b0 + batch], starts[b0:b0 + batch], values[b0:b0 + batch])
+    return run
+
+
+def test_memory_is_bounded_by_the_window_not_the_stream():
+    run = run_in_batches("SELECT * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts WITHIN 8 EVENTS",
+                         ab_stream(20_000, seed=1), batch=1000)
     assert len(run.n_pos) == 1 << 12  # the arena never had to grow
 
 
 def test_without_window_the_arena_grows_with_the_stream():
-    df = ab_stream(20_000, seed=1)
-    plan, stream = plan_and_stream("SELECT ANY * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts", df)
-    windowed, amount, values = driver.window_setup(plan, stream)
-    run = driver.Run(plan.automaton, plan.strategy, False, plan.max_matches_per_event, windowed, amount,
-                     values.dtype)
-    bits = driver.condition_bits(plan.automaton, stream)
-    starts = np.zeros(len(bits), bool)
-    starts[0] = True
-    run.feed(bits, starts, values)
+    run = run_in_batches("SELECT ANY * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts",
+                         ab_stream(20_000, seed=1), batch=20_000)
     assert len(run.n_pos) > 1 << 12
 
 

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cerql
+from tests.exec.patterns import to_ceql, variables
 
 ENGINE = "reference"
 VARS = ["x", "y", "z"]
@@ -24,41 +25,10 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 
 
 # --------------------------------------------------------------------------- patterns
-def variables(node) -> list[str]:
-    kind = node[0]
-    if kind == "atom":
-        return [node[1]]
-    if kind == "as":
-        return variables(node[1]) + [node[2]]
-    if kind == "filter":
-        return variables(node[1])
-    return [v for child in node[1:] if isinstance(child, tuple) for v in variables(child)]
-
-
-def to_ceql(node) -> str:
-    kind = node[0]
-    if kind == "atom":
-        return node[1]
-    if kind == "seq":
-        return f"({to_ceql(node[1])} ; {to_ceql(node[2])})"
-    if kind == "colon":
-        return f"({to_ceql(node[1])} : {to_ceql(node[2])})"
-    if kind == "or":
-        return f"({to_ceql(node[1])} OR {to_ceql(node[2])})"
-    if kind == "plus":
-        return f"({to_ceql(node[1])})+"
-    if kind == "cplus":
-        return f"({to_ceql(node[1])}):+"
-    if kind == "as":
-        return f"({to_ceql(node[1])} AS {node[2]})"
-    if kind == "filter":
-        return f"({to_ceql(node[1])} FILTER {node[2]}[v > {node[3]}])"
-    raise AssertionError(kind)
-
-
 def _filtered(child):
-    return st.tuples(st.just("filter"), st.just(child), st.sampled_from(sorted(set(variables(child)))),
-                     st.integers(0, 1))
+    return st.tuples(st.just("filter"), st.just(child),
+                     st.tuples(st.just("pred"), st.sampled_from(variables(child)),
+                               st.sampled_from(["v > 0", "v > 1"])))
 
 
 def _extend(children):

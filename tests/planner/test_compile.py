@@ -113,3 +113,17 @@ def test_describe_and_dot_name_conditions_and_marks(tmp_path):
 def test_cross_variable_filter_is_still_unsupported_at_compile_time():
     with pytest.raises(cerql.CeqlError):
         cerql.explain("SELECT * FROM s WHERE A AS a ; B AS b FILTER b.v > a.v")
+
+
+def test_too_many_conditions_is_a_clear_error():
+    pattern = " ; ".join(f"T{k}" for k in range(65))
+    with pytest.raises(cerql.CeqlError) as err:
+        cerql.explain(f"SELECT * FROM s WHERE {pattern}")
+    assert (err.value.error_class, err.value.line, err.value.column) == ("TOO_MANY_CONDITIONS", 1, 23)
+
+
+def test_too_many_selected_variables_is_a_clear_error():
+    pattern = " ; ".join(f"A AS v{k}" for k in range(63))
+    with pytest.raises(cerql.CeqlError) as err:
+        cerql.explain(f"SELECT * FROM s WHERE {pattern}")
+    assert (err.value.error_class, err.value.line, err.value.column) == ("TOO_MANY_VARIABLES", 1, 23)
