@@ -28,8 +28,9 @@ DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY = 0, 1, 2, 3, 4
 # strategy codes
 ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
 # slots of the int64 state vector ``st``
-POS, CONSUMED, ARENA, NACT, NRES, NLAB, CURSOR, PENDING, NEED_D, NEED_S, COUNT, BOUND, MOVING = range(13)
-STATE_SIZE = 13
+(POS, CONSUMED, ARENA, NACT, NRES, NLAB, CURSOR, PENDING, NEED_D, NEED_S, COUNT, BOUND, MOVING,
+ KMIN, KMAX) = range(15)
+STATE_SIZE = 15
 START = 1
 # what enumeration reports (TOO_MANY is shared with the statuses)
 OK, FULL = 0, 1
@@ -128,21 +129,37 @@ def _admit(strategy, r0, res_end, res_endpos, res_start, res_off, res_len, lab_p
             st[NRES] = r0 + 1
             st[NLAB] = lw + ln
         return
-    # MAX: drop the newest if a kept D strictly contains it, else drop the kept Ds it contains
-    for q in range(r0, r):
-        if _strict_subset(lab_pos, res_off[r], res_len[r], res_off[q], res_len[q]):
-            st[NRES] = r
-            st[NLAB] = res_off[r]
-            return
-    keep = np.ones(r - r0 + 1, dtype=np.bool_)
+    # MAX: drop the newest if a kept D strictly contains it, else drop the kept Ds it contains.
+    # st[KMIN], st[KMAX] bound the sizes of the kept Ds, so equal-size results cost O(1).
+    ln = res_len[r]
+    if r == r0 + 1:  # the kept results are r0 alone
+        st[KMIN] = res_len[r0]
+        st[KMAX] = res_len[r0]
+    if ln < st[KMAX]:
+        for q in range(r0, r):
+            if _strict_subset(lab_pos, res_off[r], ln, res_off[q], res_len[q]):
+                st[NRES] = r
+                st[NLAB] = res_off[r]
+                return
     dropped = False
-    for q in range(r0, r):
-        if _strict_subset(lab_pos, res_off[q], res_len[q], res_off[r], res_len[r]):
-            keep[q - r0] = False
-            dropped = True
+    if ln > st[KMIN]:
+        for q in range(r0, r):
+            if _strict_subset(lab_pos, res_off[q], res_len[q], res_off[r], ln):
+                dropped = True
+                break
     if not dropped:
+        st[KMIN] = min(st[KMIN], ln)
+        st[KMAX] = max(st[KMAX], ln)
         return
+    keep = np.ones(r - r0 + 1, dtype=np.bool_)
+    for q in range(r0, r):
+        keep[q - r0] = not _strict_subset(lab_pos, res_off[q], res_len[q], res_off[r], ln)
     _keep(keep, r0, r + 1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+    st[KMIN] = ln
+    st[KMAX] = ln
+    for q in range(r0, st[NRES]):
+        st[KMIN] = min(st[KMIN], res_len[q])
+        st[KMAX] = max(st[KMAX], res_len[q])
 
 
 @njit(nogil=True, cache=True)
