@@ -184,7 +184,7 @@ class Run:
 
     # -- running
     def feed(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray):
-        sym = self._symbol_ids(np.ascontiguousarray(bits, dtype=np.uint64))
+        sym = self._symbol_ids(np.ascontiguousarray(bits))
         starts = np.ascontiguousarray(starts, dtype=np.bool_)
         values = np.ascontiguousarray(values, dtype=self.value_dtype)
         st = self.st
@@ -249,10 +249,12 @@ def _concat(chunks):
 
 def condition_bits(automaton: Automaton, stream: Stream) -> np.ndarray:
     """Each event's condition bits: bit k is set when the event satisfies ``conditions[k]``."""
-    bits = np.zeros(stream.table.num_rows, np.uint64)
+    n = len(automaton.conditions)
+    dtype = np.uint16 if n <= 16 else np.uint32 if n <= 32 else np.uint64  # narrow is faster
+    bits = np.zeros(stream.table.num_rows, dtype)
     for k, cond in enumerate(automaton.conditions):
         rows = stream.atoms[cond] if isinstance(cond, ast.Atom) else stream.predicates[cond]
-        bits |= np.asarray(rows, dtype=np.uint64) << np.uint64(k)
+        bits |= np.asarray(rows, dtype=dtype) << dtype(k)
     return bits
 
 

@@ -63,13 +63,33 @@ def union_sources(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> pa.Table:
 
 
 def _keep_rows(plan: QueryPlan, table: pa.Table) -> pa.Table:
+    columns = (plan.order_columns[0],) + plan.partition_columns
+    if all(table.column(c).null_count == 0 for c in columns):
+        return table
     mask = pc.is_valid(table.column(plan.order_columns[0]))
     for col in plan.partition_columns:
         mask = pc.and_(mask, pc.is_valid(table.column(col)))
     return table.filter(mask)
 
 
+def _already_sorted(plan: QueryPlan, table: pa.Table) -> bool:
+    """One source, no partitions, one ordering column already non-decreasing: the common case
+    of a time-ordered table, whose sort would keep every row where it is."""
+    if len(plan.sources) != 1 or plan.partition_columns or len(plan.order_columns) != 1:
+        return False
+    col = table.column(plan.order_columns[0])
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_timestamp(col.type)
+            or pa.types.is_date(col.type)):
+        return False
+    if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
+        col = pc.cast(col, pa.int64()) if pa.types.is_timestamp(col.type) else pc.cast(col, pa.int32())
+    values = col.to_numpy()
+    return bool(np.all(values[1:] >= values[:-1]))
+
+
 def _sorted(plan: QueryPlan, table: pa.Table) -> pa.Table:
+    if _already_sorted(plan, table):
+        return table
     # NULLs sort first, as in Spark's ascending order.
     names = plan.partition_columns + plan.order_columns + (SOURCE_COLUMN, ORDINAL_COLUMN)
     keys = [(c, "ascending", "at_start") for c in names]
@@ -98,14 +118,17 @@ def _substreams(plan: QueryPlan, table: pa.Table) -> tuple[list[tuple[int, int]]
 
 def _atom_rows(plan: QueryPlan, table: pa.Table) -> dict[ast.Atom, np.ndarray]:
     source = table.column(SOURCE_COLUMN).to_numpy()
+    types: dict[str, pa.ChunkedArray] = {}  # each type column cast to string once
     out = {}
     for atom, atom_plan in plan.atoms.items():
         mask = np.zeros(table.num_rows, dtype=bool)
         for index, type_column, value in atom_plan.alternatives:
             rows = source == index
             if type_column is not None:
-                types = pc.cast(table.column(type_column), pa.string())
-                rows &= np.asarray(pc.fill_null(pc.equal(types, value), False).to_numpy(zero_copy_only=False), bool)
+                if type_column not in types:
+                    types[type_column] = pc.cast(table.column(type_column), pa.string())
+                equal = pc.fill_null(pc.equal(types[type_column], value), False)
+                rows &= np.asarray(equal.to_numpy(zero_copy_only=False), bool)
             mask |= rows
         out[atom] = mask
     return out
