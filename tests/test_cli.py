@@ -107,6 +107,18 @@ def test_explain_prints_canonical_query_and_variables(tmp_path, capsys):
     assert "outputs: b" in out
 
 
+def test_explain_prints_the_automaton_and_writes_dot_on_request(tmp_path, capsys):
+    query = tmp_path / "q.sql"
+    query.write_text("select b from stock where sell as s ; buy as b")
+    dot = tmp_path / "q.dot"
+
+    assert main(["explain", str(query), "--dot", str(dot)]) == 0
+
+    out = capsys.readouterr().out
+    assert "on sell  mark {START}" in out and "on buy  mark {b}" in out
+    assert dot.read_text().startswith("digraph cea {")
+
+
 def test_bad_query_exits_2_with_caret_and_no_traceback(tmp_path):
     query = tmp_path / "bad.sql"
     query.write_text("SELECT * FROM stock\nWHERE SELL AS s ;; BUY AS b\n")
