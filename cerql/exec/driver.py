@@ -233,7 +233,7 @@ class Run:
         return out
 
 
-def _concat(chunks):
+def concat_chunks(chunks):
     if not chunks:
         return tuple(np.zeros(0, np.int64) for _ in range(7))
     if len(chunks) == 1:
@@ -258,24 +258,32 @@ def condition_bits(automaton: Automaton, stream: Stream) -> np.ndarray:
     return bits
 
 
+def window_setup_for(plan: QueryPlan, dtype) -> tuple[bool, int | float]:
+    """(windowed, amount) for window values of ``dtype``: on integer values (positions,
+    microseconds, integer columns) a fractional amount n means start >= end - floor(n)."""
+    w = plan.window
+    if w is None:
+        return False, 0
+    amount = float(w.amount) if w.kind == "column" else w.amount
+    if np.dtype(dtype).kind in "iu":
+        return True, int(math.floor(amount))
+    return True, float(amount)
+
+
 def window_setup(plan: QueryPlan, stream: Stream):
     """(windowed, amount, values) for the kernel: positions for n EVENTS, else window values."""
     n = stream.table.num_rows
     w = plan.window
     if w is None:
-        return False, 0, np.zeros(n, np.int64)
-    if w.kind == "events":
+        values = np.zeros(n, np.int64)
+    elif w.kind == "events":
         values = np.arange(n, dtype=np.int64)
         for lo, hi in stream.bounds:
             values[lo:hi] -= lo
-        return True, int(w.amount), values
-    values = stream.window_values
-    amount = w.amount
-    if values.dtype.kind == "i":
-        if float(amount) != math.floor(float(amount)):
-            amount = math.floor(float(amount))  # integer values: start >= end - floor(n)
-        return True, int(amount), values
-    return True, float(amount), values
+    else:
+        values = stream.window_values
+    windowed, amount = window_setup_for(plan, values.dtype)
+    return windowed, amount, values
 
 
 class Matches:
@@ -329,7 +337,7 @@ def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATC
         for chunk in run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1]):
             chunk[0] += b0
             chunks.append(chunk)
-    end_row, endpos, start, off, length, lab_pos, lab_mask = _concat(chunks)
+    end_row, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
     substream = np.searchsorted(sub_starts, end_row, side="right") - 1
     return Matches(automaton.labels, substream, end_row, endpos, start, off, length, lab_pos, lab_mask)
 

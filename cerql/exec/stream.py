@@ -134,7 +134,7 @@ def _atom_rows(plan: QueryPlan, table: pa.Table) -> dict[ast.Atom, np.ndarray]:
     return out
 
 
-def _window_values(plan: QueryPlan, table: pa.Table) -> np.ndarray | None:
+def window_values(plan: QueryPlan, table: pa.Table) -> np.ndarray | None:
     """The first ordering column as numbers the window is measured in."""
     if plan.window is None or plan.window.kind == "events":
         return None
@@ -156,4 +156,4 @@ def build_stream(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> Stream:
     table = _sorted(plan, _keep_rows(plan, union_sources(plan, tables)))
     bounds, keys = _substreams(plan, table)
     predicates = {text: evaluate_predicate(fn, table) for text, fn in plan.predicates.items()}
-    return Stream(table, bounds, keys, _atom_rows(plan, table), predicates, _window_values(plan, table))
+    return Stream(table, bounds, keys, _atom_rows(plan, table), predicates, window_values(plan, table))

@@ -1,0 +1,200 @@
+"""One task's share of a query: sorted Arrow batches in, result rows out, as Arrow.
+
+Input: a :class:`cerql.plan.QueryPlan` and, batch after batch, the rows of one task in evaluation
+order (partition key, ordering columns, source, ordinal), each row with the stream columns,
+``__cerql_source``, ``__cerql_ordinal`` and its condition bits in ``__cerql_bits`` (bit k set when
+the row satisfies ``plan.automaton.conditions[k]``). Output: per batch, an Arrow table of the
+results that end in it, in the output schema of DESIGN.md section 5, without SELECT expressions
+(the caller evaluates them on the result, as Spark does).
+
+This is what ``mapInArrow`` runs on Spark (the function itself imports no pyspark). The kernel
+reports positions within substreams; the task maps them to rows of the current batch or of the
+rows it kept from earlier batches. It keeps only the rows a later result can still reference:
+those of the current substream from the window edge on (and after the last consumed position),
+so memory is bounded by the window, not by the partition (DESIGN.md 6.2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cerql.exec import kernel
+from cerql.exec.driver import Run, concat_chunks, window_setup_for
+from cerql.exec.output import match_id
+from cerql.exec.stream import window_values
+from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+
+BITS_COLUMN = "__cerql_bits"
+
+
+class MatchTask:
+    """The state of one query over the batches of one task (see module docstring)."""
+
+    def __init__(self, plan: QueryPlan):
+        if any(o.var is None for o in plan.outputs):
+            raise ValueError("SELECT expressions are evaluated by the caller; plan them out first")
+        self.plan = plan
+        self.run: Run | None = None
+        self.kept: pa.Table | None = None      # rows of the current substream from earlier batches
+        self.kept_values: np.ndarray | None = None
+        self.kept_pos0 = 0                     # substream position of kept's first row
+        self.next_pos = 0                      # substream position of the next row
+        self.last_key: tuple | None = None
+        self.bit_of = {v: k + 1 for k, v in enumerate(plan.automaton.labels)}
+
+    # -- substreams
+    def _starts(self, table: pa.Table) -> np.ndarray:
+        n = table.num_rows
+        starts = np.zeros(n, dtype=bool)
+        if not self.plan.partition_columns:
+            starts[0] = self.last_key is None
+            return starts
+        first = tuple(table.column(c)[0].as_py() for c in self.plan.partition_columns)
+        starts[0] = first != self.last_key
+        for c in self.plan.partition_columns:
+            col = table.column(c)
+            if n > 1:
+                change = pc.not_equal(col.slice(1), col.slice(0, n - 1))
+                starts[1:] |= np.asarray(pc.fill_null(change, True).to_numpy(zero_copy_only=False), bool)
+        return starts
+
+    def process(self, batch) -> pa.Table:
+        """Feed one batch; return the results that end in it."""
+        table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        n = table.num_rows
+        if n == 0:
+            return self._empty(table)
+        plan = self.plan
+        starts = self._starts(table)
+        idx = np.arange(n)
+        sub_start = np.maximum.accumulate(np.where(starts, idx, -1))  # batch row of the substream start
+        positions = np.where(sub_start < 0, self.next_pos + idx, idx - sub_start)
+        values = self._values(table, positions)
+        if self.run is None:
+            windowed, amount = window_setup_for(plan, values.dtype)
+            self.run = Run(plan.automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
+                           windowed, amount, values.dtype)
+        bits = table.column(BITS_COLUMN).to_numpy()
+        chunks = self.run.feed(bits, starts, values)
+
+        kept = self.kept if (self.kept is not None and not starts[0]) else None
+        n_kept = kept.num_rows if kept is not None else 0
+        combined = pa.concat_tables([kept, table.select(kept.column_names)]) if kept is not None else table
+        out = self._results(plan, combined, n_kept, sub_start, chunks)
+        self._keep(table, combined, n_kept, starts, sub_start, values)
+        self.next_pos = int(self.run.st[kernel.POS])
+        self.last_key = tuple(table.column(c)[n - 1].as_py() for c in plan.partition_columns)
+        return out
+
+    def _values(self, table: pa.Table, positions: np.ndarray) -> np.ndarray:
+        w = self.plan.window
+        if w is None or w.kind == "events":
+            return positions.astype(np.int64)
+        return window_values(self.plan, table)
+
+    # -- rows kept for later batches
+    def _keep(self, table, combined, n_kept, starts, sub_start, values) -> None:
+        n = table.num_rows
+        last_start = sub_start[n - 1]
+        if last_start >= 0:  # the last substream began in this batch
+            rows = table.slice(last_start)
+            vals = values[last_start:]
+            pos0 = 0
+        else:
+            rows = combined
+            vals = values if self.kept_values is None or n_kept == 0 else np.concatenate([self.kept_values, values])
+            pos0 = self.kept_pos0 if n_kept else self.next_pos
+        st = self.run.st
+        first = int(st[kernel.CONSUMED]) + 1 - pos0  # later results start after the last output
+        w = self.plan.window
+        if w is not None:
+            _, amount = window_setup_for(self.plan, vals.dtype)
+            if w.kind == "events":
+                edge = int(st[kernel.POS]) - amount - pos0
+            else:
+                edge = int(np.searchsorted(vals, vals[-1] - amount, side="left"))
+            first = max(first, edge)
+        first = min(max(first, 0), rows.num_rows)
+        self.kept = rows.slice(first)
+        self.kept_values = vals[first:]
+        self.kept_pos0 = pos0 + first
+
+    # -- result rows
+    def _row_index(self, ends, positions, sub_start, n_kept):
+        """Rows of ``combined`` for substream positions of results ending at batch rows ends."""
+        s = sub_start[ends]
+        return np.where(s >= 0, n_kept + s + positions, positions - self.kept_pos0)
+
+    def _results(self, plan, combined, n_kept, sub_start, chunks) -> pa.Table:
+        end, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
+        nres = len(end)
+        if nres == 0:
+            return self._empty(combined)
+        end_row = n_kept + end
+        start_row = self._row_index(end, start, sub_start, n_kept)
+        owner = np.repeat(np.arange(nres), length)
+        entry_row = self._row_index(end[owner], lab_pos, sub_start, n_kept) if len(owner) else owner
+        columns, names = [], []
+        for c in plan.partition_columns:
+            columns.append(combined.column(c).take(end_row))
+            names.append(c)
+        ids = self._match_ids(plan, combined, end_row, start_row, owner, entry_row, lab_mask)
+        columns += [pa.array(ids, pa.int64()),
+                    combined.column(plan.order_columns[0]).take(start_row),
+                    combined.column(plan.order_columns[0]).take(end_row)]
+        names += ["match_id", "match_start", "match_end"]
+        for o in plan.outputs:
+            has = (lab_mask >> self.bit_of[o.var]) & 1 == 1
+            r, rows = owner[has], entry_row[has]
+            order = np.lexsort((rows, r))
+            r, rows = r[order], rows[order]
+            cols = list(o.columns or plan.columns)
+            taken = combined.select(cols).take(rows)
+            structs = pa.StructArray.from_arrays([taken.column(c).combine_chunks() for c in cols], names=cols)
+            if o.many:
+                offsets = np.zeros(nres + 1, np.int32)
+                np.cumsum(np.bincount(r, minlength=nres), out=offsets[1:])
+                columns.append(pa.ListArray.from_arrays(pa.array(offsets), structs))
+            else:
+                at = np.full(nres, -1, np.int64)
+                at[r] = np.arange(len(r))
+                missing = at < 0
+                one = structs.take(pa.array(np.where(missing, 0, at))) if len(r) else pa.nulls(nres, structs.type)
+                if len(r):
+                    one = pa.StructArray.from_arrays([one.field(k) for k in range(one.type.num_fields)],
+                                                     names=cols, mask=pa.array(missing))
+                columns.append(one)
+            names.append(o.name)
+        return pa.Table.from_arrays(columns, names=names)
+
+    def _match_ids(self, plan, combined, end_row, start_row, owner, entry_row, lab_mask) -> list[int]:
+        src = combined.column(SOURCE_COLUMN).to_numpy().tolist()
+        ordinal = combined.column(ORDINAL_COLUMN).to_numpy().tolist()
+        keys = [combined.column(c).to_pylist() for c in plan.partition_columns]
+        labels: list[list] = [[] for _ in range(len(end_row))]
+        names = plan.automaton.labels
+        for r, row, mask in zip(owner.tolist(), entry_row.tolist(), lab_mask.tolist()):
+            for k, name in enumerate(names):
+                if mask >> (k + 1) & 1:
+                    labels[r].append((name, (src[row], ordinal[row])))
+        out = []
+        for r, (e, s) in enumerate(zip(end_row.tolist(), start_row.tolist())):
+            key = tuple(col[e] for col in keys)
+            out.append(match_id(key, (src[s], ordinal[s]), (src[e], ordinal[e]), labels[r]))
+        return out
+
+    def _empty(self, table: pa.Table) -> pa.Table:
+        return self.output_schema(table.schema).empty_table()
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        """The result schema for input batches of ``schema``."""
+        plan = self.plan
+        fields = [schema.field(c) for c in plan.partition_columns]
+        order = schema.field(plan.order_columns[0]).type
+        fields += [pa.field("match_id", pa.int64()), pa.field("match_start", order), pa.field("match_end", order)]
+        for o in plan.outputs:
+            struct = pa.struct([schema.field(c) for c in (o.columns or plan.columns)])
+            fields.append(pa.field(o.name, pa.list_(struct) if o.many else struct))
+        return pa.schema(fields)

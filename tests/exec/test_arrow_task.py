@@ -1,0 +1,91 @@
+"""The Arrow task (exec/arrow_task.py): sorted batches in, result rows out, as on a Spark
+executor. Its rows must equal cerql.run's for the same stream, however the stream is cut into
+batches, while it keeps only the rows a later result can still reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import cerql
+from cerql.exec import driver, output
+from cerql.exec.arrow_task import BITS_COLUMN, MatchTask
+from cerql.exec.stream import build_stream
+from cerql.planner.resolve import resolve
+
+
+def stock(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "type": rng.choice(["BUY", "SELL"], n),
+        "name": rng.choice(["MSFT", "INTC", "AMZN"], n),
+        "price": rng.integers(1, 200, n),
+        "ts": np.sort(rng.integers(0, n // 2, n)),
+    })
+
+
+def records(table_or_frame) -> list:
+    """Rows as plain Python values, in match_id order, for comparison."""
+    if isinstance(table_or_frame, pd.DataFrame):
+        table_or_frame = pa.Table.from_pylist(table_or_frame.to_dict("records")) if len(table_or_frame) else None
+    if table_or_frame is None:
+        return []
+    rows = table_or_frame.to_pylist()
+    return sorted(rows, key=lambda r: r["match_id"])
+
+
+def task_rows(text: str, df: pd.DataFrame, batch: int):
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    plan = resolve(cerql.analyze(text), {"s": table.schema})
+    stream = build_stream(plan, {"s": table})
+    expected = output.render(plan, stream, driver.evaluate(plan, stream))
+    rows = stream.table.append_column(BITS_COLUMN, pa.array(driver.condition_bits(plan.automaton, stream)))
+    task = MatchTask(plan)
+    parts = [task.process(b) for b in rows.to_batches(max_chunksize=batch)]
+    got = pa.concat_tables(parts) if parts else task.output_schema(rows.schema).empty_table()
+    return got, expected, task
+
+
+QUERIES = [
+    "SELECT * FROM s WHERE SELL AS a ; BUY+ AS b ; SELL AS c FILTER a[price > 100] ORDER BY ts WITHIN 6 EVENTS",
+    "SELECT * FROM s WHERE SELL AS a ; BUY AS b PARTITION BY [name] ORDER BY ts WITHIN 5 [ts]",
+    "SELECT NEXT * FROM s WHERE SELL AS a : BUY+ AS b PARTITION BY [name] ORDER BY ts WITHIN 8 EVENTS",
+    "SELECT b FROM s WHERE SELL AS a ; BUY AS b PARTITION BY [name] ORDER BY ts WITHIN 3 EVENTS CONSUME BY PARTITION",
+    "SELECT MAX a FROM s WHERE (SELL OR BUY)+ AS a FILTER a[price < 60] PARTITION BY [name] ORDER BY ts WITHIN 4 EVENTS",
+]
+
+
+@pytest.mark.parametrize("text", QUERIES)
+@pytest.mark.parametrize("batch", [1, 7, 64, 1000])
+def test_task_rows_equal_the_local_engine_for_any_batch_size(text, batch):
+    got, expected, _ = task_rows(text, stock(300), batch)
+    assert len(got) == len(expected) > 0
+    assert records(got) == records(expected)
+
+
+def test_task_keeps_only_rows_inside_the_window():
+    _, _, task = task_rows(QUERIES[0], stock(3000, seed=3), 100)
+    assert task.kept.num_rows <= 7
+
+
+def test_task_without_window_keeps_the_whole_substream():
+    _, _, task = task_rows("SELECT ANY * FROM s WHERE SELL AS a ; BUY AS b ORDER BY ts", stock(500), 100)
+    assert task.kept.num_rows == 500
+
+
+def test_time_window_results_and_kept_rows():
+    df = stock(400, seed=5)
+    df["ts"] = pd.Timestamp("2026-01-01") + pd.to_timedelta(df["ts"], unit="s")
+    got, expected, task = task_rows("SELECT * FROM s WHERE SELL AS a ; BUY AS b WITHIN 3 SECONDS", df, 33)
+    assert records(got) == records(expected)
+    last = df["ts"].iloc[-1]
+    assert task.kept.num_rows == int((df["ts"] >= last - pd.Timedelta(seconds=3)).sum())
+
+
+def test_output_schema_matches_the_rows():
+    got, _, task = task_rows(QUERIES[1], stock(200), 50)
+    assert got.schema.names == ["name", "match_id", "match_start", "match_end", "a", "b"]
+    assert got.schema.field("a").type == pa.struct([("type", pa.string()), ("name", pa.string()),
+                                                    ("price", pa.int64()), ("ts", pa.int64())])
