@@ -174,11 +174,8 @@ class MatchTask:
         ordinal = combined.column(ORDINAL_COLUMN).to_numpy().tolist()
         keys = [combined.column(c).to_pylist() for c in plan.partition_columns]
         labels: list[list] = [[] for _ in range(len(end_row))]
-        names = plan.automaton.labels
         for r, row, mask in zip(owner.tolist(), entry_row.tolist(), lab_mask.tolist()):
-            for k, name in enumerate(names):
-                if mask >> (k + 1) & 1:
-                    labels[r].append((name, (src[row], ordinal[row])))
+            labels[r].extend((name, (src[row], ordinal[row])) for name in plan.automaton.variables_of(mask))
         out = []
         for r, (e, s) in enumerate(zip(end_row.tolist(), start_row.tolist())):
             key = tuple(col[e] for col in keys)

@@ -42,9 +42,12 @@ class Automaton:
     conditions: tuple
     labels: tuple[str, ...]
 
+    def variables_of(self, label: int) -> list[str]:
+        """The selected variables a label marks."""
+        return [v for k, v in enumerate(self.labels) if label >> (k + 1) & 1]
+
     def label_names(self, label: int) -> list[str]:
-        names = ["START"] if label & START else []
-        return names + [v for k, v in enumerate(self.labels) if label >> (k + 1) & 1]
+        return (["START"] if label & START else []) + self.variables_of(label)
 
     def condition_names(self, required: int) -> list[str]:
         return [_condition_text(c) for k, c in enumerate(self.conditions) if required >> k & 1]

@@ -292,11 +292,11 @@ class Matches:
     Result r ends at stream row ``end_row[r]`` (position ``end[r]`` in its substream
     ``substream[r]``), starts at position ``start[r]``, and its selected events are
     ``label_pos[offset[r]:offset[r] + length[r]]`` (positions, last first) with their label bits
-    (bit k + 1 = ``labels[k]``).
+    (decoded by ``automaton.variables_of``).
     """
 
-    def __init__(self, labels, substream, end_row, end, start, offset, length, label_pos, label_mask):
-        self.labels = labels
+    def __init__(self, automaton, substream, end_row, end, start, offset, length, label_pos, label_mask):
+        self.automaton = automaton
         self.substream, self.end_row, self.end, self.start = substream, end_row, end, start
         self.offset, self.length, self.label_pos, self.label_mask = offset, length, label_pos, label_mask
 
@@ -306,16 +306,12 @@ class Matches:
     def results(self) -> list[Result]:
         """As :class:`cerql.exec.reference.Result` values."""
         out = []
-        names = self.labels
         pos, mask = self.label_pos.tolist(), self.label_mask.tolist()
-        for r, (k, s, e, off, ln) in enumerate(zip(self.substream.tolist(), self.start.tolist(), self.end.tolist(),
-                                                   self.offset.tolist(), self.length.tolist())):
+        for k, s, e, off, ln in zip(self.substream.tolist(), self.start.tolist(), self.end.tolist(),
+                                    self.offset.tolist(), self.length.tolist()):
             labels = set()
             for q in range(off, off + ln):
-                m = mask[q]
-                for b, name in enumerate(names):
-                    if m >> (b + 1) & 1:
-                        labels.add((name, pos[q]))
+                labels.update((name, pos[q]) for name in self.automaton.variables_of(mask[q]))
             out.append(Result(k, s, e, frozenset(labels)))
         return out
 
@@ -339,7 +335,7 @@ def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATC
             chunks.append(chunk)
     end_row, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
     substream = np.searchsorted(sub_starts, end_row, side="right") - 1
-    return Matches(automaton.labels, substream, end_row, endpos, start, off, length, lab_pos, lab_mask)
+    return Matches(automaton, substream, end_row, endpos, start, off, length, lab_pos, lab_mask)
 
 
 def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> list[Result]:
