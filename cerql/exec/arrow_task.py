@@ -106,13 +106,12 @@ class MatchTask:
             rows = combined
             vals = values if self.kept_values is None or n_kept == 0 else np.concatenate([self.kept_values, values])
             pos0 = self.kept_pos0 if n_kept else self.next_pos
-        st = self.run.st
+        st, amount = self.run.st, self.run.amount
         first = int(st[kernel.CONSUMED]) + 1 - pos0  # later results start after the last output
         w = self.plan.window
         if w is not None:
-            _, amount = window_setup_for(self.plan, vals.dtype)
             if w.kind == "events":
-                edge = int(st[kernel.POS]) - amount - pos0
+                edge = int(st[kernel.POS] - amount) - pos0
             else:
                 edge = int(np.searchsorted(vals, vals[-1] - amount, side="left"))
             first = max(first, edge)

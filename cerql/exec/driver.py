@@ -18,10 +18,9 @@ import math
 import numpy as np
 
 from cerql import ast
-from cerql.errors import ExecutionError
 from cerql.exec import kernel
 from cerql.exec.automaton import Automaton, Determinizer
-from cerql.exec.reference import Result
+from cerql.exec.reference import Result, too_many_matches
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
 
@@ -43,9 +42,10 @@ class Run:
 
     ``feed(symbol_bits, starts, values)`` runs one batch: ``symbol_bits`` holds each event's
     condition bits, ``starts`` marks the first event of each substream and ``values`` the window
-    values (positions within the substream for ``n EVENTS``). It returns the batch's results as
-    arrays: end event index (within the batch), end position, start position, and for each result
-    the (position, label bits) pairs of its selected events, last event first.
+    values (positions within the substream for ``n EVENTS``). It returns the batch's results as a
+    list of chunks, each seven arrays: end event index (within the batch), end position, start
+    position, label offset and count per result, then the (position, label bits) pairs of the
+    selected events, last event first (:func:`concat_chunks` joins them).
     """
 
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
@@ -213,13 +213,7 @@ class Run:
                 if full:
                     self._alloc_output(2 * len(self.res[0]), 2 * len(self.lab_pos))
             elif status == kernel.TOO_MANY:
-                raise ExecutionError(
-                    f"One event completes at least {int(st[kernel.COUNT]):,} matches, more than "
-                    f"maxMatchesPerEvent ({self.max_matches:,})",
-                    error_class="TOO_MANY_MATCHES_PER_EVENT",
-                    hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY), "
-                    "a shorter WITHIN window, or raise max_matches_per_event",
-                )
+                raise too_many_matches(f"at least {int(st[kernel.COUNT]):,}", self.max_matches)
         return chunks
 
     def _take(self):

@@ -143,6 +143,16 @@ class _Substream:
         return all(rows[p] for var, p in v.labels if var == cond.var)
 
 
+def too_many_matches(count: str, limit: int) -> ExecutionError:
+    """The maxMatchesPerEvent failure of DESIGN.md 4.6, shared by every engine."""
+    return ExecutionError(
+        f"One event completes {count} matches, more than maxMatchesPerEvent ({limit:,})",
+        error_class="TOO_MANY_MATCHES_PER_EVENT",
+        hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY), "
+        "a shorter WITHIN window, or raise max_matches_per_event",
+    )
+
+
 # ------------------------------------------------------------------ strategies (DESIGN.md 4.3)
 def _next_greater(d1: frozenset, d2: frozenset, pick) -> bool:
     """d1 < d2 in the order whose deciding position is pick(d1 ^ d2) (min: NEXT, max: LAST)."""
@@ -193,13 +203,7 @@ def evaluate(plan: QueryPlan, stream: Stream) -> list[Result]:
                     found.add(Result(k, v.start, v.end, labels))
             chosen = select_strategy(plan.strategy, sorted(found))
             if len(chosen) > plan.max_matches_per_event:
-                raise ExecutionError(
-                    f"One event completes {len(chosen):,} matches, more than maxMatchesPerEvent "
-                    f"({plan.max_matches_per_event:,})",
-                    error_class="TOO_MANY_MATCHES_PER_EVENT",
-                    hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY), "
-                    "a shorter WITHIN window, or raise max_matches_per_event",
-                )
+                raise too_many_matches(f"{len(chosen):,}", plan.max_matches_per_event)
             if chosen and plan.consume != "NONE":
                 consumed = end
             results.extend(chosen)
