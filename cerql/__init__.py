@@ -6,9 +6,12 @@ Arrow tables, and every query error is a :class:`cerql.CeqlError` with a positio
 
 from cerql.api import analyze, explain, parse, run
 from cerql.errors import AnalysisError, CeqlError, ExecutionError, ParseError, UnsupportedError
+from cerql.session import cer_sql, install
+
+install()
 
 __all__ = [
     "AnalysisError", "CeqlError", "ExecutionError", "ParseError", "UnsupportedError",
-    "analyze", "explain", "parse", "run",
+    "analyze", "cer_sql", "explain", "install", "parse", "run",
 ]
 __version__ = "0.1.0"

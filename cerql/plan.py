@@ -56,6 +56,7 @@ class OutputPlan:
     many: bool = False                      # array of structs (True) or nullable struct
     expr: Callable | None = None            # compiled over a table of "var.col" columns
     expr_columns: tuple[tuple[str, str], ...] = ()  # (var, column) pairs the expression reads
+    sql: ast.SqlExpr | None = None          # the expression as written, for Spark to evaluate
 
 
 @dataclass(frozen=True)
@@ -80,3 +81,4 @@ class QueryPlan:
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT
     uses_positions: bool = field(default=False)  # `:`, `:+`, STRICT or n EVENTS count every row
     automaton: Any = None                 # cerql.exec.automaton.Automaton of the pattern
+    schema: Any = None                    # pyarrow.Schema of the stream columns (the union)

@@ -47,3 +47,49 @@ def run_on():
         return cerql.run(query, {"s": typed_stream(spec, **columns)}, engine=engine)
 
     return _run
+
+
+# ---------------------------------------------------------------------------- Spark
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one classic SparkSession of the run: local[2], UI off, 4 shuffle partitions. It also
+    serves Spark Connect (see ``connect``), since a process holds one Spark driver."""
+    import os
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    port = _free_port()
+    session = (
+        SparkSession.builder.master("local[2]").appName("cerql-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+        .config("spark.connect.grpc.binding.port", str(port))
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    session._cerql_connect_port = port
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect(spark):
+    """A Spark Connect client session talking to the test driver."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    session = ConnectSession.builder.remote(f"sc://localhost:{spark._cerql_connect_port}").getOrCreate()
+    yield session
+    session.stop()

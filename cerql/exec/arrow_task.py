@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cerql.exec import kernel
-from cerql.exec.driver import Run, concat_chunks, window_setup_for
+from cerql.exec.driver import Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec.output import match_id
 from cerql.exec.stream import window_values
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
@@ -43,6 +43,7 @@ class MatchTask:
         self.next_pos = 0                      # substream position of the next row
         self.last_key: tuple | None = None
         self.bit_of = {v: k + 1 for k, v in enumerate(plan.automaton.labels)}
+        self.bits_dtype = bits_dtype(len(plan.automaton.conditions))
 
     # -- substreams
     def _starts(self, table: pa.Table) -> np.ndarray:
@@ -51,14 +52,19 @@ class MatchTask:
         if not self.plan.partition_columns:
             starts[0] = self.last_key is None
             return starts
-        first = tuple(table.column(c)[0].as_py() for c in self.plan.partition_columns)
-        starts[0] = first != self.last_key
+        starts[0] = self.last_key is None or not _same_key(self._key(table, 0), self.last_key)
         for c in self.plan.partition_columns:
             col = table.column(c)
             if n > 1:
-                change = pc.not_equal(col.slice(1), col.slice(0, n - 1))
+                a, b = col.slice(1), col.slice(0, n - 1)
+                change = pc.fill_null(pc.not_equal(a, b), True)
+                if pa.types.is_floating(col.type):  # NaN keys are one substream, as in Spark
+                    change = pc.and_(change, pc.invert(pc.and_(pc.is_nan(a), pc.is_nan(b))))
                 starts[1:] |= np.asarray(pc.fill_null(change, True).to_numpy(zero_copy_only=False), bool)
         return starts
+
+    def _key(self, table: pa.Table, row: int) -> tuple:
+        return tuple(table.column(c)[row].as_py() for c in self.plan.partition_columns)
 
     def process(self, batch) -> pa.Table:
         """Feed one batch; return the results that end in it."""
@@ -76,7 +82,7 @@ class MatchTask:
             windowed, amount = window_setup_for(plan, values.dtype)
             self.run = Run(plan.automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
                            windowed, amount, values.dtype)
-        bits = table.column(BITS_COLUMN).to_numpy()
+        bits = table.column(BITS_COLUMN).to_numpy().astype(np.uint64).astype(self.bits_dtype)
         chunks = self.run.feed(bits, starts, values)
 
         kept = self.kept if (self.kept is not None and not starts[0]) else None
@@ -85,7 +91,7 @@ class MatchTask:
         out = self._results(plan, combined, n_kept, sub_start, chunks)
         self._keep(table, combined, n_kept, starts, sub_start, values)
         self.next_pos = int(self.run.st[kernel.POS])
-        self.last_key = tuple(table.column(c)[n - 1].as_py() for c in plan.partition_columns)
+        self.last_key = self._key(table, n - 1)
         return out
 
     def _values(self, table: pa.Table, positions: np.ndarray) -> np.ndarray:
@@ -194,3 +200,9 @@ class MatchTask:
             struct = pa.struct([schema.field(c) for c in (o.columns or plan.columns)])
             fields.append(pa.field(o.name, pa.list_(struct) if o.many else struct))
         return pa.schema(fields)
+
+
+def _same_key(a: tuple, b: tuple) -> bool:
+    """Partition keys equal, NaN equal to NaN (Spark groups NaNs together)."""
+    return all(x == y or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
+               for x, y in zip(a, b))

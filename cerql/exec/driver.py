@@ -241,10 +241,14 @@ def concat_chunks(chunks):
                  for k in range(7))
 
 
+def bits_dtype(n_conditions: int):
+    """The narrowest unsigned type holding ``n_conditions`` bits (narrow arrays are faster)."""
+    return np.uint16 if n_conditions <= 16 else np.uint32 if n_conditions <= 32 else np.uint64
+
+
 def condition_bits(automaton: Automaton, stream: Stream) -> np.ndarray:
     """Each event's condition bits: bit k is set when the event satisfies ``conditions[k]``."""
-    n = len(automaton.conditions)
-    dtype = np.uint16 if n <= 16 else np.uint32 if n <= 32 else np.uint64  # narrow is faster
+    dtype = bits_dtype(len(automaton.conditions))
     bits = np.zeros(stream.table.num_rows, dtype)
     for k, cond in enumerate(automaton.conditions):
         rows = stream.atoms[cond] if isinstance(cond, ast.Atom) else stream.predicates[cond]

@@ -188,7 +188,7 @@ class _Resolver:
         fn = self.compile(o.expr, resolve)
         empty = pa.schema([pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]).empty_table()
         self.check(fn, o.expr, empty, False, "SELECT")
-        return OutputPlan(o.name, expr=fn, expr_columns=tuple(used))
+        return OutputPlan(o.name, expr=fn, expr_columns=tuple(used), sql=o.expr)
 
     # -- ordering and windows
     def ordering(self) -> tuple[str, ...]:
@@ -259,7 +259,7 @@ class _Resolver:
             outputs=tuple(self.output(o) for o in self.a.outputs), selected=self.a.selected,
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
             max_matches_per_event=max_matches_per_event, uses_positions=positions,
-            automaton=compile_pattern(sel.pattern, self.a.selected),
+            automaton=compile_pattern(sel.pattern, self.a.selected), schema=self.union,
         )
 
 

@@ -1,0 +1,230 @@
+"""Lowering a resolved query to a Spark DataFrame (DESIGN.md section 6.2).
+
+Input: a :class:`cerql.plan.QueryPlan` and one Spark DataFrame per FROM source (keyed like the
+schemas the plan was resolved against). Output: a lazy DataFrame of results in the schema of
+DESIGN.md section 5. The pipeline, in order:
+
+1. each source gets its position in FROM and a row ordinal (``monotonically_increasing_id``,
+   taken before any shuffle), its columns renamed to the stream's spelling and cast to the
+   union's type; the sources are unioned by name;
+2. one boolean per automaton condition (atom or unary FILTER predicate, with ``F.expr``) is
+   packed into an integer bit vector, rows that can take part in no match are dropped (NULL
+   ordering value, NULL partition key, and, unless the query counts positions, rows that satisfy
+   no atom), and only the columns the rest of the plan reads are kept;
+3. ``repartition`` by the partition keys (one partition without PARTITION BY) and
+   ``sortWithinPartitions`` by (keys, ordering columns, source, ordinal);
+4. ``mapInArrow`` runs :class:`cerql.exec.arrow_task.MatchTask` (the numba kernel, state carried
+   across batches), which emits the result rows itself;
+5. SELECT expressions are evaluated by Spark on the matched events' struct fields, and LIMIT
+   takes the first n rows in (keys, match_end, match_start, match_id) order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import reduce
+from typing import Mapping
+
+import pyarrow as pa
+from sqlglot import exp
+
+from cerql import ast
+from cerql.exec.arrow_task import BITS_COLUMN
+from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan
+
+EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
+
+
+def _functions():
+    from pyspark.sql import functions as F  # imported late: the local engine needs no pyspark
+
+    return F
+
+
+def spark_sql(tree: exp.Expression, canonical: Mapping[str, str], qualify=None) -> str:
+    """Spark SQL of a predicate or SELECT expression with every column spelled as the stream
+    spells it (quoted), and ``var.col`` turned into ``qualify(var).col`` when given."""
+    tree = tree.copy()
+    for col in list(tree.find_all(exp.Column)):
+        name = canonical.get(col.name.lower(), col.name)
+        table = qualify(col.table) if (qualify and col.table) else None
+        col.replace(exp.column(name, table=table, quoted=True))
+    return tree.sql(dialect="spark")
+
+
+def _predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
+    out = {}
+    for node in ast.walk(plan.select.pattern):
+        if isinstance(node, ast.VarPredicate):
+            out.setdefault(node.predicate.text, node.predicate.tree)
+        elif isinstance(node, ast.Filter):
+            stack = [node.condition]
+            while stack:
+                cond = stack.pop()
+                if isinstance(cond, (ast.FilterAnd, ast.FilterOr)):
+                    stack += [cond.left, cond.right]
+                elif isinstance(cond, ast.VarPredicate):
+                    out.setdefault(cond.predicate.text, cond.predicate.tree)
+    return out
+
+
+# -- step 1: the union of the sources
+def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, arrow_of):
+    F = _functions()
+    own = {f.name.lower(): f for f in frame.schema.fields}
+    columns = []
+    for name in plan.columns:
+        f = own.get(name.lower())
+        target = union.field(name).type
+        if f is None:
+            columns.append(F.lit(None).cast(arrow_of(target)).alias(name))
+        elif arrow_of(target) != f.dataType:
+            columns.append(F.col(f"`{f.name}`").cast(arrow_of(target)).alias(name))
+        else:
+            columns.append(F.col(f"`{f.name}`").alias(name))
+    return frame.select(*columns, F.lit(src.index).cast("int").alias(SOURCE_COLUMN),
+                        F.monotonically_increasing_id().alias(ORDINAL_COLUMN))
+
+
+def union_frames(plan: QueryPlan, frames: Mapping):
+    """The stream of DESIGN.md section 3 as one DataFrame, with source and ordinal columns."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    def arrow_of(t: pa.DataType):
+        return from_arrow_type(t, prefer_timestamp_ntz=not (pa.types.is_timestamp(t) and t.tz is not None))
+
+    parts = [_source_frame(plan, src, frames[src.key], plan.schema, arrow_of) for src in plan.sources]
+    return reduce(lambda a, b: a.unionByName(b), parts)
+
+
+# -- step 2: condition bits and row pruning
+def _condition(plan: QueryPlan, cond, predicate_sql: Mapping[str, str]):
+    F = _functions()
+    if isinstance(cond, ast.Atom):
+        terms = []
+        for index, type_column, value in plan.atoms[cond].alternatives:
+            term = F.col(SOURCE_COLUMN) == F.lit(index)
+            if type_column is not None:
+                term = term & (F.col(f"`{type_column}`").cast("string") == F.lit(value))
+            terms.append(term)
+        column = reduce(lambda a, b: a | b, terms)
+    else:
+        column = F.expr(predicate_sql[cond])
+    return F.coalesce(column, F.lit(False))
+
+
+def _bit(k: int) -> int:
+    """Bit k of a signed 64-bit Spark long."""
+    return (1 << k) - (1 << 64) if k == 63 else 1 << k
+
+
+def with_bits(plan: QueryPlan, stream):
+    """Add ``__cerql_bits``: bit k set when the row satisfies ``automaton.conditions[k]``."""
+    F = _functions()
+    canonical = {c.lower(): c for c in plan.columns}
+    trees = _predicate_trees(plan)
+    predicate_sql = {text: spark_sql(tree, canonical) for text, tree in trees.items()}
+    conditions = plan.automaton.conditions
+    kind = "int" if len(conditions) <= 31 else "long"
+    terms = [F.when(_condition(plan, c, predicate_sql), F.lit(_bit(k))).otherwise(F.lit(0)).cast(kind)
+             for k, c in enumerate(conditions)]
+    bits = reduce(lambda a, b: a.bitwiseOR(b), terms) if terms else F.lit(0).cast(kind)
+    return stream.withColumn(BITS_COLUMN, bits)
+
+
+def kept_rows(plan: QueryPlan, stream):
+    """Drop rows that take part in no match (DESIGN.md 3 and 6.2)."""
+    F = _functions()
+    keep = F.col(f"`{plan.order_columns[0]}`").isNotNull()
+    for c in plan.partition_columns:
+        keep = keep & F.col(f"`{c}`").isNotNull()
+    if not plan.uses_positions:
+        atoms = 0
+        for k, cond in enumerate(plan.automaton.conditions):
+            if isinstance(cond, ast.Atom):
+                atoms |= 1 << k
+        mask = atoms - (1 << 64) if atoms >= 1 << 63 else atoms
+        keep = keep & (F.col(BITS_COLUMN).bitwiseAND(F.lit(mask)) != 0)
+    return stream.filter(keep)
+
+
+# -- step 4: the task plan and its output schema
+def task_plan(plan: QueryPlan) -> QueryPlan:
+    """What the Spark tasks run: variable outputs only (each variable a SELECT expression reads
+    becomes a hidden struct of the columns it needs), no compiled predicates, no AST."""
+    outputs: list[OutputPlan] = []
+    needed: dict[str, list[str]] = {}
+    for o in plan.outputs:
+        if o.var is not None:
+            outputs.append(o)
+        for var, col in o.expr_columns:
+            cols = needed.setdefault(var, [])
+            if col not in cols:
+                cols.append(col)
+    for var, cols in needed.items():
+        outputs.append(OutputPlan(EXPR_STRUCT_PREFIX + var, var=var, columns=tuple(cols), many=False))
+    return dataclasses.replace(plan, select=None, view=None, predicates={}, outputs=tuple(outputs))
+
+
+def shuffled_columns(plan: QueryPlan) -> list[str]:
+    """Stream columns the tasks read: keys, ordering columns and the outputs' columns."""
+    cols = list(plan.partition_columns) + list(plan.order_columns)
+    for o in plan.outputs:
+        cols += list(o.columns or plan.columns)
+    return list(dict.fromkeys(cols))
+
+
+def output_schema(task: QueryPlan, schema):
+    """Spark schema of the task's rows, from the Spark schema of its input."""
+    from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+
+    field = {f.name: f for f in schema.fields}
+    fields = [StructField(c, field[c].dataType, True) for c in task.partition_columns]
+    order = field[task.order_columns[0]].dataType
+    fields += [StructField("match_id", LongType(), False), StructField("match_start", order, True),
+               StructField("match_end", order, True)]
+    for o in task.outputs:
+        struct = StructType([StructField(c, field[c].dataType, True) for c in (o.columns or task.columns)])
+        fields.append(StructField(o.name, ArrayType(struct, True) if o.many else struct, True))
+    return StructType(fields)
+
+
+def _matcher(task: QueryPlan):
+    def run(batches):
+        from cerql.exec.arrow_task import MatchTask  # on the executor
+
+        matcher = MatchTask(task)
+        for batch in batches:
+            out = matcher.process(batch)
+            if out.num_rows:
+                yield from out.to_batches()
+
+    return run
+
+
+# -- the whole pipeline
+def lower(plan: QueryPlan, frames: Mapping):
+    """The lazy Spark DataFrame of the query's results (see module docstring)."""
+    F = _functions()
+    stream = kept_rows(plan, with_bits(plan, union_frames(plan, frames)))
+    keep = shuffled_columns(plan) + [SOURCE_COLUMN, ORDINAL_COLUMN, BITS_COLUMN]
+    stream = stream.select(*[F.col(f"`{c}`") for c in keep])
+    keys = [F.col(f"`{c}`") for c in plan.partition_columns]
+    stream = stream.repartition(*keys) if keys else stream.repartition(1)
+    order = [F.col(f"`{c}`") for c in plan.partition_columns + plan.order_columns]
+    stream = stream.sortWithinPartitions(*order, F.col(SOURCE_COLUMN), F.col(ORDINAL_COLUMN))
+    task = task_plan(plan)
+    matches = stream.mapInArrow(_matcher(task), output_schema(task, stream.schema))
+    canonical = {c.lower(): c for c in plan.columns}
+    selected = [F.col(f"`{c}`") for c in plan.partition_columns + ("match_id", "match_start", "match_end")]
+    for o in plan.outputs:
+        if o.var is not None:
+            selected.append(F.col(f"`{o.name}`"))
+        else:
+            text = spark_sql(o.sql.tree, canonical, qualify=lambda v: EXPR_STRUCT_PREFIX + v)
+            selected.append(F.expr(text).alias(o.name))
+    out = matches.select(*selected)
+    if plan.limit is not None:
+        names = plan.partition_columns + ("match_end", "match_start", "match_id")
+        out = out.orderBy(*[F.col(f"`{c}`") for c in names]).limit(plan.limit)
+    return out

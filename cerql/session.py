@@ -1,0 +1,167 @@
+"""CEQL on a Spark session: ``cerql.cer_sql(spark, text)`` and ``spark.cer_sql(text)``.
+
+Input: a classic or Spark Connect session, CEQL text, and optionally DataFrames by name.
+Output: a lazy DataFrame of results (DESIGN.md section 5); ``CREATE [OR REPLACE] TEMP VIEW v AS``
+registers it as a temp view instead. The stages run in the order of DESIGN.md section 6: parse and
+analyze (no Spark), find the sources (keyword DataFrames first, then tables, temp views and
+catalog names), resolve names against their schemas, and lower to a Spark plan. Every query error
+is a CeqlError raised before Spark runs anything.
+
+``import cerql`` adds ``cer_sql`` to the classic session class, and to the Spark Connect one
+when it is imported (it is a separate class, not a subclass), only where the attribute is absent.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+from typing import Any
+
+import pyarrow as pa
+
+from cerql import ast
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
+from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
+from cerql.planner.analyze import Analysis, analyze
+from cerql.planner.lower import lower
+from cerql.planner.resolve import resolve
+from cerql.parser import parse
+
+MAX_MATCHES_CONF = "cerql.maxMatchesPerEvent"
+
+
+def _error(text: str, span, message: str, error_class: str, hint: str) -> AnalysisError:
+    line, column = position_of(text, span.start if span else 0)
+    return AnalysisError(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
+
+
+def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]:
+    """One DataFrame per FROM source, keyed by the name written in FROM."""
+    given = {k.lower(): v for k, v in tables.items()}
+    frames = {}
+    for source in analysis.select.sources:
+        frame = given.get(source.name.lower())
+        if frame is None and not spark.catalog.tableExists(source.name):
+            raise _error(analysis.text, source.span, f"Unknown source '{source.name}'", "UNKNOWN_SOURCE",
+                         "name a table or temp view of this session, or pass the DataFrame as a keyword: "
+                         f"cer_sql(text, {source.name.split('.')[-1]}=df)")
+        frames[source.name] = frame if frame is not None else spark.table(source.name)
+    return frames
+
+
+def _arrow_schema(text: str, source: ast.Source, frame) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = []
+    for f in frame.schema.fields:
+        try:
+            fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True))
+        except Exception:  # noqa: BLE001 - pyspark raises several kinds for unsupported types
+            raise UnsupportedError(
+                f"Column '{f.name}' of '{source.name}' has type {f.dataType.simpleString()}, which "
+                "cerql cannot carry through Arrow", error_class="UNSUPPORTED_COLUMN_TYPE",
+                hint="cast it or leave it out with a subquery or DataFrame.select", text=text,
+                line=position_of(text, source.span.start if source.span else 0)[0],
+                column=position_of(text, source.span.start if source.span else 0)[1]) from None
+    return pa.schema(fields)
+
+
+def _max_matches(spark) -> int:
+    try:
+        value = spark.conf.get(MAX_MATCHES_CONF, None)
+    except Exception:  # noqa: BLE001 - Connect raises for unknown keys on some versions
+        value = None
+    return int(value) if value else MAX_MATCHES_PER_EVENT
+
+
+def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
+    """(analysis, plan, DataFrame) of a query: everything short of running it."""
+    try:
+        analysis = analyze(parse(text), text)
+        frames = _frames(spark, analysis, dict(tables or {}))
+        schemas = {name: _arrow_schema(text, s, frames[name])
+                   for s in analysis.select.sources for name in [s.name]}
+        plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark))
+        df = lower(plan, {s.key: frames[s.key] for s in plan.sources})
+    except CeqlError as err:
+        raise err.with_text(text)
+    return analysis, plan, df
+
+
+def cer_sql(spark, text: str, **tables):
+    """Run a CEQL query on Spark and return its results as a DataFrame.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        A classic or Spark Connect session.
+    text : str
+        The query. ``CREATE [OR REPLACE] TEMP VIEW v AS SELECT ...`` registers the result as the
+        temp view ``v`` and, like ``spark.sql``, returns an empty DataFrame.
+    **tables : DataFrame
+        DataFrames usable as FROM sources by name (they shadow tables of the same name).
+
+    The result is lazy, like ``spark.sql``: query errors are raised here, before Spark runs
+    anything; a run that exceeds ``cerql.maxMatchesPerEvent`` (a Spark conf, default 100 000)
+    fails when the result is computed.
+    """
+    analysis, plan, df = plan_query(spark, text, tables)
+    view = analysis.view
+    if view is None:
+        return df
+    if not view.replace and spark.catalog.tableExists(view.name):
+        raise AnalysisError(f"Temporary view '{view.name}' already exists", error_class="VIEW_EXISTS",
+                            hint="write CREATE OR REPLACE TEMP VIEW", line=1, column=1, text=text)
+    df.createOrReplaceTempView(view.name)
+    return spark.range(0).select()  # what spark.sql returns for a CREATE VIEW
+
+
+# -- adding the method to the session classes
+def _method(self, text: str, **tables):
+    return cer_sql(self, text, **tables)
+
+
+_method.__name__ = "cer_sql"
+_method.__doc__ = cer_sql.__doc__
+CONNECT_MODULE = "pyspark.sql.connect.session"
+
+
+def _patch(cls) -> None:
+    if not hasattr(cls, "cer_sql"):
+        cls.cer_sql = _method
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Adds cer_sql to the Connect session class when that module is first imported, so
+    ``import cerql`` does not pay for importing Spark Connect (grpc) up front."""
+
+    def find_spec(self, name, path, target=None):
+        if name != CONNECT_MODULE:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return None
+        self.inner = spec.loader
+        spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        _patch(module.SparkSession)
+
+
+def install() -> None:
+    """Add ``cer_sql`` to the classic and Connect session classes (idempotent)."""
+    from pyspark.sql import session
+
+    _patch(session.SparkSession)
+    connect = sys.modules.get(CONNECT_MODULE)
+    if connect is not None:
+        _patch(connect.SparkSession)
+    elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport())
