@@ -44,12 +44,13 @@ def _functions():
 def spark_sql(tree: exp.Expression, canonical: Mapping[str, str], qualify=None) -> str:
     """Spark SQL of a predicate or SELECT expression with every column spelled as the stream
     spells it (quoted), and ``var.col`` turned into ``qualify(var).col`` when given."""
-    tree = tree.copy()
-    for col in list(tree.find_all(exp.Column)):
-        name = canonical.get(col.name.lower(), col.name)
-        table = qualify(col.table) if (qualify and col.table) else None
-        col.replace(exp.column(name, table=table, quoted=True))
-    return tree.sql(dialect="spark")
+    def spelled(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, exp.Column):
+            return node
+        table = qualify(node.table) if (qualify and node.table) else None
+        return exp.column(canonical.get(node.name.lower(), node.name), table=table, quoted=True)
+
+    return tree.copy().transform(spelled).sql(dialect="spark")
 
 
 def _predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:

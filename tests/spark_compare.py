@@ -1,0 +1,48 @@
+"""Comparing Spark results with local ones: rows of both as canonical, hashable values.
+
+Spark returns ``Row`` objects, dates and naive datetimes; the local engine returns pandas values,
+dicts and lists of dicts. ``canonical_rows`` maps both to tuples of plain Python values
+(timestamps as naive UTC datetimes, NaN as the string "NaN") so a test can compare multisets.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+
+def plain(value):
+    """One value as a canonical, hashable Python value."""
+    if value is None or value is pd.NaT:
+        return None
+    if hasattr(value, "asDict"):
+        value = value.asDict(recursive=True)
+    if isinstance(value, dict):
+        return tuple((k, plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(plain(v) for v in value)
+    if isinstance(value, pd.Timestamp):
+        value = value.to_pydatetime()
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return value
+
+
+def canonical_rows(records: list[dict], drop=("match_id",)) -> Counter:
+    return Counter(tuple((k, plain(v)) for k, v in r.items() if k not in drop) for r in records)
+
+
+def spark_records(df) -> list[dict]:
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def local_records(frame: pd.DataFrame) -> list[dict]:
+    return frame.to_dict("records")
