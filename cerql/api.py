@@ -109,10 +109,13 @@ def run(
     return frame
 
 
-def explain(text: str, dot: str | None = None) -> str:
+def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> str:
     """The query as cerql understands it: canonical text, variables, outputs and the automaton.
 
-    ``dot``, when given, is a file path where the automaton is written as Graphviz source.
+    With a Spark session (classic or Connect), also how it runs there: the sources, the order,
+    the condition bits, which rows are pruned before the shuffle, and Spark's physical plan.
+    ``tables`` are keyword DataFrames, as for :func:`cerql.cer_sql`. ``dot``, when given, is a
+    file path where the automaton is written as Graphviz source.
 
     Examples
     --------
@@ -143,6 +146,10 @@ def explain(text: str, dot: str | None = None) -> str:
     except CeqlError as err:
         raise err.with_text(text)
     lines.append(automaton.describe())
+    if spark is not None:
+        from cerql.session import describe_on_spark
+
+        lines.append(describe_on_spark(spark, text, tables))
     if dot is not None:
         with open(dot, "w", encoding="utf-8") as f:
             f.write(automaton.to_dot() + "\n")

@@ -13,7 +13,9 @@ when it is imported (it is a separate class, not a subclass), only where the att
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
+import io
 import importlib.util
 import sys
 from typing import Any
@@ -115,6 +117,27 @@ def cer_sql(spark, text: str, **tables):
                             hint="write CREATE OR REPLACE TEMP VIEW", line=1, column=1, text=text)
     df.createOrReplaceTempView(view.name)
     return spark.range(0).select()  # what spark.sql returns for a CREATE VIEW
+
+
+def describe_on_spark(spark, text: str, tables: dict[str, Any] | None = None) -> str:
+    """How a query runs on Spark, for ``cerql.explain``: sources, order, bits, pruning, plan."""
+    _, plan, df = plan_query(spark, text, tables)
+    lines = ["on spark:"]
+    for src in plan.sources:
+        typed = f", types in column {src.type_column}" if src.type_column else ""
+        lines.append(f"  source {src.index}: {src.key} as {src.ref}{typed}")
+    lines.append(f"  order by: {', '.join(plan.order_columns)}, then source, then row ordinal")
+    lines.append(f"  partition by: {', '.join(plan.partition_columns) or '(none: one ordered partition)'}")
+    for k, cond in enumerate(plan.automaton.conditions):
+        lines.append(f"  bit {k}: {cond if isinstance(cond, str) else 'atom ' + str(cond)}")
+    lines.append("  rows kept: ordering value and partition keys not NULL"
+                 + ("" if plan.uses_positions else ", and satisfying an atom"))
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        df.explain()
+    lines.append("spark plan:")
+    lines += ["  " + line for line in buffer.getvalue().rstrip().splitlines()]
+    return "\n".join(lines)
 
 
 # -- adding the method to the session classes

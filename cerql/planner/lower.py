@@ -35,9 +35,14 @@ from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
 
 
-def _functions():
-    from pyspark.sql import functions as F  # imported late: the local engine needs no pyspark
-
+def functions_for(frame):
+    """``pyspark.sql.functions`` for a classic DataFrame, its Connect twin for a Connect one: a
+    process can hold both kinds of session, and their Columns do not mix. Imported late: the
+    local engine needs no pyspark."""
+    if type(frame).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions as F
+    else:
+        from pyspark.sql import functions as F
     return F
 
 
@@ -71,7 +76,7 @@ def _predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
 
 # -- step 1: the union of the sources
 def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, arrow_of):
-    F = _functions()
+    F = functions_for(frame)
     own = {f.name.lower(): f for f in frame.schema.fields}
     columns = []
     for name in plan.columns:
@@ -99,8 +104,7 @@ def union_frames(plan: QueryPlan, frames: Mapping):
 
 
 # -- step 2: condition bits and row pruning
-def _condition(plan: QueryPlan, cond, predicate_sql: Mapping[str, str]):
-    F = _functions()
+def _condition(F, plan: QueryPlan, cond, predicate_sql: Mapping[str, str]):
     if isinstance(cond, ast.Atom):
         terms = []
         for index, type_column, value in plan.atoms[cond].alternatives:
@@ -121,13 +125,13 @@ def _bit(k: int) -> int:
 
 def with_bits(plan: QueryPlan, stream):
     """Add ``__cerql_bits``: bit k set when the row satisfies ``automaton.conditions[k]``."""
-    F = _functions()
+    F = functions_for(stream)
     canonical = {c.lower(): c for c in plan.columns}
     trees = _predicate_trees(plan)
     predicate_sql = {text: spark_sql(tree, canonical) for text, tree in trees.items()}
     conditions = plan.automaton.conditions
     kind = "int" if len(conditions) <= 31 else "long"
-    terms = [F.when(_condition(plan, c, predicate_sql), F.lit(_bit(k))).otherwise(F.lit(0)).cast(kind)
+    terms = [F.when(_condition(F, plan, c, predicate_sql), F.lit(_bit(k))).otherwise(F.lit(0)).cast(kind)
              for k, c in enumerate(conditions)]
     bits = reduce(lambda a, b: a.bitwiseOR(b), terms) if terms else F.lit(0).cast(kind)
     return stream.withColumn(BITS_COLUMN, bits)
@@ -135,7 +139,7 @@ def with_bits(plan: QueryPlan, stream):
 
 def kept_rows(plan: QueryPlan, stream):
     """Drop rows that take part in no match (DESIGN.md 3 and 6.2)."""
-    F = _functions()
+    F = functions_for(stream)
     keep = F.col(f"`{plan.order_columns[0]}`").isNotNull()
     for c in plan.partition_columns:
         keep = keep & F.col(f"`{c}`").isNotNull()
@@ -191,7 +195,7 @@ def output_schema(task: QueryPlan, schema):
 
 
 def _matcher(task: QueryPlan):
-    def run(batches):
+    def cerql_match(batches):  # the name shows in Spark's plan
         from cerql.exec.arrow_task import MatchTask  # on the executor
 
         matcher = MatchTask(task)
@@ -200,14 +204,14 @@ def _matcher(task: QueryPlan):
             if out.num_rows:
                 yield from out.to_batches()
 
-    return run
+    return cerql_match
 
 
 # -- the whole pipeline
 def lower(plan: QueryPlan, frames: Mapping):
     """The lazy Spark DataFrame of the query's results (see module docstring)."""
-    F = _functions()
     stream = kept_rows(plan, with_bits(plan, union_frames(plan, frames)))
+    F = functions_for(stream)
     keep = shuffled_columns(plan) + [SOURCE_COLUMN, ORDINAL_COLUMN, BITS_COLUMN]
     stream = stream.select(*[F.col(f"`{c}`") for c in keep])
     keys = [F.col(f"`{c}`") for c in plan.partition_columns]

@@ -1,0 +1,148 @@
+"""The Spark surfaces of DESIGN.md section 1: ``spark.cer_sql`` on classic and Connect sessions,
+``cerql.cer_sql``, sources by keyword, temp view and catalog name, CREATE TEMP VIEW, the
+maxMatchesPerEvent guard, ``cerql.explain`` with a session, and query errors raised before Spark
+runs anything."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import cerql
+from cerql.session import _method
+from tests.spark_compare import canonical_rows, local_records, spark_records
+
+pytestmark = pytest.mark.spark
+
+STOCK = pd.DataFrame({
+    "type": ["SELL", "BUY", "BUY", "SELL", "BUY", "SELL", "BUY"],
+    "name": ["MSFT", "MSFT", "INTC", "INTC", "MSFT", "MSFT", "INTC"],
+    "ts": pd.to_datetime(["2024-03-01 09:30:00", "2024-03-01 09:30:05", "2024-03-01 09:30:06",
+                          "2024-03-01 09:30:07", "2024-03-01 09:30:30", "2024-03-01 09:31:50",
+                          "2024-03-01 09:31:55"]),
+    "price": [101.0, 102.0, 47.0, 48.0, 100.0, 99.0, 50.0],
+})
+QUERY = "SELECT * FROM stock WHERE SELL AS s ; BUY+ AS b PARTITION BY [name] WITHIN 1 MINUTE"
+
+
+@pytest.fixture(scope="module")
+def stock(spark):
+    df = spark.createDataFrame(STOCK).coalesce(1)
+    df.createOrReplaceTempView("stock")
+    yield df
+    spark.catalog.dropTempView("stock")
+
+
+def expected(query=QUERY, **tables):
+    return local_records(cerql.run(query, {"stock": STOCK, **tables}))
+
+
+def test_import_adds_cer_sql_to_both_session_classes():
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    assert SparkSession.cer_sql is _method
+    assert ConnectSession.cer_sql is _method
+    assert not issubclass(ConnectSession, SparkSession)  # why both are patched
+
+
+def test_install_keeps_an_existing_cer_sql():
+    class Session:
+        def cer_sql(self):
+            return "theirs"
+
+    from cerql.session import _patch
+
+    _patch(Session)
+    assert Session().cer_sql() == "theirs"
+
+
+def test_spark_cer_sql_reads_a_temp_view_and_equals_local(spark, stock):
+    got = spark_records(spark.cer_sql(QUERY))
+    assert canonical_rows(got, drop=()) == canonical_rows(expected(), drop=())
+    assert len(got) == 3
+
+
+def test_keyword_dataframe_shadows_the_table(spark, stock):
+    only_msft = STOCK[STOCK.name == "MSFT"].reset_index(drop=True)
+    got = spark_records(cerql.cer_sql(spark, QUERY, STOCK=spark.createDataFrame(only_msft).coalesce(1)))
+    want = local_records(cerql.run(QUERY, {"stock": only_msft}))
+    assert canonical_rows(got, drop=()) == canonical_rows(want, drop=())
+    assert {r["name"] for r in got} == {"MSFT"}
+
+
+def test_catalog_name_with_database(spark, stock, tmp_path):
+    spark.sql("CREATE DATABASE IF NOT EXISTS cerql_db")
+    try:
+        spark.sql(f"CREATE TABLE cerql_db.trades USING parquet LOCATION '{tmp_path}/t' AS SELECT * FROM stock")
+        query = QUERY.replace("FROM stock", "FROM cerql_db.trades")
+        got = spark_records(spark.cer_sql(query))
+        assert canonical_rows(got) == canonical_rows(expected())
+    finally:
+        spark.sql("DROP DATABASE IF EXISTS cerql_db CASCADE")
+
+
+def test_create_temp_view_registers_the_result(spark, stock):
+    out = spark.cer_sql("CREATE TEMP VIEW cerql_runs AS " + QUERY)
+    try:
+        assert out.columns == [] and out.collect() == []
+        assert spark.sql("SELECT count(*) AS n FROM cerql_runs").first().n == 3
+        with pytest.raises(cerql.AnalysisError) as err:
+            spark.cer_sql("CREATE TEMP VIEW cerql_runs AS " + QUERY)
+        assert err.value.error_class == "VIEW_EXISTS"
+        spark.cer_sql("CREATE OR REPLACE TEMP VIEW cerql_runs AS " + QUERY + " LIMIT 1")
+        assert spark.table("cerql_runs").count() == 1
+        # a view of results is itself a source: the match_end of each run, one per name
+        again = spark.cer_sql("SELECT * FROM cerql_runs WHERE cerql_runs AS r ORDER BY match_end").collect()
+        assert len(again) == 1
+    finally:
+        spark.catalog.dropTempView("cerql_runs")
+
+
+def test_connect_session_gives_the_same_rows(connect, stock):
+    connect.createDataFrame(STOCK).coalesce(1).createOrReplaceTempView("stock")
+    got = spark_records(connect.cer_sql(QUERY))
+    assert canonical_rows(got, drop=()) == canonical_rows(expected(), drop=())
+    connect.cer_sql("CREATE OR REPLACE TEMP VIEW cerql_c AS " + QUERY)
+    assert connect.table("cerql_c").count() == 3
+    assert "MapInArrow" in cerql.explain(QUERY, connect)
+
+
+@pytest.mark.parametrize("query, error_class, column", [
+    ("SELECT * FROM nowhere WHERE SELL AS s", "UNKNOWN_SOURCE", 15),
+    ("SELECT * FROM stock WHERE SELL AS s FILTER s[colour = 'red']", "UNKNOWN_COLUMN", 46),
+    ("SELECT * FROM stock WHERE SELL AS s FILTER s[price + 1]", "NON_BOOLEAN_FILTER", 46),
+    ("SELECT * FROM stock WHERE SELL AS s WITHIN 3 SECONDS [price]", "WINDOW_NEEDS_TIME", 44),
+    ("SELECT * FROM stock WHERE SELL AS s FILTER s[name > 3]", "TYPE_MISMATCH", 46),
+])
+def test_query_errors_come_before_spark_runs(spark, stock, query, error_class, column):
+    tracker = spark.sparkContext.statusTracker()
+    jobs = set(tracker.getJobIdsForGroup(None))
+    with pytest.raises(cerql.CeqlError) as err:
+        spark.cer_sql(query)
+    assert err.value.error_class == error_class
+    assert (err.value.line, err.value.column) == (1, column)
+    assert "^" in str(err.value) and err.value.hint
+    assert set(tracker.getJobIdsForGroup(None)) == jobs
+
+
+def test_max_matches_per_event_conf_fails_the_run(spark):
+    rows = pd.DataFrame({"type": ["A"] * 30 + ["B"], "ts": range(31)})
+    query = "SELECT * FROM s WHERE A+ AS a ; B AS b ORDER BY ts"
+    spark.conf.set("cerql.maxMatchesPerEvent", "1000")
+    try:
+        df = cerql.cer_sql(spark, query, s=spark.createDataFrame(rows))
+        with pytest.raises(Exception, match="maxMatchesPerEvent"):
+            df.collect()
+    finally:
+        spark.conf.unset("cerql.maxMatchesPerEvent")
+    assert cerql.cer_sql(spark, query.replace("A+", "A"), s=spark.createDataFrame(rows)).count() == 30
+
+
+def test_explain_with_spark_shows_bits_pruning_and_plan(spark, stock):
+    text = cerql.explain(QUERY + " ", spark)
+    assert "automaton:" in text
+    assert "bit 0: atom SELL" in text and "bit 1: atom BUY" in text
+    assert "partition by: name" in text
+    assert "satisfying an atom" in text
+    assert "MapInArrow" in text and "Exchange hashpartitioning" in text
