@@ -47,6 +47,7 @@ def _stream(seed: int, n: int, types=("A", "B", "C", "D")) -> pd.DataFrame:
         "price": price,
         "t": [base + dt.timedelta(seconds=int(s)) for s in ts],
         "g": rng.integers(0, 3, n).astype(np.int64),
+        "d": [(base + dt.timedelta(days=int(s) // 40)).date() for s in ts],
     })
 
 
@@ -55,6 +56,7 @@ def data():
     s = _stream(1, N)
     r = _stream(2, N // 3, types=("B", "E"))[["type", "ts", "k", "price"]].rename(columns={"type": "kind"})
     r["w"] = np.arange(len(r))
+    r["ts"] = r["ts"].astype("Int32")  # int in one source, bigint in the other: widened
     return {"s": s, "r": r}
 
 
@@ -112,6 +114,7 @@ CASES = {
                    "WITHIN 6 [ts]",
     "source_atoms": "SELECT * FROM s, r TYPED BY kind WHERE s>A AS a ; r AS x ; r>B AS b "
                     "PARTITION BY [k] WITHIN 4 [ts]",
+    "date_window": "SELECT * FROM s WHERE A AS a ; D AS d PARTITION BY [k] WITHIN 2 DAYS [d]",
     "timestamp_order_ties": "SELECT * FROM s WHERE B AS b ; B AS b2 PARTITION BY [g] ORDER BY t WITHIN 2 EVENTS",
 }
 
