@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from cerql.exec import kernel
 from cerql.exec.driver import Run, bits_dtype, concat_chunks, window_setup_for
-from cerql.exec.output import match_id
+from cerql.exec.output import match_ids
 from cerql.exec.stream import window_values
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 
@@ -145,7 +145,7 @@ class MatchTask:
         for c in plan.partition_columns:
             columns.append(combined.column(c).take(end_row))
             names.append(c)
-        ids = self._match_ids(plan, combined, end_row, start_row, owner, entry_row, lab_mask)
+        ids = self._match_ids(combined, end_row, start_row, owner, entry_row, lab_mask)
         columns += [pa.array(ids, pa.int64()),
                     combined.column(plan.order_columns[0]).take(start_row),
                     combined.column(plan.order_columns[0]).take(end_row)]
@@ -174,18 +174,20 @@ class MatchTask:
             names.append(o.name)
         return pa.Table.from_arrays(columns, names=names)
 
-    def _match_ids(self, plan, combined, end_row, start_row, owner, entry_row, lab_mask) -> list[int]:
-        src = combined.column(SOURCE_COLUMN).to_numpy().tolist()
-        ordinal = combined.column(ORDINAL_COLUMN).to_numpy().tolist()
-        keys = [combined.column(c).to_pylist() for c in plan.partition_columns]
-        labels: list[list] = [[] for _ in range(len(end_row))]
-        for r, row, mask in zip(owner.tolist(), entry_row.tolist(), lab_mask.tolist()):
-            labels[r].extend((name, (src[row], ordinal[row])) for name in plan.automaton.variables_of(mask))
-        out = []
-        for r, (e, s) in enumerate(zip(end_row.tolist(), start_row.tolist())):
-            key = tuple(col[e] for col in keys)
-            out.append(match_id(key, (src[s], ordinal[s]), (src[e], ordinal[e]), labels[r]))
-        return out
+    def _match_ids(self, combined, end_row, start_row, owner, entry_row, lab_mask) -> np.ndarray:
+        src = combined.column(SOURCE_COLUMN).to_numpy()
+        ordinal = combined.column(ORDINAL_COLUMN).to_numpy()
+        # one label entry per (entry, variable marked on it), variables by label bit
+        owners, variables, rows = [], [], []
+        for k in range(len(self.plan.automaton.labels)):
+            has = (lab_mask >> (k + 1)) & 1 == 1
+            owners.append(owner[has])
+            rows.append(entry_row[has])
+            variables.append(np.full(int(has.sum()), k, np.int64))
+        rows_all = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        return match_ids(src[start_row], ordinal[start_row], src[end_row], ordinal[end_row],
+                         np.concatenate(owners) if owners else rows_all, np.concatenate(variables)
+                         if variables else rows_all, src[rows_all], ordinal[rows_all])
 
     def _empty(self, table: pa.Table) -> pa.Table:
         return self.output_schema(table.schema).empty_table()
