@@ -104,17 +104,18 @@ class MatchTask:
     def _keep(self, table, combined, n_kept, starts, sub_start, values) -> None:
         n = table.num_rows
         last_start = sub_start[n - 1]
+        w = self.plan.window
+        measured = w is not None and w.kind != "events"  # the window edge is found on values
         if last_start >= 0:  # the last substream began in this batch
             rows = table.slice(last_start)
             vals = values[last_start:]
             pos0 = 0
         else:
             rows = combined
-            vals = values if self.kept_values is None or n_kept == 0 else np.concatenate([self.kept_values, values])
+            vals = values if not (measured and n_kept) else np.concatenate([self.kept_values, values])
             pos0 = self.kept_pos0 if n_kept else self.next_pos
         st, amount = self.run.st, self.run.amount
         first = int(st[kernel.CONSUMED]) + 1 - pos0  # later results start after the last output
-        w = self.plan.window
         if w is not None:
             if w.kind == "events":
                 edge = int(st[kernel.POS] - amount) - pos0
@@ -123,7 +124,7 @@ class MatchTask:
             first = max(first, edge)
         first = min(max(first, 0), rows.num_rows)
         self.kept = rows.slice(first)
-        self.kept_values = vals[first:]
+        self.kept_values = vals[first:] if measured else None
         self.kept_pos0 = pos0 + first
 
     # -- result rows
@@ -141,6 +142,10 @@ class MatchTask:
         start_row = self._row_index(end, start, sub_start, n_kept)
         owner = np.repeat(np.arange(nres), length)
         entry_row = self._row_index(end[owner], lab_pos, sub_start, n_kept) if len(owner) else owner
+        # only the rows results show, as one chunk: work on ``combined`` would grow with it
+        used = np.unique(np.concatenate([end_row, start_row, entry_row]))
+        combined = take_rows(combined, used)
+        end_row, start_row, entry_row = (np.searchsorted(used, x) for x in (end_row, start_row, entry_row))
         columns, names = [], []
         for c in plan.partition_columns:
             columns.append(combined.column(c).take(end_row))
@@ -208,3 +213,20 @@ def _same_key(a: tuple, b: tuple) -> bool:
     """Partition keys equal, NaN equal to NaN (Spark groups NaNs together)."""
     return all(x == y or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
                for x, y in zip(a, b))
+
+
+def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)`` as one chunk, for sorted ``rows``, touching only the record batches
+    that hold them: Arrow's take on a table of many chunks costs time in the number of chunks,
+    and the rows kept across batches (a whole substream without WITHIN) are many chunks."""
+    batches = table.to_batches()
+    if len(batches) <= 1:
+        return table.take(rows).combine_chunks()
+    bounds = np.cumsum([0] + [b.num_rows for b in batches])
+    which = np.searchsorted(bounds, rows, side="right") - 1
+    cuts = np.flatnonzero(np.diff(which)) + 1
+    parts = [batches[w[0]].take(pa.array(g - bounds[w[0]]))
+             for g, w in zip(np.split(rows, cuts), np.split(which, cuts)) if len(g)]
+    if not parts:
+        return table.schema.empty_table()
+    return pa.Table.from_batches(parts, schema=table.schema).combine_chunks()

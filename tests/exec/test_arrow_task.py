@@ -89,3 +89,15 @@ def test_output_schema_matches_the_rows():
     assert got.schema.names == ["name", "match_id", "match_start", "match_end", "a", "b"]
     assert got.schema.field("a").type == pa.struct([("type", pa.string()), ("name", pa.string()),
                                                     ("price", pa.int64()), ("ts", pa.int64())])
+
+
+def test_take_rows_reads_across_chunks_in_order():
+    from cerql.exec.arrow_task import take_rows
+
+    table = pa.concat_tables([pa.table({"x": list(range(i, i + 3))}) for i in range(0, 30, 3)])
+    assert table.column("x").num_chunks == 10
+    rows = np.array([0, 2, 3, 4, 17, 29])
+    got = take_rows(table, rows)
+    assert got.column("x").to_pylist() == rows.tolist()
+    assert got.column("x").num_chunks == 1
+    assert take_rows(table, np.array([], np.int64)).num_rows == 0
