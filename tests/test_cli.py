@@ -1,9 +1,17 @@
 """The ``cerql`` command line: demo, run (CSV and Parquet in, Parquet/CSV/JSON out), explain,
-and clean errors (a query error exits 2 with a caret, never a traceback)."""
+and clean errors (a query error exits 2 with a caret, never a traceback).
+
+The local-engine tests come first and start no JVM. The Spark tests (marked ``spark``) call
+``main()`` in this process, where the CLI reuses the suite's session; one test runs the real
+``python -m cerql`` to cover the session the CLI starts itself.
+"""
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -11,8 +19,10 @@ import pandas as pd
 import pytest
 
 import cerql
-from cerql.cli import main, parse_table_spec, parse_timestamps
+from cerql import cli
+from cerql.cli import Progress, main, parse_table_spec, parse_timestamps
 from cerql.demo import load_queries, plug_stream, run_demo, sql_dir, stock_stream
+from tests.spark_compare import canonical_rows, local_records
 
 PAIRS = (sql_dir() / "stock_same_lot_pairs.sql").read_text()
 
@@ -32,11 +42,13 @@ def stock_files(tmp_path):
 
 
 def test_demo_prints_every_query_and_a_summary(capsys):
-    assert main(["demo", "--show", "1", "--rows", "300"]) == 0
+    assert main(["demo", "--engine", "local", "--show", "1", "--rows", "300"]) == 0
     out = capsys.readouterr().out
     for name, _ in load_queries():
         assert f"== {name}:" in out
         assert f"-- {name}: 300 rows in," in out
+        assert re.search(rf"^{name} +300 ", out, re.M)  # its row in the summary table
+    assert re.search(r"^query +rows in +matches +seconds$", out, re.M)
     assert f"{len(load_queries())} queries" in out
 
 
@@ -45,12 +57,13 @@ def test_demo_reports_a_broken_query_and_goes_on(tmp_path):
     (tmp_path / "b_pairs.sql").write_text(PAIRS)
     lines = []
 
-    summaries = run_demo(out=lines.append, n_rows=60, show=0, directory=tmp_path)
+    summaries = run_demo(out=lines.append, n_rows=60, engine="local", show=0, directory=tmp_path)
 
     assert [s["query"] for s in summaries] == ["a_broken", "b_pairs"]
     assert summaries[0]["error"].error_class == "DANGLING_OPERATOR"
     assert summaries[1]["error"] is None and summaries[1]["matches"] > 0
     assert any(line.startswith("!! a_broken failed") for line in lines)
+    assert re.search(r"^a_broken +0 +failed ", lines[-3], re.M)
     assert lines[-1].endswith("1 failed")
 
 
@@ -58,7 +71,8 @@ def test_run_csv_table_parses_ts_and_writes_parquet(stock_files):
     tmp, query, expected = stock_files
     out = tmp / "result.parquet"
 
-    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--out", str(out)])
+    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--out", str(out),
+                 "--engine", "local"])
 
     assert code == 0
     written = pd.read_parquet(out)
@@ -70,9 +84,10 @@ def test_run_csv_table_parses_ts_and_writes_parquet(stock_files):
 def test_run_parquet_table_writes_csv_and_json(stock_files):
     tmp, query, expected = stock_files
     table = f"stock={tmp / 'stock.parquet'}"
+    local = ["--engine", "local"]
 
-    assert main(["run", str(query), "--table", table, "--out", str(tmp / "r.csv")]) == 0
-    assert main(["run", str(query), "--table", table, "--out", str(tmp / "r.json")]) == 0
+    assert main(["run", str(query), "--table", table, "--out", str(tmp / "r.csv"), *local]) == 0
+    assert main(["run", str(query), "--table", table, "--out", str(tmp / "r.json"), *local]) == 0
 
     csv = pd.read_csv(tmp / "r.csv")
     assert sorted(csv["match_id"]) == sorted(expected["match_id"])
@@ -132,37 +147,39 @@ def test_bad_query_exits_2_with_caret_and_no_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_unknown_engine_exits_2_naming_available_engines(stock_files, capsys):
+def test_unknown_engine_is_a_usage_error_naming_the_engines(stock_files, capsys):
     tmp, query, _ = stock_files
 
-    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "gpu"])
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "gpu"])
 
-    assert code == 2
+    assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "UNKNOWN_ENGINE" in err and "'gpu'" in err and "reference" in err
+    assert "'gpu'" in err and "'spark'" in err and "'local'" in err and "'reference'" in err
 
 
 def test_unknown_source_is_a_query_error(stock_files, capsys):
     tmp, _, _ = stock_files
     query = sql_dir() / "plugs_sustained_load.sql"
 
-    assert main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}"]) == 2
+    assert main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local"]) == 2
     assert "UNKNOWN_SOURCE" in capsys.readouterr().err
 
 
-def test_missing_table_file_exits_1(tmp_path, capsys):
+def test_missing_table_file_exits_1_before_any_engine_starts(tmp_path, capsys):
     query = tmp_path / "q.sql"
     query.write_text(PAIRS)
 
-    assert main(["run", str(query), "--table", f"stock={tmp_path / 'nope.csv'}"]) == 1
-    assert "no such file" in capsys.readouterr().err
+    for engine in ("local", "spark"):  # spark: checked before a session is looked for
+        assert main(["run", str(query), "--table", f"stock={tmp_path / 'nope.csv'}", "--engine", engine]) == 1
+        assert "no such file" in capsys.readouterr().err
 
 
 def test_unsupported_out_format_exits_1(stock_files, capsys):
     tmp, query, _ = stock_files
 
     code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}",
-                 "--out", str(tmp / "r.xlsx")])
+                 "--out", str(tmp / "r.xlsx")])  # the default engine, spark: checked before it starts
 
     assert code == 1
     assert ".parquet, .csv or .json" in capsys.readouterr().err
@@ -173,7 +190,7 @@ def test_csv_column_named_ts_must_hold_timestamps(tmp_path, capsys):
     query = tmp_path / "q.sql"
     query.write_text("SELECT * FROM s WHERE A AS a")
 
-    assert main(["run", str(query), "--table", str(tmp_path / "s.csv")]) == 1
+    assert main(["run", str(query), "--table", str(tmp_path / "s.csv"), "--engine", "local"]) == 1
     assert "named ts" in capsys.readouterr().err
 
 
@@ -201,3 +218,242 @@ def test_csv_timestamps_are_parsed_by_name_or_content():
 def test_cli_demo_default_matches_the_demo_module():
     from cerql import cli, demo
     assert cli.DEMO_ROWS == demo.DEFAULT_ROWS
+
+
+def test_local_engine_reads_a_directory_of_csv_parts(stock_files, capsys):
+    tmp, query, expected = stock_files
+    parts = tmp / "stock"
+    parts.mkdir()
+    stock = pd.read_csv(tmp / "stock.csv")
+    stock.iloc[:40].to_csv(parts / "part-0.csv", index=False)
+    stock.iloc[40:].to_csv(parts / "part-1.csv", index=False)
+
+    assert main(["run", str(query), "--table", str(parts), "--engine", "local"]) == 0
+    assert f"({len(expected)} matches)" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------- Spark
+def same_matches(records, expected: pd.DataFrame) -> bool:
+    """Spark's match ids number rows by partition, so results are compared without them."""
+    return canonical_rows(records) == canonical_rows(local_records(expected))
+
+
+def read_csv_parts(directory) -> pd.DataFrame:
+    return pd.concat([pd.read_csv(p) for p in sorted(directory.glob("part-*.csv"))], ignore_index=True)
+
+
+@pytest.mark.spark
+def test_spark_run_reads_pandas_parquet_and_writes_a_parquet_directory(spark, stock_files, capsys):
+    tmp, query, expected = stock_files
+    out = tmp / "result.parquet"
+
+    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.parquet'}", "--out", str(out)])
+
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "nanosecond timestamps" in captured.err  # pandas' default, read through pyarrow
+    assert f"{len(expected)} matches written to" in captured.out
+    assert out.is_dir() and (out / "_SUCCESS").exists()
+    assert same_matches(pd.read_parquet(out).to_dict("records"), expected)
+    assert spark.range(3).count() == 3  # the suite's session was reused, not stopped
+
+
+@pytest.mark.spark
+def test_spark_run_reads_csv_and_prints_the_first_matches(spark, stock_files, capsys):
+    tmp, query, expected = stock_files
+    assert len(expected) > 3
+
+    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--show", "3"])
+
+    assert code == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[1]
+    assert [c.strip() for c in header.strip("|").split("|")] == list(expected.columns)
+    assert len([line for line in out.splitlines() if line.startswith("|")]) == 1 + 3
+    assert "only showing top 3 rows" in out
+
+
+@pytest.mark.spark
+def test_spark_run_reads_a_spark_directory_and_writes_csv_and_json(spark, stock_files, capsys):
+    tmp, query, expected = stock_files
+    parts = tmp / "stock_parts"  # no suffix: a directory of Parquet parts, as Spark writes
+    spark.createDataFrame(pd.read_csv(tmp / "stock.csv", parse_dates=["ts"])).repartition(2) \
+        .write.parquet(str(parts))
+    table = f"stock={parts}"
+
+    assert main(["run", str(query), "--table", table, "--out", str(tmp / "r.csv")]) == 0
+    assert main(["run", str(query), "--table", table, "--out", str(tmp / "r.json")]) == 0
+
+    assert "nanosecond" not in capsys.readouterr().err
+    csv = read_csv_parts(tmp / "r.csv")
+    assert len(csv) == len(expected)
+    first = json.loads(csv["b"].iloc[0])  # a struct column becomes JSON text in CSV
+    assert first["volume"] == csv["volume"].iloc[0] and first["ts"].startswith("2024-03-01T")
+    records = [json.loads(line) for p in sorted((tmp / "r.json").glob("part-*.json"))
+               for line in p.read_text().splitlines()]
+    assert sorted(r["b"]["ts"] for r in records) == sorted(json.loads(b)["ts"] for b in csv["b"])
+
+
+@pytest.mark.spark
+def test_spark_run_refuses_to_overwrite_a_directory_that_is_not_a_result(spark, stock_files, capsys):
+    tmp, query, _ = stock_files
+    (tmp / "keep.csv").mkdir()
+    (tmp / "keep.csv" / "notes.txt").write_text("mine")
+
+    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--out", str(tmp / "keep.csv")])
+
+    assert code == 1
+    assert "not a previous result" in capsys.readouterr().err
+    assert (tmp / "keep.csv" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.spark
+def test_spark_csv_timestamps_are_iso_8601_only(spark, tmp_path):
+    pd.DataFrame({
+        "type": ["A", "B"], "taxi_id": ["T07", "T08"],
+        "ts": ["2024-03-01 09:30:00.5", "2024-03-01T09:30:01Z"], "day": ["2024-03-01", None],
+    }).to_csv(tmp_path / "s.csv", index=False)
+
+    types = dict(cli.read_spark_table(spark, tmp_path / "s.csv", "csv").dtypes)
+
+    assert types == {"type": "string", "taxi_id": "string", "ts": "timestamp", "day": "date"}
+
+
+@pytest.mark.spark
+def test_spark_bad_query_exits_2_with_the_caret(spark, stock_files, capsys):
+    tmp, _, _ = stock_files
+    table = ["--table", f"stock={tmp / 'stock.csv'}"]
+    syntax = tmp / "syntax.sql"
+    syntax.write_text("SELECT * FROM stock\nWHERE SELL AS s ;; BUY AS b\n")
+    column = tmp / "column.sql"  # found only against the table's schema, by cer_sql
+    column.write_text("SELECT * FROM stock\nWHERE SELL AS s ; BUY AS b FILTER s[nope > 1]\n")
+
+    assert main(["run", str(syntax), *table]) == 2
+    err = capsys.readouterr().err
+    assert "DANGLING_OPERATOR" in err and "line 2" in err and "^" in err
+    assert main(["run", str(column), *table]) == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and "line 2" in err and "^" in err and "Traceback" not in err
+
+
+@pytest.mark.spark
+def test_spark_task_failure_exits_2_with_cerql_message_and_conf_is_restored(spark, stock_files, capsys):
+    tmp, _, _ = stock_files
+    query = tmp / "all.sql"
+    query.write_text("SELECT * FROM stock WHERE (BUY OR SELL)+ AS t WITHIN 30 EVENTS")
+
+    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}",
+                 "--conf", "cerql.maxMatchesPerEvent=5"])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "EXECUTION_ERROR" in err and "more than maxMatchesPerEvent (5)" in err
+    assert "Hint:" in err and "--conf cerql.maxMatchesPerEvent=N" in err
+    assert "Traceback" not in err and "at org.apache" not in err
+    assert spark.conf.get("cerql.maxMatchesPerEvent", None) is None
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("live", [False, True], ids=["lines", "live"])
+def test_progress_names_running_stages_with_the_ui_disabled(spark, live):
+    assert spark.conf.get("spark.ui.enabled") == "false"
+
+    def slow(batches):
+        import time as t
+        for batch in batches:
+            t.sleep(0.6)
+            yield batch
+
+    stream = io.StringIO()
+    with Progress(spark, stream=stream, live=live, delay=0, interval=0.05) as progress:
+        spark.range(4, numPartitions=2).mapInPandas(slow, "id long").collect()
+
+    assert any(re.fullmatch(r"stage \d+: [0-2]/2 tasks", line) for line in progress.lines)
+    text = stream.getvalue()
+    assert "stage" in text
+    if live:  # one line rewritten in place, erased at the end
+        assert "\n" not in text and text.endswith("\r")
+    else:
+        assert text.endswith("\n")
+
+
+@pytest.mark.spark
+def test_spark_run_with_progress_prints_the_same_result(spark, stock_files, capsys, monkeypatch):
+    tmp, query, _ = stock_files
+    args = ["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--show", "5"]
+    assert main(args + ["--no-progress"]) == 0
+    quiet = capsys.readouterr()
+    monkeypatch.setattr(cli, "PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.02)
+
+    assert main(args + ["--progress"]) == 0
+
+    loud = capsys.readouterr()
+    assert loud.out == quiet.out
+    assert quiet.err == ""
+    assert all(re.fullmatch(r"\[\d+ s\] stage \d+: \d+/\d+ tasks(, stage .*)?", line)
+               for line in loud.err.splitlines())
+
+
+@pytest.mark.spark
+def test_spark_demo_runs_every_query_with_the_local_engine_counts(spark, capsys):
+    lines = []
+    local = run_demo(out=lines.append, n_rows=300, engine="local", show=0)
+
+    assert main(["demo", "--rows", "300", "--show", "1"]) == 0
+
+    out = capsys.readouterr().out
+    assert "on the spark engine" in out and "loaded into Spark" in out
+    counts = dict(re.findall(r"^-- (\w+): 300 rows in, (\d+) matches out", out, re.M))
+    assert counts == {s["query"]: str(s["matches"]) for s in local}
+    assert re.search(r"^query +rows in +matches +seconds$", out, re.M)
+    assert f"{len(local)} queries" in out.splitlines()[-1]
+
+
+@pytest.mark.spark
+def test_python_m_cerql_starts_its_own_quiet_spark(stock_files):
+    """The one run of the real command: the CLI starts (and stops) its own session, sets
+    PYSPARK_PYTHON for the workers, and keeps Spark's log off the terminal."""
+    tmp, query, expected = stock_files
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    out = tmp / "r.parquet"
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "cerql", "run", str(query), "--table", f"stock={tmp / 'stock.csv'}",
+         "--out", str(out), "--conf", "spark.master=local[1]"],
+        capture_output=True, text=True, env=env, timeout=300)
+
+    assert proc.returncode == 0, proc.stderr
+    assert f"{len(expected)} matches written" in proc.stdout
+    noise = [line for line in proc.stderr.splitlines() if "incubator" not in line]  # the JVM's own
+    assert noise == []
+    assert same_matches(pd.read_parquet(out).to_dict("records"), expected)
+
+
+def test_spark_unknown_source_fails_before_spark_starts(stock_files, capsys, monkeypatch):
+    from pyspark.sql import SparkSession
+
+    tmp, query, _ = stock_files
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))  # a fresh process
+    monkeypatch.setattr(cli, "spark_session", lambda conf=None: pytest.fail("Spark was started"))
+
+    assert main(["run", str(query), "--table", f"trades={tmp / 'stock.csv'}"]) == 2
+    err = capsys.readouterr().err
+    assert "UNKNOWN_SOURCE" in err and "--table stock=PATH" in err and "^" in err
+
+
+@pytest.mark.spark
+def test_spark_demo_reports_a_task_failure_and_goes_on(spark, tmp_path):
+    (tmp_path / "a_explodes.sql").write_text("SELECT * FROM stock WHERE (BUY OR SELL)+ AS t WITHIN 30 EVENTS")
+    (tmp_path / "b_pairs.sql").write_text(PAIRS)
+    lines = []
+    spark.conf.set("cerql.maxMatchesPerEvent", "5")
+    try:
+        summaries = run_demo(out=lines.append, n_rows=60, show=0, directory=tmp_path, spark=spark)
+    finally:
+        spark.conf.unset("cerql.maxMatchesPerEvent")
+
+    assert summaries[0]["error"].error_class == "EXECUTION_ERROR"
+    assert "maxMatchesPerEvent (5)" in summaries[0]["error"].message
+    assert summaries[1]["error"] is None and summaries[1]["matches"] > 0
+    assert lines[-1].endswith("1 failed")
