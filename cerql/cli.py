@@ -46,7 +46,6 @@ import datetime
 import io
 import json
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -58,6 +57,7 @@ import pandas as pd
 import cerql
 from cerql import errors
 from cerql.errors import CeqlError
+from cerql.session import first_line, task_error
 
 DEMO_ROWS = 20_000  # the default of ``cerql demo``; cerql.demo.DEFAULT_ROWS, without importing it
 
@@ -595,32 +595,6 @@ def progress(spark, enabled: bool | None):
     return Progress(spark)
 
 
-def first_line(err: BaseException) -> str:
-    """An exception's message without JVM or Python stack traces."""
-    text = str(err).strip()
-    return text.split("\n\nJVM stacktrace:")[0].split("\n")[0] if text else type(err).__name__
-
-
-WORKER_ERROR = re.compile(r"^cerql\.errors\.(\w+): ", re.M)  # the last line of the worker's traceback
-
-
-def spark_failure(err: BaseException) -> CeqlError | None:
-    """The CeqlError a Spark task raised, from the failure Spark reports to the driver (a
-    ``PythonException`` carrying the worker's traceback as text), or None when the failure is not
-    cerql's. The error class is not in the text; the exception class and the hint are."""
-    text = str(err)
-    heads = list(WORKER_ERROR.finditer(text))
-    if not heads:
-        return None
-    last = heads[-1]  # in a chained traceback, the error that ended the task
-    cls = getattr(errors, last.group(1), None)
-    cls = cls if isinstance(cls, type) and issubclass(cls, CeqlError) else CeqlError
-    body = re.split(r"\n\s*(?:SQLSTATE:|\tat |JVM stacktrace:)", text[last.end():])[0].strip()
-    message, _, hint = body.partition("\nHint: ")
-    name = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).upper()
-    return cls(message, error_class=name, hint=hint or None)
-
-
 # ------------------------------------------------------------------------------------ commands
 def evaluate(text: str, tables: dict[str, pd.DataFrame], engine: str | None) -> pd.DataFrame:
     """Run a query over pandas tables on a local engine (``local`` or ``reference``); an unknown
@@ -791,7 +765,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cerql: error: {err}", file=sys.stderr)
         return 1
     except PySparkException as err:
-        cause = spark_failure(err)
+        cause = task_error(err)
         if cause is not None:
             print(f"cerql: {cause.error_class}: {cause}", file=sys.stderr)
             if "maxMatchesPerEvent" in cause.message:

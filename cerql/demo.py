@@ -332,7 +332,7 @@ def _evaluate(text: str, used: Mapping[str, pd.DataFrame], engine: str, spark, f
         return len(result), result
     from pyspark.errors import PySparkException
 
-    from cerql.cli import first_line, spark_failure
+    from cerql.session import first_line, task_error
 
     try:
         df = cerql.cer_sql(spark, text, **{name: frames[name] for name in used})
@@ -341,7 +341,7 @@ def _evaluate(text: str, used: Mapping[str, pd.DataFrame], engine: str, spark, f
     except PySparkException as err:
         # A CeqlError raised in a Spark task arrives as Spark's exception; any other failure of
         # Spark on this query is reported like a query error, so the demo goes on.
-        cause = spark_failure(err) or cerql.ExecutionError(first_line(err), error_class="SPARK_ERROR")
+        cause = task_error(err) or cerql.ExecutionError(first_line(err), error_class="SPARK_ERROR")
         raise cause.with_text(text) from None
     return table.num_rows, table
 

@@ -347,7 +347,7 @@ def test_spark_task_failure_exits_2_with_cerql_message_and_conf_is_restored(spar
 
     assert code == 2
     err = capsys.readouterr().err
-    assert "EXECUTION_ERROR" in err and "more than maxMatchesPerEvent (5)" in err
+    assert "TOO_MANY_MATCHES_PER_EVENT" in err and "more than maxMatchesPerEvent (5)" in err
     assert "Hint:" in err and "--conf cerql.maxMatchesPerEvent=N" in err
     assert "Traceback" not in err and "at org.apache" not in err
     assert spark.conf.get("cerql.maxMatchesPerEvent", None) is None
@@ -453,7 +453,7 @@ def test_spark_demo_reports_a_task_failure_and_goes_on(spark, tmp_path):
     finally:
         spark.conf.unset("cerql.maxMatchesPerEvent")
 
-    assert summaries[0]["error"].error_class == "EXECUTION_ERROR"
+    assert summaries[0]["error"].error_class == "TOO_MANY_MATCHES_PER_EVENT"
     assert "maxMatchesPerEvent (5)" in summaries[0]["error"].message
     assert summaries[1]["error"] is None and summaries[1]["matches"] > 0
     assert lines[-1].endswith("1 failed")

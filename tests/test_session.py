@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import cerql
-from cerql.session import _method
+from cerql.session import _method, task_error
 from tests.spark_compare import canonical_rows, local_records, spark_records
 
 pytestmark = pytest.mark.spark
@@ -132,11 +132,19 @@ def test_max_matches_per_event_conf_fails_the_run(spark):
     spark.conf.set("cerql.maxMatchesPerEvent", "1000")
     try:
         df = cerql.cer_sql(spark, query, s=spark.createDataFrame(rows))
-        with pytest.raises(Exception, match="maxMatchesPerEvent"):
+        with pytest.raises(Exception, match="maxMatchesPerEvent") as failure:
             df.collect()
+        cause = task_error(failure.value)
+        assert isinstance(cause, cerql.ExecutionError)
+        assert cause.error_class == "TOO_MANY_MATCHES_PER_EVENT"
+        assert "cerql.maxMatchesPerEvent" in cause.hint
     finally:
         spark.conf.unset("cerql.maxMatchesPerEvent")
     assert cerql.cer_sql(spark, query.replace("A+", "A"), s=spark.createDataFrame(rows)).count() == 30
+
+
+def test_task_error_is_none_for_other_failures():
+    assert task_error(RuntimeError("boom")) is None
 
 
 def test_explain_with_spark_shows_bits_pruning_and_plan(spark, stock):

@@ -144,12 +144,16 @@ class _Substream:
 
 
 def too_many_matches(count: str, limit: int) -> ExecutionError:
-    """The maxMatchesPerEvent failure of DESIGN.md 4.6, shared by every engine."""
+    """The maxMatchesPerEvent failure of DESIGN.md 4.6, shared by every engine. The message
+    starts with the error class in brackets, as Spark's do, because on Spark it reaches the
+    driver only as the text of a failed task."""
     return ExecutionError(
-        f"One event completes {count} matches, more than maxMatchesPerEvent ({limit:,})",
+        f"[TOO_MANY_MATCHES_PER_EVENT] One event completes {count} matches, more than "
+        f"maxMatchesPerEvent ({limit:,})",
         error_class="TOO_MANY_MATCHES_PER_EVENT",
-        hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY), "
-        "a shorter WITHIN window, or raise max_matches_per_event",
+        hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY) or a shorter "
+        "WITHIN window, or raise the limit: the Spark conf cerql.maxMatchesPerEvent, or "
+        "max_matches_per_event= of cerql.run",
     )
 
 
