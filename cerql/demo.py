@@ -405,7 +405,7 @@ def run_demo(
     """
     with contextlib.ExitStack() as stack:
         if engine == "spark" and spark is None:
-            from cerql.cli import spark_session
+            from cerql.spark_runtime import spark_session
 
             spark = stack.enter_context(spark_session())
         return _run_demo(out, n_rows, engine, show, directory, spark if engine == "spark" else None,

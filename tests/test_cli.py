@@ -19,9 +19,11 @@ import pandas as pd
 import pytest
 
 import cerql
-from cerql import cli
-from cerql.cli import Progress, main, parse_table_spec, parse_timestamps
+from cerql import cli, spark_runtime, tables_io
+from cerql.cli import main
 from cerql.demo import load_queries, plug_stream, run_demo, sql_dir, stock_stream
+from cerql.spark_runtime import Progress
+from cerql.tables_io import parse_table_spec, parse_timestamps
 from tests.spark_compare import canonical_rows, local_records
 
 PAIRS = (sql_dir() / "stock_same_lot_pairs.sql").read_text()
@@ -314,7 +316,7 @@ def test_spark_csv_timestamps_are_iso_8601_only(spark, tmp_path):
         "ts": ["2024-03-01 09:30:00.5", "2024-03-01T09:30:01Z"], "day": ["2024-03-01", None],
     }).to_csv(tmp_path / "s.csv", index=False)
 
-    types = dict(cli.read_spark_table(spark, tmp_path / "s.csv", "csv").dtypes)
+    types = dict(tables_io.read_spark_table(spark, tmp_path / "s.csv", "csv").dtypes)
 
     assert types == {"type": "string", "taxi_id": "string", "ts": "timestamp", "day": "date"}
 
@@ -383,8 +385,8 @@ def test_spark_run_with_progress_prints_the_same_result(spark, stock_files, caps
     args = ["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--show", "5"]
     assert main(args + ["--no-progress"]) == 0
     quiet = capsys.readouterr()
-    monkeypatch.setattr(cli, "PROGRESS_DELAY", 0.0)
-    monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.02)
+    monkeypatch.setattr(spark_runtime, "PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr(spark_runtime, "PROGRESS_INTERVAL", 0.02)
 
     assert main(args + ["--progress"]) == 0
 

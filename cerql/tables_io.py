@@ -1,0 +1,341 @@
+"""Tables in and results out for the ``cerql`` command line: files to DataFrames and back.
+
+Input: ``--table name=path`` options and the files they name, and a query's result. Output:
+pandas DataFrames for the local engines (:func:`read_table`), Spark DataFrames
+(:func:`read_spark_table`), result files (:func:`write_result`, :func:`write_spark_result`) and
+the text Spark would print (:func:`show_text`). A file that cannot be read or written is a
+:class:`CliError`, which :mod:`cerql.cli` turns into exit code 1: the fault is the file's, not
+the query's. Kept apart from the argument parsing so that what each file format means to cerql
+is decided in one place, for both kinds of engine.
+
+Tables come from files, one ``--table name=path`` each: a ``.parquet`` or ``.csv`` file, or a
+directory of part files (Parquet, or CSV when it holds ``*.csv`` files).
+
+* Parquet is read as is, column types included. With Spark, a file with nanosecond timestamps
+  (what pandas writes by default), which Spark cannot read, is loaded through pyarrow on the
+  driver with its timestamps cut to microseconds, and a note says so.
+* CSV has no types, so timestamps are recognised here. Spark infers the schema (two passes over
+  the file) with ISO 8601 as the only timestamp format (``2024-03-01 09:30:00.5``,
+  ``2024-03-01T09:30:00Z``; Spark's lenient default would read a taxi id ``T07`` as a time of
+  day). The local engines parse with pandas: a text column whose every non-empty value is an
+  ISO 8601 date or time becomes a timestamp. On both, a column named ``ts`` must hold timestamps
+  (or numbers, for a numeric ordering column).
+
+Results go to ``--out`` as ``.parquet`` (nested structs and lists kept), ``.csv`` (nested values
+as JSON text, since CSV has no nested types; timestamps in ISO 8601) or ``.json`` (JSON Lines: one
+object per match). Spark writes each as a directory of part files, as it writes any table, so a
+large result is written in parallel and never collected on the driver; pandas, pyarrow and Spark
+all read such a directory as one table. The local engines write a single file. Without ``--out``,
+Spark prints the first ``--show`` matches (``DataFrame.show``) and the local engines print all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import io
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from cerql.session import first_line
+
+TABLE_SUFFIXES = (".parquet", ".csv")
+OUT_SUFFIXES = (".parquet", ".csv", ".json")
+
+# ISO 8601 date-times with optional seconds, fraction and offset; the one timestamp format CSV
+# inference accepts (module docstring).
+CSV_TIMESTAMP_FORMAT = "yyyy-MM-dd['T'][' ']HH:mm[:ss][.SSSSSSSSS][XXX]"
+
+
+class CliError(Exception):
+    """A problem with the command's files or arguments (not with the query): exit code 1.
+
+    Defined here, the first module to raise it, so that :mod:`cerql.spark_runtime` (a bad
+    ``--conf``) and :mod:`cerql.cli` (a bad argument) share it without importing the CLI.
+    """
+
+
+def note(message: str) -> None:
+    """A remark on stderr that is neither an error nor part of the result."""
+    print(f"cerql: note: {message}", file=sys.stderr)
+
+
+# ------------------------------------------------------------------------------ reading tables
+def parse_table_spec(spec: str) -> tuple[str, Path]:
+    """``name=path`` -> (name, path); a bare path is named after its file (``a/stock.csv`` ->
+    stock), as Spark names a table after its view."""
+    name, sep, path = spec.partition("=")
+    if not sep:
+        path = spec
+        name = Path(spec).name.split(".")[0]
+    if not name or not path:
+        raise CliError(f"--table {spec!r}: expected name=path.parquet or name=path.csv")
+    return name, Path(path)
+
+
+def table_format(path: Path) -> str:
+    """``"parquet"`` or ``"csv"``: by suffix, or for a directory without one, by its files."""
+    suffix = path.suffix.lower()
+    if suffix in TABLE_SUFFIXES and (path.is_file() or path.is_dir()):
+        return suffix[1:]
+    if not path.exists():
+        raise CliError(f"{path}: no such file")
+    if path.is_dir() and suffix not in TABLE_SUFFIXES:
+        return "csv" if any(path.glob("*.csv")) else "parquet"
+    raise CliError(f"{path}: a table must be a .parquet or .csv file, or a directory of them")
+
+
+def table_specs(specs: list[str]) -> list[tuple[str, Path, str]]:
+    """Every ``--table`` as (name, path, format), checked before any engine starts; a name given
+    twice is an error."""
+    out: list[tuple[str, Path, str]] = []
+    for spec in specs:
+        name, path = parse_table_spec(spec)
+        if name.lower() in (n.lower() for n, _, _ in out):
+            raise CliError(f"--table {name!r} is given twice")
+        out.append((name, path, table_format(path)))
+    return out
+
+
+def parse_timestamps(df: pd.DataFrame) -> pd.DataFrame:
+    """Parse the text columns of a CSV table that hold timestamps (rules: module docstring)."""
+    df = df.copy()
+    for column in df.columns:
+        values = df[column]
+        if values.dtype != object or values.isna().all():
+            continue
+        try:
+            parsed = pd.to_datetime(values, format="ISO8601")
+        except (ValueError, TypeError) as err:
+            if str(column).lower() == "ts":
+                raise CliError(f"column {column!r} is named ts but does not hold timestamps: {err}")
+            continue
+        df[column] = parsed
+    return df
+
+
+def read_table(path: Path, fmt: str | None = None) -> pd.DataFrame:
+    """One ``--table`` as a pandas DataFrame, for the local engines (Parquet as is, CSV with
+    timestamps parsed; a directory of CSV parts is read part by part, in name order).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A ``.parquet`` or ``.csv`` file, or a directory of either.
+    fmt : {"parquet", "csv"}, optional
+        The format; found from the path when not given.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    fmt = fmt or table_format(path)
+    try:
+        if fmt == "parquet":
+            return pd.read_parquet(path)
+        parts = sorted(path.glob("*.csv")) if path.is_dir() else [path]
+        frames = [pd.read_csv(p) for p in parts]
+        return parse_timestamps(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
+    except CliError:
+        raise
+    except Exception as err:  # pandas and pyarrow raise many kinds; all mean "unreadable"
+        raise CliError(f"{path}: cannot read table: {err}") from err
+
+
+def read_tables(specs: list[str]) -> dict[str, pd.DataFrame]:
+    """Every ``--table`` as name -> pandas DataFrame (the local engines)."""
+    return {name: read_table(path, fmt) for name, path, fmt in table_specs(specs)}
+
+
+def _micros(t):
+    """An Arrow type with every nanosecond timestamp in it (also inside structs and lists) made
+    a microsecond one, the finest Spark has."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return pa.timestamp("us", t.tz)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_micros(f.type)) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_micros(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_micros(t.value_type)))
+    return t
+
+
+def pa_schema(schema):
+    """An Arrow schema with its nanosecond timestamps made microsecond ones (:func:`_micros`)."""
+    import pyarrow as pa
+
+    return pa.schema([f.with_type(_micros(f.type)) for f in schema])
+
+
+def _nanosecond_parquet(path: Path) -> bool:
+    """Whether a Parquet file (or the first file of a directory) stores timestamps in
+    nanoseconds, which Spark refuses (pandas writes them by default). The footer says it; the
+    Arrow schema does not, since pyarrow also reads Spark's INT96 timestamps as nanoseconds."""
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    files = ds.dataset(path, format="parquet").files
+    if not files:
+        return False
+    schema = pq.ParquetFile(files[0]).schema
+    return any("timeUnit=nanoseconds" in str(schema.column(i).logical_type) for i in range(len(schema)))
+
+
+def read_spark_table(spark, path: Path, fmt: str):
+    """One ``--table`` as a Spark DataFrame (rules and the nanosecond fallback: module docstring).
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+    path : pathlib.Path
+    fmt : {"parquet", "csv"}
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+    """
+    from pyspark.errors import PySparkException
+
+    try:
+        if fmt == "csv":
+            df = (spark.read.option("header", True).option("inferSchema", True).option("escape", '"')
+                  .option("timestampFormat", CSV_TIMESTAMP_FORMAT).csv(str(path)))
+        else:
+            import pyarrow.dataset as ds
+
+            if not _nanosecond_parquet(path):
+                df = spark.read.parquet(str(path))
+            else:
+                table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
+                wanted = pa_schema(table.schema)
+                note(f"{path}: nanosecond timestamps, which Spark cannot read; loaded through "
+                     "pyarrow on the driver, cut to microseconds")
+                df = spark.createDataFrame(table.cast(wanted, safe=False))
+    except PySparkException as err:
+        raise CliError(f"{path}: cannot read table: {first_line(err)}") from err
+    except (OSError, ValueError) as err:  # pyarrow: not Parquet, unreadable
+        raise CliError(f"{path}: cannot read table: {err}") from err
+    for field in df.schema.fields:
+        if field.name.lower() == "ts" and field.dataType.typeName() == "string":
+            raise CliError(f"{path}: column {field.name!r} is named ts but does not hold timestamps "
+                           f"(ISO 8601 date-times such as 2024-03-01 09:30:00) or numbers")
+    return df
+
+
+# ----------------------------------------------------------------------------- writing results
+def _json_value(value):
+    """Timestamps, dates and NumPy scalars as JSON values (``json.dumps``'s ``default``)."""
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if hasattr(value, "item"):  # NumPy scalars
+        return value.item()
+    return str(value)
+
+
+def _plain(value):
+    """A result cell as a plain Python value: pandas' missing values become None."""
+    if isinstance(value, (list, dict)):
+        return value
+    if value is pd.NaT or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return value
+
+
+def write_result(result: pd.DataFrame, path: Path) -> None:
+    """Write a local engine's result to ``.parquet``, ``.csv`` or ``.json`` (one file each;
+    formats in the module docstring).
+
+    Parameters
+    ----------
+    result : pandas.DataFrame
+        What :func:`cerql.run` returned.
+    path : pathlib.Path
+        The output file; its suffix picks the format.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in OUT_SUFFIXES:
+        raise CliError(f"--out {path}: use a .parquet, .csv or .json file")
+    try:
+        if suffix == ".parquet":
+            result.to_parquet(path, index=False)
+        elif suffix == ".csv":
+            flat = result.copy()
+            for column in flat.columns:
+                if flat[column].map(lambda v: isinstance(v, (list, dict))).any():
+                    flat[column] = flat[column].map(
+                        lambda v: None if v is None else json.dumps(v, default=_json_value))
+            flat.to_csv(path, index=False)
+        else:
+            with path.open("w", encoding="utf-8") as f:
+                for record in result.to_dict("records"):
+                    plain = {k: _plain(v) for k, v in record.items()}
+                    f.write(json.dumps(plain, default=_json_value) + "\n")
+    except OSError as err:
+        raise CliError(f"--out {path}: cannot write: {err.strerror or err}") from err
+
+
+def _replaceable(path: Path) -> bool:
+    """Whether Spark may overwrite ``path``: absent, a file, or a directory holding nothing but
+    what Spark writes (part files, _SUCCESS, checksums). Spark's overwrite deletes the whole
+    directory, so ``--out .`` must not be taken literally."""
+    if not path.exists() or path.is_file():
+        return True
+    return all(p.is_file() and (p.name.startswith(("part-", "_", ".")) or p.suffix == ".crc")
+               for p in path.iterdir())
+
+
+def check_spark_out(path: Path) -> None:
+    """Refuse an ``--out`` that Spark's overwrite would wipe (:func:`_replaceable`)."""
+    if not _replaceable(path):
+        raise CliError(f"--out {path}: a directory that is not a previous result; "
+                       "choose a new path (Spark would delete everything in it)")
+
+
+def write_spark_result(spark, df, path: Path) -> int:
+    """Write a Spark result as a directory of part files (formats: module docstring) and return
+    how many matches it holds (read back from the written files: a second run of the query
+    would cost more).
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+    df : pyspark.sql.DataFrame
+        What :func:`cerql.cer_sql` returned.
+    path : pathlib.Path
+        The output directory; its suffix picks the format.
+
+    Returns
+    -------
+    int
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    check_spark_out(path)
+    fmt = path.suffix.lower()[1:]
+    if fmt == "csv":
+        nested = (StructType, ArrayType, MapType)
+        df = df.select(*[F.to_json(F.col(f"`{f.name}`")).alias(f.name)
+                         if isinstance(f.dataType, nested) else F.col(f"`{f.name}`")
+                         for f in df.schema.fields])
+    writer = df.write.mode("overwrite")
+    if fmt == "csv":  # RFC 4180 quoting (a quote doubled), which pandas and spreadsheets read
+        writer = writer.option("header", True).option("escape", '"')
+    writer.format(fmt).save(str(path))
+    reader = spark.read.option("header", True) if fmt == "csv" else spark.read
+    return reader.format(fmt).load(str(path)).count()
+
+
+def show_text(df, n: int, truncate: int) -> str:
+    """What ``df.show(n, truncate)`` prints, as text, so it is printed only once Spark is done
+    (the progress line must be gone first)."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        df.show(n, truncate=truncate if truncate > 0 else False)
+    return buffer.getvalue().rstrip("\n")
