@@ -116,7 +116,8 @@ def _substreams(plan: QueryPlan, table: pa.Table) -> tuple[list[tuple[int, int]]
     return bounds, keys
 
 
-def _atom_rows(plan: QueryPlan, table: pa.Table) -> dict[ast.Atom, np.ndarray]:
+def atom_rows(plan: QueryPlan, table: pa.Table) -> dict[ast.Atom, np.ndarray]:
+    """Which rows each atom matches, for a table with the stream columns and the source column."""
     source = table.column(SOURCE_COLUMN).to_numpy()
     types: dict[str, pa.ChunkedArray] = {}  # each type column cast to string once
     out = {}
@@ -156,4 +157,4 @@ def build_stream(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> Stream:
     table = _sorted(plan, _keep_rows(plan, union_sources(plan, tables)))
     bounds, keys = _substreams(plan, table)
     predicates = {text: evaluate_predicate(fn, table) for text, fn in plan.predicates.items()}
-    return Stream(table, bounds, keys, _atom_rows(plan, table), predicates, window_values(plan, table))
+    return Stream(table, bounds, keys, atom_rows(plan, table), predicates, window_values(plan, table))

@@ -58,7 +58,8 @@ def spark_sql(tree: exp.Expression, canonical: Mapping[str, str], qualify=None) 
     return tree.copy().transform(spelled).sql(dialect="spark")
 
 
-def _predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
+def predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
+    """The sqlglot tree of each unary FILTER predicate, keyed like ``plan.predicates``."""
     out = {}
     for node in ast.walk(plan.select.pattern):
         if isinstance(node, ast.VarPredicate):
@@ -127,7 +128,7 @@ def with_bits(plan: QueryPlan, stream):
     """Add ``__cerql_bits``: bit k set when the row satisfies ``automaton.conditions[k]``."""
     F = functions_for(stream)
     canonical = {c.lower(): c for c in plan.columns}
-    trees = _predicate_trees(plan)
+    trees = predicate_trees(plan)
     predicate_sql = {text: spark_sql(tree, canonical) for text, tree in trees.items()}
     conditions = plan.automaton.conditions
     kind = "int" if len(conditions) <= 31 else "long"

@@ -1,0 +1,344 @@
+"""The SQL-cell surface: a table function ``cerql(TABLE(t), 'query')`` (DESIGN.md section 1).
+
+Input: a Spark session to register on; then, per call, one TABLE argument and the CEQL text as
+a constant (a literal or a named parameter marker). Output: the results of DESIGN.md section 5,
+one row per match, as rows of a SQL relation.
+
+Why a row-based Python UDTF: a table function whose output columns depend on the query needs a
+static ``analyze()``, and Spark's vectorized ``arrow_udtf`` has none (SPARK-53286). ``analyze``
+parses and resolves the query against the TABLE argument's schema in the driver's Python worker,
+so every query error is raised before Spark reads a row, and it asks Catalyst for the partitioning
+(PARTITION BY columns, else one partition) and the order (ORDER BY columns, then the other
+columns the query reads, so ties are broken by value, not by file order). ``eval`` only buffers
+rows; every ``BATCH_ROWS`` rows they become one Arrow batch that goes through the same
+:class:`cerql.exec.arrow_task.MatchTask` as ``cer_sql`` (condition bits by the local Arrow
+helpers, SELECT expressions by the compiled Arrow functions), so memory is bounded by the batch
+plus the window, not by the partition. The price is Spark's per-row conversion between the JVM
+and Python: 4-12x slower than ``cer_sql`` on the same rows (docs/benchmarks.md, "SQL cells").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from datetime import timezone
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, OrderingColumn, PartitioningColumn, SelectedColumn
+from sqlglot import exp
+
+from cerql import ast
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
+from cerql.exec.arrow_task import BITS_COLUMN, MatchTask
+from cerql.exec.stream import atom_rows
+from cerql.exec.values import evaluate, evaluate_predicate
+from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+
+FUNCTION_NAME = "cerql"
+BATCH_ROWS = 4096  # rows per MatchTask batch: large enough to amortize Arrow, small for memory
+# Spark's Arrow-optimized row UDTF (useArrow) converts every eval call's result to an Arrow
+# batch, even an empty one, so for a function that yields on few calls it is slower than the
+# pickled path (docs/benchmarks.md, "SQL cells"). Kept switchable for that measurement.
+ARROW_IO = False
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _error(cls, text: str, message: str, error_class: str, hint: str, offset: int = 0) -> CeqlError:
+    line, column = position_of(text, offset)
+    return cls(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
+
+
+def _orderable(data_type) -> bool:
+    """Whether Spark can sort by a column of this type (maps and variants it cannot)."""
+    from pyspark.sql.types import ArrayType, MapType, StructType, VariantType
+
+    if isinstance(data_type, (MapType, VariantType)):
+        return False
+    if isinstance(data_type, ArrayType):
+        return _orderable(data_type.elementType)
+    if isinstance(data_type, StructType):
+        return all(_orderable(f.dataType) for f in data_type.fields)
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class _Prepared:
+    """A query resolved against one TABLE schema: what analyze returns and eval runs."""
+
+    plan: QueryPlan              # resolved against the whole TABLE schema (bits, expressions)
+    task: QueryPlan              # what MatchTask runs (variable outputs only)
+    read: tuple[str, ...]        # TABLE columns eval receives, in order (the ``select``)
+    arrow: pa.Schema             # Arrow schema of the rows eval receives
+    schema: Any                  # Spark StructType of the output
+    atom_mask: int               # bits of the atoms (a row with none binds nothing)
+
+
+def _input_schema(text: str, struct) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = []
+    for f in struct.fields:
+        try:
+            fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True))
+        except Exception:  # noqa: BLE001 - pyspark raises several kinds for unsupported types
+            raise _error(UnsupportedError, text,
+                         f"Column '{f.name}' of the TABLE argument has type {f.dataType.simpleString()}, "
+                         "which cerql cannot carry through Arrow", "UNSUPPORTED_COLUMN_TYPE",
+                         "cast it or leave it out: TABLE(SELECT ... FROM t)") from None
+    return pa.schema(fields)
+
+
+def _read_columns(plan: QueryPlan) -> list[str]:
+    """TABLE columns the query reads: keys, ordering, type columns, predicates and outputs."""
+    from cerql.planner.lower import predicate_trees, shuffled_columns
+
+    canonical = {c.lower(): c for c in plan.columns}
+    read = set(shuffled_columns(plan))
+    read.update(s.type_column for s in plan.sources if s.type_column)
+    for tree in predicate_trees(plan).values():
+        for col in tree.find_all(exp.Column):
+            read.add(canonical.get(col.name.lower(), col.name))
+    for o in plan.outputs:
+        read.update(c for _, c in o.expr_columns)
+    return [c for c in plan.columns if c in read]  # in the table's order
+
+
+def _output_schema(plan: QueryPlan, task: QueryPlan, struct):
+    """DESIGN.md section 5 as a Spark StructType: variables from the task's schema, expressions
+    from the Arrow type their compiled function gives on an empty table."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    from cerql.planner.lower import output_schema
+
+    fields = {f.name: f for f in output_schema(task, struct).fields}
+    names = list(plan.partition_columns) + ["match_id", "match_start", "match_end"]
+    out = [fields[n] for n in names]
+    for o in plan.outputs:
+        if o.var is not None:
+            out.append(fields[o.name])
+            continue
+        empty = pa.schema([pa.field(f"{v}.{c}", plan.schema.field(c).type) for v, c in o.expr_columns])
+        value = evaluate(o.expr, empty.empty_table() if o.expr_columns else pa.table({"_": pa.nulls(0)}))
+        value_type = pa.bool_() if pa.types.is_null(value.type) else value.type
+        out.append(StructField(o.name, from_arrow_type(value_type), True))
+    return StructType(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _prepare(text: str, schema_json: str) -> _Prepared:
+    """Parse and resolve ``text`` against the TABLE schema; cached per Python worker, since
+    Spark makes a new UDTF instance for every partition."""
+    from pyspark.sql.types import StructType, _parse_datatype_json_string
+
+    from cerql.api import analyze
+    from cerql.planner.lower import task_plan
+    from cerql.planner.resolve import resolve
+
+    struct: StructType = _parse_datatype_json_string(schema_json)
+    analysis = analyze(text)
+    select = analysis.select
+    if analysis.view is not None:
+        raise _error(UnsupportedError, text, "cerql() returns its result; it cannot create a view",
+                     "VIEW_IN_TABLE_FUNCTION",
+                     "drop CREATE ... AS, and write CREATE TEMP VIEW v AS SELECT * FROM cerql(TABLE(t), '...')")
+    if len(select.sources) != 1:
+        span = select.sources[1].span
+        raise _error(AnalysisError, text, f"cerql() reads one table, but FROM names {len(select.sources)} sources",
+                     "ONE_SOURCE_ONLY",
+                     "union them in the TABLE argument: TABLE(SELECT ... FROM a UNION ALL SELECT ... FROM b), "
+                     "or use cerql.cer_sql", span.start if span else 0)
+    if select.limit is not None:
+        raise _error(UnsupportedError, text, "LIMIT is not supported inside cerql()", "LIMIT_IN_TABLE_FUNCTION",
+                     "put it outside: SELECT * FROM cerql(...) ORDER BY match_end, match_start LIMIT n",
+                     text.upper().rfind("LIMIT"))
+    source = select.sources[0]
+    arrow = _input_schema(text, struct)
+    plan = resolve(analysis, {source.name: arrow})
+    task = task_plan(plan)
+    read = tuple(_read_columns(plan))
+    atoms = 0
+    for k, cond in enumerate(plan.automaton.conditions):
+        if isinstance(cond, ast.Atom):
+            atoms |= 1 << k
+    return _Prepared(plan, task, read, pa.schema([arrow.field(c) for c in read]),
+                     _output_schema(plan, task, struct), atoms)
+
+
+@dataclasses.dataclass
+class CerqlAnalyzeResult(AnalyzeResult):
+    """What analyze hands to each UDTF instance (pickled): the query and the TABLE schema, so
+    the instance finds the prepared plan in its worker's cache."""
+
+    query: str = ""
+    table_schema: str = ""
+
+
+class CerqlFunction:
+    """``cerql(TABLE(t), query)``: the matches of a CEQL query over one table, as rows.
+
+    Register it with :func:`register`; see the module docstring for how it runs.
+    """
+
+    @staticmethod
+    def analyze(table: AnalyzeArgument, query: AnalyzeArgument) -> AnalyzeResult:
+        """Resolve the query against the TABLE schema: output schema, partitioning, order."""
+        if not table.isTable:
+            raise AnalysisError("The first argument of cerql() must be a table", error_class="TABLE_ARGUMENT",
+                                hint="write cerql(TABLE(name), 'query') or cerql(TABLE(SELECT ...), 'query')")
+        text = query.value
+        if query.isTable or not query.isConstantExpression or not isinstance(text, str):
+            raise AnalysisError("The second argument of cerql() must be the query as a constant string",
+                                error_class="QUERY_ARGUMENT",
+                                hint="pass a literal, or a named parameter: spark.sql(\"SELECT * FROM "
+                                     "cerql(TABLE(t), :q)\", args={'q': query})")
+        schema_json = table.dataType.json()
+        try:
+            prepared = _prepare(text, schema_json)
+        except CeqlError as err:
+            # Spark shows the traceback above the message: keep it to this frame, since the
+            # user's mistake is in the query, not in cerql's stages.
+            raise err.with_traceback(None) from None
+        plan = prepared.plan
+        keys = [PartitioningColumn(_quoted(c)) for c in plan.partition_columns]
+        order = list(plan.order_columns)
+        types = {f.name: f.dataType for f in table.dataType.fields}
+        order += [c for c in prepared.read if c not in order and c not in plan.partition_columns
+                  and _orderable(types[c])]
+        select = ([SelectedColumn(_quoted(c)) for c in prepared.read]
+                  if len(prepared.read) < len(table.dataType.fields) else [])
+        return CerqlAnalyzeResult(
+            schema=prepared.schema, withSinglePartition=not keys, partitionBy=keys,
+            orderBy=[OrderingColumn(_quoted(c)) for c in order], select=select,
+            query=text, table_schema=schema_json)
+
+    def __init__(self, analyze_result: CerqlAnalyzeResult):
+        self.prepared = _prepare(analyze_result.query, analyze_result.table_schema)
+        self.task = MatchTask(self.prepared.task)
+        self.rows: list = []
+        self.count = 0  # rows seen by this instance: the ordinal that stands in for a row id
+
+    def eval(self, table, query: str):
+        # A plain function, not a generator: Spark calls it once per row, and most calls
+        # return nothing (None), which is cheaper for Spark's wrapper than an empty generator.
+        self.rows.append(table)
+        if len(self.rows) >= BATCH_ROWS:
+            return self._flush()
+        return None
+
+    def terminate(self):
+        return self._flush()
+
+    # -- one batch through the task
+    def _flush(self):
+        rows, self.rows = self.rows, []
+        if not rows:
+            return
+        batch = self._batch(rows)
+        if batch.num_rows == 0:
+            return
+        out = self.task.process(batch)
+        if out.num_rows:
+            yield from self._python_rows(out)
+
+    def _batch(self, rows: list) -> pa.Table:
+        """The rows as an Arrow table with the columns MatchTask reads (see module docstring)."""
+        p = self.prepared
+        plan = p.plan
+        columns = list(zip(*rows))
+        table = pa.Table.from_arrays([pa.array(_instants(col, f.type), type=f.type)
+                                      for col, f in zip(columns, p.arrow)], schema=p.arrow)
+        n = table.num_rows
+        table = table.append_column(SOURCE_COLUMN, pa.array(np.zeros(n, np.int32)))
+        table = table.append_column(ORDINAL_COLUMN, pa.array(np.arange(self.count, self.count + n, dtype=np.int64)))
+        self.count += n
+        keep = pc.is_valid(table.column(plan.order_columns[0]))  # DESIGN.md 3: no NULL order or key
+        for c in plan.partition_columns:
+            keep = pc.and_(keep, pc.is_valid(table.column(c)))
+        if not pc.all(keep).as_py():
+            table = table.filter(keep)
+        bits = np.zeros(table.num_rows, np.uint64)
+        atoms = atom_rows(plan, table)
+        for k, cond in enumerate(plan.automaton.conditions):
+            hit = atoms[cond] if isinstance(cond, ast.Atom) else evaluate_predicate(plan.predicates[cond], table)
+            bits |= hit.astype(np.uint64) << np.uint64(k)
+        table = table.append_column(BITS_COLUMN, pa.array(bits))
+        if not plan.uses_positions:  # rows that bind no atom change nothing (as in cer_sql)
+            table = table.filter(pa.array((bits & np.uint64(p.atom_mask)) != 0))
+        return table
+
+    def _python_rows(self, out: pa.Table):
+        """Result rows in the output schema: variables as MatchTask built them, expressions
+        evaluated on the hidden structs of the variables they read."""
+        from cerql.planner.lower import EXPR_STRUCT_PREFIX
+
+        plan = self.prepared.plan
+        n = out.num_rows
+        columns = [out.column(c) for c in list(plan.partition_columns) + ["match_id", "match_start", "match_end"]]
+        for o in plan.outputs:
+            if o.var is not None:
+                columns.append(out.column(o.name))
+                continue
+            values = {f"{v}.{c}": pc.struct_field(out.column(EXPR_STRUCT_PREFIX + v), c) for v, c in o.expr_columns}
+            columns.append(evaluate(o.expr, pa.table(values) if values else pa.table({"_": pa.nulls(n)})))
+        yield from zip(*[c.to_pylist() for c in columns])
+
+
+def _local_is_utc() -> bool:
+    return time.timezone == 0 and (not time.daylight or time.altzone == 0)
+
+
+LOCAL_IS_UTC = _local_is_utc()
+
+
+def _instants(values, arrow_type):
+    """Spark hands a row UDTF TIMESTAMP values as naive datetimes in the worker's local time
+    (and reads naive ones back the same way); Arrow would take them as UTC, so make them aware.
+    Timestamps nested in struct or array columns are left as they are."""
+    if LOCAL_IS_UTC or not (pa.types.is_timestamp(arrow_type) and arrow_type.tz):
+        return values
+    return [v.astimezone(timezone.utc) if v is not None and v.tzinfo is None else v for v in values]
+
+
+def register(spark, name: str = FUNCTION_NAME):
+    """Register the table function ``cerql`` on a classic or Spark Connect session.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        The session whose SQL (``spark.sql``, ``%sql`` cells) should know the function.
+    name : str
+        The SQL name, ``cerql`` unless it clashes with one of yours.
+
+    Returns
+    -------
+    The registered UserDefinedTableFunction.
+
+    Examples
+    --------
+    ``cerql.register(spark)``, then in SQL::
+
+        SELECT * FROM cerql(TABLE(stock),
+          'SELECT * FROM stock WHERE SELL AS s ; BUY+ AS b PARTITION BY [name] ORDER BY ts WITHIN 10 EVENTS')
+
+    The query's FROM names one source; it binds to the TABLE argument whatever its name. A query
+    with quotes inside is easiest passed as a named parameter:
+    ``spark.sql("SELECT * FROM cerql(TABLE(stock), :q)", args={"q": query})``.
+    """
+    from pyspark.util import PythonEvalType
+
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect.udtf import UserDefinedTableFunction
+    else:
+        from pyspark.sql.udtf import UserDefinedTableFunction
+    eval_type = PythonEvalType.SQL_ARROW_TABLE_UDF if ARROW_IO else PythonEvalType.SQL_TABLE_UDF
+    function = UserDefinedTableFunction(CerqlFunction, returnType=None, name=name, evalType=eval_type)
+    return spark.udtf.register(name, function)
+
