@@ -1,15 +1,36 @@
 """cerql: complex event recognition with CEQL, on Apache Spark and locally.
 
 ``cerql.parse`` gives the typed AST of a query, ``cerql.run`` evaluates it over pandas or
-Arrow tables, and every query error is a :class:`cerql.CeqlError` with a position and a hint.
+Arrow tables, ``cerql.cer_sql`` (and ``spark.cer_sql``, added on import) runs it on Spark, and
+every query error is a :class:`cerql.CeqlError` with a position and a hint.
+
+The public functions are loaded on first use (PEP 562): Spark's Python workers import
+``cerql.exec`` for the kernel and should not pay for the parser and the planner.
 """
 
-from cerql.api import analyze, explain, parse, run
+from importlib import import_module
+
 from cerql.errors import AnalysisError, CeqlError, ExecutionError, ParseError, UnsupportedError
-from cerql.session import cer_sql, install
-from cerql.udtf import register
+from cerql.patch import install
 
 install()
+
+_LAZY = {
+    "analyze": "cerql.api", "explain": "cerql.api", "parse": "cerql.api", "run": "cerql.api",
+    "cer_sql": "cerql.session", "register": "cerql.udtf",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cerql' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def load_ipython_extension(ipython) -> None:

@@ -14,11 +14,8 @@ when it is imported (it is a separate class, not a subclass), only where the att
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
 import io
 import re
-import importlib.util
-import sys
 from typing import Any
 
 import pyarrow as pa
@@ -168,53 +165,3 @@ def task_error(err: BaseException) -> CeqlError | None:
     tagged = re.match(r"\[([A-Z_]+)\] ", message)  # errors raised in tasks carry their class
     name = tagged.group(1) if tagged else re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).upper()
     return cls(message, error_class=name, hint=hint or None)
-
-
-# -- adding the method to the session classes
-def _method(self, text: str, **tables):
-    return cer_sql(self, text, **tables)
-
-
-_method.__name__ = "cer_sql"
-_method.__doc__ = cer_sql.__doc__
-CONNECT_MODULE = "pyspark.sql.connect.session"
-
-
-def _patch(cls) -> None:
-    if not hasattr(cls, "cer_sql"):
-        cls.cer_sql = _method
-
-
-class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Adds cer_sql to the Connect session class when that module is first imported, so
-    ``import cerql`` does not pay for importing Spark Connect (grpc) up front."""
-
-    def find_spec(self, name, path, target=None):
-        if name != CONNECT_MODULE:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return None
-        self.inner = spec.loader
-        spec.loader = self
-        return spec
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        _patch(module.SparkSession)
-
-
-def install() -> None:
-    """Add ``cer_sql`` to the classic and Connect session classes (idempotent)."""
-    from pyspark.sql import session
-
-    _patch(session.SparkSession)
-    connect = sys.modules.get(CONNECT_MODULE)
-    if connect is not None:
-        _patch(connect.SparkSession)
-    elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PatchOnImport())

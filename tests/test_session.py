@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 import cerql
-from cerql.session import _method, task_error
+from cerql.patch import _method, _patch
+from cerql.session import task_error
 from tests.spark_compare import canonical_rows, local_records, spark_records
 
 pytestmark = pytest.mark.spark
@@ -51,7 +52,6 @@ def test_install_keeps_an_existing_cer_sql():
         def cer_sql(self):
             return "theirs"
 
-    from cerql.session import _patch
 
     _patch(Session)
     assert Session().cer_sql() == "theirs"
