@@ -148,8 +148,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """``cerql explain``: print how cerql understands a query (no data needed)."""
-    print(cerql.explain(read_query(args.query), dot=args.dot))
+    """``cerql explain``: print how cerql understands a query (no data needed); with ``--table``
+    also how it runs on Spark over those tables (the sources, bits, pruning and Spark's plan)."""
+    text = read_query(args.query)
+    if not args.table:
+        print(cerql.explain(text, dot=args.dot))
+        return 0
+    specs = table_specs(args.table)
+    cerql.analyze(text)  # query errors before Spark starts
+    with spark_session(parse_conf(args.conf)) as spark:
+        frames = {name: read_spark_table(spark, path, fmt) for name, path, fmt in specs}
+        print(cerql.explain(text, spark, dot=args.dot, **frames))
     return 0
 
 
@@ -195,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="show how cerql reads a query")
     explain.add_argument("query", metavar="QUERY.sql")
     explain.add_argument("--dot", metavar="FILE", help="also write the automaton as Graphviz source")
+    explain.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
+                         help="a source table (.parquet or .csv); with tables, also show the Spark plan")
+    explain.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting")
     explain.set_defaults(func=cmd_explain)
     return parser
 

@@ -459,3 +459,11 @@ def test_spark_demo_reports_a_task_failure_and_goes_on(spark, tmp_path):
     assert "maxMatchesPerEvent (5)" in summaries[0]["error"].message
     assert summaries[1]["error"] is None and summaries[1]["matches"] > 0
     assert lines[-1].endswith("1 failed")
+
+
+@pytest.mark.spark
+def test_explain_with_tables_prints_the_spark_plan(spark, stock_files, capsys):
+    tmp, query, _ = stock_files
+    assert main(["explain", str(query), "--table", f"stock={tmp / 'stock.parquet'}"]) == 0
+    out = capsys.readouterr().out
+    assert "automaton:" in out and "on spark:" in out and "MapInArrow" in out
