@@ -60,18 +60,10 @@ def spark_sql(tree: exp.Expression, canonical: Mapping[str, str], qualify=None) 
 
 def predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
     """The sqlglot tree of each unary FILTER predicate, keyed like ``plan.predicates``."""
-    out = {}
-    for node in ast.walk(plan.select.pattern):
+    out: dict[str, exp.Expression] = {}
+    for node in ast.walk(plan.select.pattern):  # walk enters FILTER conditions too
         if isinstance(node, ast.VarPredicate):
             out.setdefault(node.predicate.text, node.predicate.tree)
-        elif isinstance(node, ast.Filter):
-            stack = [node.condition]
-            while stack:
-                cond = stack.pop()
-                if isinstance(cond, (ast.FilterAnd, ast.FilterOr)):
-                    stack += [cond.left, cond.right]
-                elif isinstance(cond, ast.VarPredicate):
-                    out.setdefault(cond.predicate.text, cond.predicate.tree)
     return out
 
 

@@ -146,22 +146,16 @@ class _Resolver:
     def predicates(self) -> dict:
         empty = self.union.empty_table()
         out = {}
-        for node in ast.walk(self.select.pattern):
-            if isinstance(node, ast.Filter):
-                stack = [node.condition]
-                while stack:
-                    cond = stack.pop()
-                    if isinstance(cond, (ast.FilterAnd, ast.FilterOr)):
-                        stack += [cond.left, cond.right]
-                    elif isinstance(cond, ast.VarPredicate) and cond.predicate.text not in out:
-                        sql = cond.predicate
+        for node in ast.walk(self.select.pattern):  # walk enters FILTER conditions too
+            if isinstance(node, ast.VarPredicate) and node.predicate.text not in out:
+                sql = node.predicate
 
-                        def resolve(col: exp.Column, sql=sql) -> str:
-                            return self.column(col.name, offset=expr_position(sql, col.this))
+                def resolve(col: exp.Column, sql=sql) -> str:
+                    return self.column(col.name, offset=expr_position(sql, col.this))
 
-                        fn = self.compile(sql, resolve)
-                        self.check(fn, sql, empty, True, "FILTER")
-                        out[sql.text] = fn
+                fn = self.compile(sql, resolve)
+                self.check(fn, sql, empty, True, "FILTER")
+                out[sql.text] = fn
         return out
 
     def item_span(self, name: str):
