@@ -115,6 +115,15 @@ CASES = {
     "source_atoms": "SELECT * FROM s, r TYPED BY kind WHERE s>A AS a ; r AS x ; r>B AS b "
                     "PARTITION BY [k] WITHIN 4 [ts]",
     "date_window": "SELECT * FROM s WHERE A AS a ; D AS d PARTITION BY [k] WITHIN 2 DAYS [d]",
+    # rows that fire no transition are pruned before the shuffle; these check that with FILTERs
+    "unselected_filtered": "SELECT b FROM s WHERE A AS a ; B AS b FILTER a[price > 50] "
+                           "PARTITION BY [k] WITHIN 6 [ts]",
+    "kleene_filtered_next": "SELECT NEXT * FROM s WHERE A AS a ; B+ AS b ; C AS c FILTER b[price > 30] AND "
+                            "c[price < 50] PARTITION BY [k] WITHIN 12 [ts]",
+    "kleene_filtered_max_consume": "SELECT MAX * FROM s WHERE A AS a ; (B OR D)+ AS b FILTER b[price > 40] "
+                                   "PARTITION BY [g] WITHIN 5 [ts] CONSUME BY PARTITION",
+    "filter_or_branches": "SELECT LAST * FROM s WHERE A AS a ; B AS b ; A AS c FILTER (a[price < 20] OR "
+                          "b[price > 90]) AND c[g = 2] WITHIN 30 [ts]",
     "timestamp_order_ties": "SELECT * FROM s WHERE B AS b ; B AS b2 PARTITION BY [g] ORDER BY t WITHIN 2 EVENTS",
 }
 

@@ -2,7 +2,7 @@
 
 Input: a :class:`cerql.plan.QueryPlan` and, batch after batch, the rows of one task in evaluation
 order (partition key, ordering columns, source, ordinal), each row with the stream columns,
-``__cerql_source``, ``__cerql_ordinal`` and its condition bits in ``__cerql_bits`` (bit k set when
+``__cerql_source`` (optional with one source), ``__cerql_ordinal`` and its condition bits in ``__cerql_bits`` (bit k set when
 the row satisfies ``plan.automaton.conditions[k]``). Output: per batch, an Arrow table of the
 results that end in it, in the output schema of DESIGN.md section 5, without SELECT expressions
 (the caller evaluates them on the result, as Spark does).
@@ -180,7 +180,9 @@ class MatchTask:
         return pa.Table.from_arrays(columns, names=names)
 
     def _match_ids(self, combined, end_row, start_row, owner, entry_row, lab_mask) -> np.ndarray:
-        src = combined.column(SOURCE_COLUMN).to_numpy()
+        # Spark leaves the source column out when the query has one source
+        src = (combined.column(SOURCE_COLUMN).to_numpy() if SOURCE_COLUMN in combined.column_names
+               else np.zeros(combined.num_rows, np.int64))
         ordinal = combined.column(ORDINAL_COLUMN).to_numpy()
         # one label entry per (entry, variable marked on it), variables by label bit
         owners, variables, rows = [], [], []

@@ -42,6 +42,14 @@ class Automaton:
     conditions: tuple
     labels: tuple[str, ...]
 
+    def firing_masks(self) -> list[int] | None:
+        """The condition sets some transition requires, besides the TRUE gaps: an event that
+        satisfies none of them can only be skipped. None when a TRUE transition marks events
+        (every event could then be part of a result)."""
+        if any(not t.required and t.label for t in self.transitions):
+            return None
+        return sorted({t.required for t in self.transitions if t.required})
+
     def variables_of(self, label: int) -> list[str]:
         """The selected variables a label marks."""
         return [v for k, v in enumerate(self.labels) if label >> (k + 1) & 1]

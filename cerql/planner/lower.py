@@ -113,7 +113,7 @@ def _condition(F, plan: QueryPlan, cond, predicate_sql: Mapping[str, str]):
 
 def _bit(k: int) -> int:
     """Bit k of a signed 64-bit Spark long."""
-    return (1 << k) - (1 << 64) if k == 63 else 1 << k
+    return _signed(1 << k)
 
 
 def with_bits(plan: QueryPlan, stream):
@@ -123,26 +123,33 @@ def with_bits(plan: QueryPlan, stream):
     trees = predicate_trees(plan)
     predicate_sql = {text: spark_sql(tree, canonical) for text, tree in trees.items()}
     conditions = plan.automaton.conditions
-    kind = "int" if len(conditions) <= 31 else "long"
+    kind = "short" if len(conditions) <= 15 else "int" if len(conditions) <= 31 else "long"  # fewer bytes to Python
     terms = [F.when(_condition(F, plan, c, predicate_sql), F.lit(_bit(k))).otherwise(F.lit(0)).cast(kind)
              for k, c in enumerate(conditions)]
     bits = reduce(lambda a, b: a.bitwiseOR(b), terms) if terms else F.lit(0).cast(kind)
     return stream.withColumn(BITS_COLUMN, bits)
 
 
+def _signed(mask: int) -> int:
+    """A 64-bit mask as the signed long Spark holds."""
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
+
+
 def kept_rows(plan: QueryPlan, stream):
-    """Drop rows that take part in no match (DESIGN.md 3 and 6.2)."""
+    """Drop rows that take part in no match (DESIGN.md 3 and 6.2): a NULL ordering value or
+    partition key; and, unless the query counts positions, rows that fire no transition but the
+    TRUE gaps. Such a row can be neither marked nor needed: every gap of a pattern without `:`,
+    `:+`, STRICT or `n EVENTS` admits any number of events, so the results do not change when it
+    is gone, and most rows of a selective query never reach Python (the JVM-to-Python hop is
+    most of the cost of a query on Spark; docs/benchmarks.md)."""
     F = functions_for(stream)
     keep = F.col(f"`{plan.order_columns[0]}`").isNotNull()
     for c in plan.partition_columns:
         keep = keep & F.col(f"`{c}`").isNotNull()
-    if not plan.uses_positions:
-        atoms = 0
-        for k, cond in enumerate(plan.automaton.conditions):
-            if isinstance(cond, ast.Atom):
-                atoms |= 1 << k
-        mask = atoms - (1 << 64) if atoms >= 1 << 63 else atoms
-        keep = keep & (F.col(BITS_COLUMN).bitwiseAND(F.lit(mask)) != 0)
+    masks = plan.automaton.firing_masks()
+    if not plan.uses_positions and masks is not None:
+        fires = [F.col(BITS_COLUMN).bitwiseAND(F.lit(_signed(m))) == F.lit(_signed(m)) for m in masks]
+        keep = keep & (reduce(lambda a, b: a | b, fires) if fires else F.lit(False))
     return stream.filter(keep)
 
 
@@ -205,12 +212,14 @@ def lower(plan: QueryPlan, frames: Mapping):
     """The lazy Spark DataFrame of the query's results (see module docstring)."""
     stream = kept_rows(plan, with_bits(plan, union_frames(plan, frames)))
     F = functions_for(stream)
-    keep = shuffled_columns(plan) + [SOURCE_COLUMN, ORDINAL_COLUMN, BITS_COLUMN]
+    # with one source its position is always 0: the task assumes so when the column is absent
+    ties = ([SOURCE_COLUMN] if len(plan.sources) > 1 else []) + [ORDINAL_COLUMN]
+    keep = shuffled_columns(plan) + ties + [BITS_COLUMN]
     stream = stream.select(*[F.col(f"`{c}`") for c in keep])
     keys = [F.col(f"`{c}`") for c in plan.partition_columns]
     stream = stream.repartition(*keys) if keys else stream.repartition(1)
-    order = [F.col(f"`{c}`") for c in plan.partition_columns + plan.order_columns]
-    stream = stream.sortWithinPartitions(*order, F.col(SOURCE_COLUMN), F.col(ORDINAL_COLUMN))
+    order = [F.col(f"`{c}`") for c in plan.partition_columns + plan.order_columns + tuple(ties)]
+    stream = stream.sortWithinPartitions(*order)
     task = task_plan(plan)
     matches = stream.mapInArrow(_matcher(task), output_schema(task, stream.schema))
     canonical = {c.lower(): c for c in plan.columns}
