@@ -83,6 +83,11 @@ QUERIES = {
         "SELECT * FROM stock WHERE SELL AS s ; BUY+ AS b ; SELL AS c "
         "FILTER s[price > 980] AND b[price < 50] AND c[price > 980] "
         "PARTITION BY [name] WITHIN 1 MINUTE"),
+    # The worst case for the Spark path: no FILTER, every row satisfies an atom, so no row is
+    # pruned before the shuffle and every row crosses to Python (~2.5 results per row).
+    "dense_part": (
+        "SELECT s[price], b[price] FROM stock WHERE SELL AS s ; BUY AS b "
+        "PARTITION BY [name] WITHIN 1 SECOND"),
 }
 # seq_part returning only the prices: cerql shuffles name, ts, price (and its own three
 # columns) instead of every column.
@@ -394,6 +399,7 @@ def variants(decompose: bool):
         ("base_part", "repartition(name).sortWithinPartitions(name, ts)", None, base_part),
         ("seq_part", "cer_sql: " + QUERIES["seq_part"], "base_part", query("seq_part")),
         ("kleene_part", "cer_sql: " + QUERIES["kleene_part"], "base_part", query("kleene_part")),
+        ("dense_part", "cer_sql: " + QUERIES["dense_part"], "base_part", query("dense_part")),
         ("base_one", "repartition(1).sortWithinPartitions(ts)", None, base_one),
         ("seq_one", "cer_sql: " + QUERIES["seq_one"], "base_one", query("seq_one")),
     ]
