@@ -154,3 +154,12 @@ def test_explain_with_spark_shows_bits_pruning_and_plan(spark, stock):
     assert "partition by: name" in text
     assert "satisfying an atom" in text
     assert "MapInArrow" in text and "Exchange hashpartitioning" in text
+
+
+def test_timestamp_ntz_ordering_column_and_time_window(spark):
+    frame = spark.createDataFrame(STOCK).selectExpr("type", "name", "CAST(ts AS TIMESTAMP_NTZ) AS ts",
+                                                    "price").coalesce(1)
+    assert dict(frame.dtypes)["ts"] == "timestamp_ntz"
+    got = spark_records(cerql.cer_sql(spark, QUERY, stock=frame))
+    assert canonical_rows(got, drop=()) == canonical_rows(expected(), drop=())
+    assert len(got) == 3
