@@ -143,9 +143,9 @@ class MatchTask:
         owner = np.repeat(np.arange(nres), length)
         entry_row = self._row_index(end[owner], lab_pos, sub_start, n_kept) if len(owner) else owner
         # only the rows results show, as one chunk: work on ``combined`` would grow with it
-        used = np.unique(np.concatenate([end_row, start_row, entry_row]))
+        used, renumber = _used_rows(combined.num_rows, end_row, start_row, entry_row)
         combined = take_rows(combined, used)
-        end_row, start_row, entry_row = (np.searchsorted(used, x) for x in (end_row, start_row, entry_row))
+        end_row, start_row, entry_row = (renumber(x) for x in (end_row, start_row, entry_row))
         columns, names = [], []
         for c in plan.partition_columns:
             columns.append(combined.column(c).take(end_row))
@@ -158,24 +158,23 @@ class MatchTask:
         for o in plan.outputs:
             has = (lab_mask >> self.bit_of[o.var]) & 1 == 1
             r, rows = owner[has], entry_row[has]
-            order = np.lexsort((rows, r))
-            r, rows = r[order], rows[order]
             cols = list(o.columns or plan.columns)
-            taken = combined.select(cols).take(rows)
-            structs = pa.StructArray.from_arrays([taken.column(c).combine_chunks() for c in cols], names=cols)
-            if o.many:
+            shown = combined.select(cols)
+            if o.many:  # each result's events in stream order
+                order = np.lexsort((rows, r))
+                taken = shown.take(rows[order])
+                structs = pa.StructArray.from_arrays([taken.column(c).combine_chunks() for c in cols], names=cols)
                 offsets = np.zeros(nres + 1, np.int32)
                 np.cumsum(np.bincount(r, minlength=nres), out=offsets[1:])
                 columns.append(pa.ListArray.from_arrays(pa.array(offsets), structs))
-            else:
-                at = np.full(nres, -1, np.int64)
-                at[r] = np.arange(len(r))
-                missing = at < 0
-                one = structs.take(pa.array(np.where(missing, 0, at))) if len(r) else pa.nulls(nres, structs.type)
-                if len(r):
-                    one = pa.StructArray.from_arrays([one.field(k) for k in range(one.type.num_fields)],
-                                                     names=cols, mask=pa.array(missing))
-                columns.append(one)
+            else:  # at most one event per result: one take, NULL where unbound
+                at = np.zeros(nres, np.int64)
+                at[r] = rows
+                missing = np.ones(nres, bool)
+                missing[r] = False
+                taken = shown.take(at)  # row 0 exists: every result has its end row
+                fields = [taken.column(c).combine_chunks() for c in cols]
+                columns.append(pa.StructArray.from_arrays(fields, names=cols, mask=pa.array(missing)))
             names.append(o.name)
         return pa.Table.from_arrays(columns, names=names)
 
@@ -232,3 +231,17 @@ def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     if not parts:
         return table.schema.empty_table()
     return pa.Table.from_batches(parts, schema=table.schema).combine_chunks()
+
+
+def _used_rows(n: int, *indexes: np.ndarray):
+    """The sorted distinct rows among ``indexes`` (rows of a table of ``n`` rows) and a function
+    renumbering rows into positions among them. A mask over the table when it is not much
+    larger than the indexes (no sort), else ``np.unique`` and a binary search."""
+    everything = np.concatenate(indexes)
+    if n <= 8 * len(everything):
+        mark = np.zeros(n, bool)
+        mark[everything] = True
+        position = np.cumsum(mark) - 1
+        return np.flatnonzero(mark), lambda x: position[x]
+    used = np.unique(everything)
+    return used, lambda x: np.searchsorted(used, x)
