@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 # status codes returned to the driver
-DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY = 0, 1, 2, 3, 4
+DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY, TOO_MANY_CANDIDATES = 0, 1, 2, 3, 4, 5
 # strategy codes
 ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
 # slots of the int64 state vector ``st``
@@ -32,8 +32,18 @@ ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
  KMIN, KMAX) = range(15)
 STATE_SIZE = 15
 START = 1
-# what enumeration reports (TOO_MANY is shared with the statuses)
+# what enumeration reports (TOO_MANY and TOO_MANY_CANDIDATES are shared with the statuses)
 OK, FULL = 0, 1
+# NEXT, LAST and MAX choose among every result ALL would give at an end event. That number can
+# grow exponentially with the events in reach (no WITHIN); past this many candidates per event
+# (scaled by maxMatchesPerEvent) the run fails with an error instead of running for hours.
+CANDIDATES_PER_MATCH = 100
+MIN_CANDIDATES = 1_000_000
+
+
+@njit(nogil=True, cache=True)
+def candidate_limit(max_matches):
+    return max(MIN_CANDIDATES, CANDIDATES_PER_MATCH * max_matches)
 
 
 @njit(nogil=True, cache=True)
@@ -218,6 +228,9 @@ def _enumerate(root, i, pos, r0, max_matches, consumed, windowed, cutoff, strate
             return OK
         if strategy == NEXT or strategy == LAST or strategy == MAX:
             _admit(strategy, r0, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+            st[COUNT] += 1  # candidates of this event, counted for candidate_limit
+            if st[COUNT] > candidate_limit(max_matches):
+                return TOO_MANY_CANDIDATES
         elif st[NRES] - r0 > max_matches:
             return TOO_MANY
     return OK
@@ -327,6 +340,7 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
         pos = st[POS]
         r0 = st[NRES]
         l0 = st[NLAB]
+        st[COUNT] = 0
         for k in range(st[NACT]):
             if strategy == ANY and st[NRES] > r0:
                 break
@@ -341,6 +355,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                 if code == TOO_MANY:
                     st[COUNT] = st[NRES] - r0
                     return TOO_MANY
+                if code == TOO_MANY_CANDIDATES:  # COUNT holds the candidates
+                    return TOO_MANY_CANDIDATES
         count = st[NRES] - r0
         if count > max_matches:
             st[COUNT] = count

@@ -157,6 +157,18 @@ def too_many_matches(count: str, limit: int) -> ExecutionError:
     )
 
 
+def too_many_candidates(count: int, limit: int) -> ExecutionError:
+    """NEXT, LAST and MAX choose among every result ALL would give at an end event; the
+    automaton engine fails when one event has more than ``limit`` of them (see kernel.py)."""
+    return ExecutionError(
+        f"[TOO_MANY_CANDIDATES_PER_EVENT] One event has {count:,} or more candidate matches to choose "
+        f"from for NEXT/LAST/MAX, more than {limit:,} (100 x maxMatchesPerEvent, at least 1,000,000)",
+        error_class="TOO_MANY_CANDIDATES_PER_EVENT",
+        hint="add or shorten WITHIN: without a window every earlier event is a candidate, and "
+        "their combinations grow exponentially; raising cerql.maxMatchesPerEvent raises the limit",
+    )
+
+
 # ------------------------------------------------------------------ strategies (DESIGN.md 4.3)
 def _next_greater(d1: frozenset, d2: frozenset, pick) -> bool:
     """d1 < d2 in the order whose deciding position is pick(d1 ^ d2) (min: NEXT, max: LAST)."""

@@ -855,3 +855,19 @@ def test_backquoted_unicode_names_with_spaces(engine):
              "FILTER v[`prix €` = 4] ORDER BY ts", engine, données=s)
     assert list(df.columns) == ["match_id", "match_start", "match_end", "k ä", "v"]
     assert df["k ä"].iloc[0]["prix €"] == 3
+
+
+@pytest.mark.parametrize("strategy", ["NEXT", "LAST", "MAX"])
+def test_exponentially_many_candidates_fail_instead_of_running_for_hours(strategy):
+    # B at 25 has 2**24 - 1 candidate sets of A's to choose from without a window; the automaton
+    # engine stops after candidate_limit of them with an error naming WITHIN. The reference
+    # evaluator has no such limit (and cannot run this input at all).
+    s = {"s": typed_stream("A " * 24 + "B")}
+    query = f"SELECT {strategy} * FROM s WHERE A+ AS a ; B AS b ORDER BY ts"
+    with pytest.raises(cerql.ExecutionError) as err:
+        cerql.run(query, s, engine="local")
+    assert err.value.error_class == "TOO_MANY_CANDIDATES_PER_EVENT"
+    assert "WITHIN" in err.value.hint and "1,000,000" in str(err.value)
+    # with a window the same query runs: 2**4 - 1 candidates
+    df = cerql.run(query + " WITHIN 4 EVENTS", s, engine="local")
+    assert len(df) == 1
