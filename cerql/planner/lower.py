@@ -46,6 +46,11 @@ def functions_for(frame):
     return F
 
 
+def _col(F, name: str):
+    """A column by its exact name, whatever characters it holds."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def spark_sql(tree: exp.Expression, canonical: Mapping[str, str], qualify=None) -> str:
     """Spark SQL of a predicate or SELECT expression with every column spelled as the stream
     spells it (quoted), and ``var.col`` turned into ``qualify(var).col`` when given."""
@@ -68,7 +73,7 @@ def predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
 
 
 # -- step 1: the union of the sources
-def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, arrow_of):
+def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, spark_type):
     F = functions_for(frame)
     own = {f.name.lower(): f for f in frame.schema.fields}
     columns = []
@@ -76,11 +81,11 @@ def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, arrow_of):
         f = own.get(name.lower())
         target = union.field(name).type
         if f is None:
-            columns.append(F.lit(None).cast(arrow_of(target)).alias(name))
-        elif arrow_of(target) != f.dataType:
-            columns.append(F.col(f"`{f.name}`").cast(arrow_of(target)).alias(name))
+            columns.append(F.lit(None).cast(spark_type(target)).alias(name))
+        elif spark_type(target) != f.dataType:
+            columns.append(_col(F, f.name).cast(spark_type(target)).alias(name))
         else:
-            columns.append(F.col(f"`{f.name}`").alias(name))
+            columns.append(_col(F, f.name).alias(name))
     return frame.select(*columns, F.lit(src.index).cast("int").alias(SOURCE_COLUMN),
                         F.monotonically_increasing_id().alias(ORDINAL_COLUMN))
 
@@ -89,10 +94,10 @@ def union_frames(plan: QueryPlan, frames: Mapping):
     """The stream of DESIGN.md section 3 as one DataFrame, with source and ordinal columns."""
     from pyspark.sql.pandas.types import from_arrow_type
 
-    def arrow_of(t: pa.DataType):
+    def spark_type(t: pa.DataType):
         return from_arrow_type(t, prefer_timestamp_ntz=not (pa.types.is_timestamp(t) and t.tz is not None))
 
-    parts = [_source_frame(plan, src, frames[src.key], plan.schema, arrow_of) for src in plan.sources]
+    parts = [_source_frame(plan, src, frames[src.key], plan.schema, spark_type) for src in plan.sources]
     return reduce(lambda a, b: a.unionByName(b), parts)
 
 
@@ -103,7 +108,7 @@ def _condition(F, plan: QueryPlan, cond, predicate_sql: Mapping[str, str]):
         for index, type_column, value in plan.atoms[cond].alternatives:
             term = F.col(SOURCE_COLUMN) == F.lit(index)
             if type_column is not None:
-                term = term & (F.col(f"`{type_column}`").cast("string") == F.lit(value))
+                term = term & (_col(F, type_column).cast("string") == F.lit(value))
             terms.append(term)
         column = reduce(lambda a, b: a | b, terms)
     else:
@@ -143,9 +148,9 @@ def kept_rows(plan: QueryPlan, stream):
     is gone, and most rows of a selective query never reach Python (the JVM-to-Python hop is
     most of the cost of a query on Spark; docs/benchmarks.md)."""
     F = functions_for(stream)
-    keep = F.col(f"`{plan.order_columns[0]}`").isNotNull()
+    keep = _col(F, plan.order_columns[0]).isNotNull()
     for c in plan.partition_columns:
-        keep = keep & F.col(f"`{c}`").isNotNull()
+        keep = keep & _col(F, c).isNotNull()
     masks = plan.automaton.firing_masks()
     if not plan.uses_positions and masks is not None:
         fires = [F.col(BITS_COLUMN).bitwiseAND(F.lit(_signed(m))) == F.lit(_signed(m)) for m in masks]
@@ -215,23 +220,23 @@ def lower(plan: QueryPlan, frames: Mapping):
     # with one source its position is always 0: the task assumes so when the column is absent
     ties = ([SOURCE_COLUMN] if len(plan.sources) > 1 else []) + [ORDINAL_COLUMN]
     keep = shuffled_columns(plan) + ties + [BITS_COLUMN]
-    stream = stream.select(*[F.col(f"`{c}`") for c in keep])
-    keys = [F.col(f"`{c}`") for c in plan.partition_columns]
+    stream = stream.select(*[_col(F, c) for c in keep])
+    keys = [_col(F, c) for c in plan.partition_columns]
     stream = stream.repartition(*keys) if keys else stream.repartition(1)
-    order = [F.col(f"`{c}`") for c in plan.partition_columns + plan.order_columns + tuple(ties)]
+    order = [_col(F, c) for c in plan.partition_columns + plan.order_columns + tuple(ties)]
     stream = stream.sortWithinPartitions(*order)
     task = task_plan(plan)
     matches = stream.mapInArrow(_matcher(task), output_schema(task, stream.schema))
     canonical = {c.lower(): c for c in plan.columns}
-    selected = [F.col(f"`{c}`") for c in plan.partition_columns + ("match_id", "match_start", "match_end")]
+    selected = [_col(F, c) for c in plan.partition_columns + ("match_id", "match_start", "match_end")]
     for o in plan.outputs:
         if o.var is not None:
-            selected.append(F.col(f"`{o.name}`"))
+            selected.append(_col(F, o.name))
         else:
             text = spark_sql(o.sql.tree, canonical, qualify=lambda v: EXPR_STRUCT_PREFIX + v)
             selected.append(F.expr(text).alias(o.name))
     out = matches.select(*selected)
     if plan.limit is not None:
         names = plan.partition_columns + ("match_end", "match_start", "match_id")
-        out = out.orderBy(*[F.col(f"`{c}`") for c in names]).limit(plan.limit)
+        out = out.orderBy(*[_col(F, c) for c in names]).limit(plan.limit)
     return out
