@@ -32,9 +32,9 @@ from cerql.parser import parse
 MAX_MATCHES_CONF = "cerql.maxMatchesPerEvent"
 
 
-def _error(text: str, span, message: str, error_class: str, hint: str) -> AnalysisError:
+def _error(text: str, span, message: str, error_class: str, hint: str, cls=AnalysisError) -> CeqlError:
     line, column = position_of(text, span.start if span else 0)
-    return AnalysisError(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
+    return cls(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
 
 
 def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]:
@@ -59,12 +59,10 @@ def _arrow_schema(text: str, source: ast.Source, frame) -> pa.Schema:
         try:
             fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True))
         except Exception:  # noqa: BLE001 - pyspark raises several kinds for unsupported types
-            raise UnsupportedError(
-                f"Column '{f.name}' of '{source.name}' has type {f.dataType.simpleString()}, which "
-                "cerql cannot carry through Arrow", error_class="UNSUPPORTED_COLUMN_TYPE",
-                hint="cast it or leave it out with a subquery or DataFrame.select", text=text,
-                line=position_of(text, source.span.start if source.span else 0)[0],
-                column=position_of(text, source.span.start if source.span else 0)[1]) from None
+            raise _error(text, source.span,
+                         f"Column '{f.name}' of '{source.name}' has type {f.dataType.simpleString()}, "
+                         "which cerql cannot carry through Arrow", "UNSUPPORTED_COLUMN_TYPE",
+                         "cast it or leave it out with a subquery or DataFrame.select", UnsupportedError) from None
     return pa.schema(fields)
 
 
@@ -81,8 +79,7 @@ def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
     try:
         analysis = analyze(parse(text), text)
         frames = _frames(spark, analysis, dict(tables or {}))
-        schemas = {name: _arrow_schema(text, s, frames[name])
-                   for s in analysis.select.sources for name in [s.name]}
+        schemas = {s.name: _arrow_schema(text, s, frames[s.name]) for s in analysis.select.sources}
         plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark))
         df = lower(plan, {s.key: frames[s.key] for s in plan.sources})
     except CeqlError as err:

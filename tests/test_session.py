@@ -163,3 +163,11 @@ def test_timestamp_ntz_ordering_column_and_time_window(spark):
     got = spark_records(cerql.cer_sql(spark, QUERY, stock=frame))
     assert canonical_rows(got, drop=()) == canonical_rows(expected(), drop=())
     assert len(got) == 3
+
+
+def test_a_column_arrow_cannot_carry_is_an_error_naming_it(spark, stock):
+    frame = spark.sql("SELECT *, make_interval(0, 0, 0, 1) AS gap FROM stock")
+    with pytest.raises(cerql.UnsupportedError) as err:
+        cerql.cer_sql(spark, QUERY, stock=frame)
+    assert err.value.error_class == "UNSUPPORTED_COLUMN_TYPE"
+    assert "'gap'" in str(err.value) and (err.value.line, err.value.column) == (1, 15)
