@@ -25,7 +25,7 @@ from cerql import errors as _errors
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze
-from cerql.planner.lower import lower
+from cerql.planner.lower import UnsupportedColumn, arrow_schema, lower
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
 
@@ -52,18 +52,14 @@ def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]
 
 
 def _arrow_schema(text: str, source: ast.Source, frame) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_type
-
-    fields = []
-    for f in frame.schema.fields:
-        try:
-            fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True))
-        except Exception:  # noqa: BLE001 - pyspark raises several kinds for unsupported types
-            raise _error(text, source.span,
-                         f"Column '{f.name}' of '{source.name}' has type {f.dataType.simpleString()}, "
-                         "which cerql cannot carry through Arrow", "UNSUPPORTED_COLUMN_TYPE",
-                         "cast it or leave it out with a subquery or DataFrame.select", UnsupportedError) from None
-    return pa.schema(fields)
+    try:
+        return arrow_schema(frame.schema)
+    except UnsupportedColumn as err:
+        f = err.field
+        raise _error(text, source.span,
+                     f"Column '{f.name}' of '{source.name}' has type {f.dataType.simpleString()}, "
+                     "which cerql cannot carry through Arrow", "UNSUPPORTED_COLUMN_TYPE",
+                     "cast it or leave it out with a subquery or DataFrame.select", UnsupportedError) from None
 
 
 def _max_matches(spark) -> int:

@@ -77,22 +77,20 @@ class _Prepared:
     read: tuple[str, ...]        # TABLE columns eval receives, in order (the ``select``)
     arrow: pa.Schema             # Arrow schema of the rows eval receives
     schema: Any                  # Spark StructType of the output
-    atom_mask: int               # bits of the atoms (a row with none binds nothing)
+    masks: tuple[int, ...] | None  # a kept row satisfies one of these condition sets (None: all)
 
 
 def _input_schema(text: str, struct) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_type
+    from cerql.planner.lower import UnsupportedColumn, arrow_schema
 
-    fields = []
-    for f in struct.fields:
-        try:
-            fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True))
-        except Exception:  # noqa: BLE001 - pyspark raises several kinds for unsupported types
-            raise _error(UnsupportedError, text,
-                         f"Column '{f.name}' of the TABLE argument has type {f.dataType.simpleString()}, "
-                         "which cerql cannot carry through Arrow", "UNSUPPORTED_COLUMN_TYPE",
-                         "cast it or leave it out: TABLE(SELECT ... FROM t)") from None
-    return pa.schema(fields)
+    try:
+        return arrow_schema(struct)
+    except UnsupportedColumn as err:
+        f = err.field
+        raise _error(UnsupportedError, text,
+                     f"Column '{f.name}' of the TABLE argument has type {f.dataType.simpleString()}, "
+                     "which cerql cannot carry through Arrow", "UNSUPPORTED_COLUMN_TYPE",
+                     "cast it or leave it out: TABLE(SELECT ... FROM t)") from None
 
 
 def _read_columns(plan: QueryPlan) -> list[str]:
@@ -139,7 +137,7 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     from pyspark.sql.types import StructType, _parse_datatype_json_string
 
     from cerql.api import analyze
-    from cerql.planner.lower import task_plan
+    from cerql.planner.lower import row_filter_masks, task_plan
     from cerql.planner.resolve import resolve
 
     struct: StructType = _parse_datatype_json_string(schema_json)
@@ -164,12 +162,9 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     plan = resolve(analysis, {source.name: arrow})
     task = task_plan(plan)
     read = tuple(_read_columns(plan))
-    atoms = 0
-    for k, cond in enumerate(plan.automaton.conditions):
-        if isinstance(cond, ast.Atom):
-            atoms |= 1 << k
+    masks = row_filter_masks(plan)
     return _Prepared(plan, task, read, pa.schema([arrow.field(c) for c in read]),
-                     _output_schema(plan, task, struct), atoms)
+                     _output_schema(plan, task, struct), None if masks is None else tuple(masks))
 
 
 @dataclasses.dataclass
@@ -270,8 +265,11 @@ class CerqlFunction:
             hit = atoms[cond] if isinstance(cond, ast.Atom) else evaluate_predicate(plan.predicates[cond], table)
             bits |= hit.astype(np.uint64) << np.uint64(k)
         table = table.append_column(BITS_COLUMN, pa.array(bits))
-        if not plan.uses_positions:  # rows that bind no atom change nothing (as in cer_sql)
-            table = table.filter(pa.array((bits & np.uint64(p.atom_mask)) != 0))
+        if p.masks is not None:  # rows that fire no transition change nothing (as in cer_sql)
+            fires = np.zeros(len(bits), bool)
+            for m in p.masks:
+                fires |= (bits & np.uint64(m)) == np.uint64(m)
+            table = table.filter(pa.array(fires))
         return table
 
     def _python_rows(self, out: pa.Table):

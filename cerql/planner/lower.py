@@ -46,6 +46,34 @@ def functions_for(frame):
     return F
 
 
+class UnsupportedColumn(Exception):
+    """A column whose Spark type Arrow cannot carry (the caller words the query error)."""
+
+    def __init__(self, field):
+        super().__init__(field.name)
+        self.field = field
+
+
+def arrow_schema(struct) -> pa.Schema:
+    """The Arrow schema of a Spark StructType, as the tasks will see it (timestamps in UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = []
+    for f in struct.fields:
+        try:
+            fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True))
+        except Exception:  # noqa: BLE001 - pyspark raises several kinds for unsupported types
+            raise UnsupportedColumn(f) from None
+    return pa.schema(fields)
+
+
+def row_filter_masks(plan: QueryPlan) -> list[int] | None:
+    """The condition sets of which a row must satisfy one to be kept, or None to keep every row:
+    the rows that fire no transition but the TRUE gaps change nothing unless the query counts
+    positions (see ``kept_rows``)."""
+    return None if plan.uses_positions else plan.automaton.firing_masks()
+
+
 def _col(F, name: str):
     """A column by its exact name, whatever characters it holds."""
     return F.col("`" + name.replace("`", "``") + "`")
@@ -151,8 +179,8 @@ def kept_rows(plan: QueryPlan, stream):
     keep = _col(F, plan.order_columns[0]).isNotNull()
     for c in plan.partition_columns:
         keep = keep & _col(F, c).isNotNull()
-    masks = plan.automaton.firing_masks()
-    if not plan.uses_positions and masks is not None:
+    masks = row_filter_masks(plan)
+    if masks is not None:
         fires = [F.col(BITS_COLUMN).bitwiseAND(F.lit(_signed(m))) == F.lit(_signed(m)) for m in masks]
         keep = keep & (reduce(lambda a, b: a | b, fires) if fires else F.lit(False))
     return stream.filter(keep)
