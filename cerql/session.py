@@ -25,7 +25,7 @@ from cerql import errors as _errors
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze
-from cerql.planner.lower import UnsupportedColumn, arrow_schema, lower
+from cerql.planner.lower import UnsupportedColumn, arrow_schema, lower, row_filter_masks
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
 
@@ -122,8 +122,10 @@ def describe_on_spark(spark, text: str, tables: dict[str, Any] | None = None) ->
     lines.append(f"  partition by: {', '.join(plan.partition_columns) or '(none: one ordered partition)'}")
     for k, cond in enumerate(plan.automaton.conditions):
         lines.append(f"  bit {k}: {cond if isinstance(cond, str) else 'atom ' + str(cond)}")
+    masks = row_filter_masks(plan)
+    fires = " or ".join("{" + ", ".join(f"bit {k}" for k in range(64) if m >> k & 1) + "}" for m in masks or [])
     lines.append("  rows kept: ordering value and partition keys not NULL"
-                 + ("" if plan.uses_positions else ", and satisfying an atom"))
+                 + (f", and all bits of one of {fires}" if masks is not None else ""))
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         df.explain()

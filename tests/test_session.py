@@ -152,7 +152,7 @@ def test_explain_with_spark_shows_bits_pruning_and_plan(spark, stock):
     assert "automaton:" in text
     assert "bit 0: atom SELL" in text and "bit 1: atom BUY" in text
     assert "partition by: name" in text
-    assert "satisfying an atom" in text
+    assert "all bits of one of {bit 0} or {bit 1}" in text  # SELL or BUY: no FILTER here
     assert "MapInArrow" in text and "Exchange hashpartitioning" in text
 
 
