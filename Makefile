@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install clean
+.PHONY: demo test bench bench-quick install clean
 
 install: $(STAMP)
 
@@ -20,6 +20,17 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+
+# Benchmarks are scripts, not tests (benchmarks/README.md); figures go to docs/benchmarks.md.
+bench-quick: $(STAMP)
+	$(PY) benchmarks/bench_kernel.py --quick
+	$(PY) benchmarks/peers/bench_core.py --quick
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py --quick
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_kernel.py
+	$(PY) benchmarks/peers/bench_core.py
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -245,7 +245,7 @@ class Profile:
         ("determinize", driver.Run, "_add_transitions"),
         ("compact", driver.Run, "_make_room"),
         ("output", driver.Run, "_take"),
-        ("output", driver, "_concat"),
+        ("output", driver, "concat_chunks"),
     )
 
     def __init__(self):
