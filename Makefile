@@ -25,11 +25,13 @@ test: $(STAMP)
 bench-quick: $(STAMP)
 	$(PY) benchmarks/bench_kernel.py --quick
 	$(PY) benchmarks/peers/bench_core.py --quick
+	$(PY) benchmarks/peers/bench_flink.py --quick
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py --quick
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_kernel.py
 	$(PY) benchmarks/peers/bench_core.py
+	$(PY) benchmarks/peers/bench_flink.py
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py
 
 clean:
