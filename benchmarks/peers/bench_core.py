@@ -146,6 +146,41 @@ def run_cerql(query: str, table: pa.Table, repeat: int) -> tuple[int, float]:
     return count, best
 
 
+# ------------------------------------------------------------- shared with bench_flink.py
+def build_venv(base: str, venv: Path, package: str, cwd: Path, *checks: list[str]) -> str | None:
+    """Create ``venv`` with ``base`` and pip-install ``package``, then run ``checks``; None on
+    success, else why it failed (the failing command and its last line of output)."""
+    steps = ([base, "-m", "venv", "--clear", str(venv)], [str(venv / "bin" / "pip"), "install", "-q", package],
+             *checks)
+    for cmd in steps:
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+        if done.returncode:
+            why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
+            return f"`{' '.join(cmd)}` failed: {why[0]}"
+    return None
+
+
+def runner_records(stdout: str) -> dict[str, dict]:
+    """A runner's JSON lines by query name (engines print other lines on stdout too)."""
+    out = {}
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            rec = json.loads(line)
+            out[rec["name"]] = rec
+    return out
+
+
+def cell(value, spec: str) -> str:
+    """``format(value, spec)``, or a dash of the same width when there is no value."""
+    return format(value, spec) if value is not None else format("-", spec.split(".")[0].rstrip("f"))
+
+
+def boundary_table() -> pa.Table:
+    """The smallest window-bound example: SELL at ts 0, BUY at ts 10 (asked WITHIN 10)."""
+    return pa.table({"type": ["SELL", "BUY"], "name": ["INTC", "INTC"], "price": [1.0, 2.0],
+                     "volume": pa.array([100, 100], pa.int64()), "ts": pa.array([0, 10], pa.int64())})
+
+
 # ----------------------------------------------------------------------------------------- CORE
 def _is_313(python: str) -> bool:
     probe = [python, "-c", "import sys; assert sys.version_info[:2] == (3, 13)"]
@@ -178,13 +213,8 @@ def core_venv(cache: Path, python313: str | None) -> tuple[str | None, str]:
     if base is None:
         return None, "no CPython 3.13 (pycer ships only a cp313 wheel): give --core-python or put python3.13 on PATH"
     cache.mkdir(parents=True, exist_ok=True)
-    steps = ([base, "-m", "venv", "--clear", str(venv)], [str(venv / "bin" / "pip"), "install", "-q", PYCER], check)
-    for cmd in steps:
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=cache)
-        if done.returncode:
-            why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
-            return None, f"`{' '.join(cmd)}` failed: {why[0]}"
-    return str(py), f"created with {base}"
+    failed = build_venv(base, venv, PYCER, cache, check)
+    return (None, failed) if failed else (str(py), f"created with {base}")
 
 
 def run_core(py: str, cache: Path, table: pa.Table, queries: list[tuple[str, str]], repeat: int) -> dict[str, dict]:
@@ -198,11 +228,7 @@ def run_core(py: str, cache: Path, table: pa.Table, queries: list[tuple[str, str
                        "queries": [{"name": n, "text": q} for n, q in queries]}, f)
         # cwd: CORE writes logs/logfile.log into the working directory
         done = subprocess.run([py, str(RUNNER), csv_path, spec_path], capture_output=True, text=True, cwd=cache)
-    out = {}
-    for line in done.stdout.splitlines():  # CORE also prints "Logging to file: ..." on stdout
-        if line.startswith("{"):
-            rec = json.loads(line)
-            out[rec["name"]] = rec
+    out = runner_records(done.stdout)  # CORE also prints "Logging to file: ..." on stdout
     if done.returncode:
         raise RuntimeError(f"CORE runner failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return out
@@ -217,8 +243,7 @@ def print_row(r: dict) -> None:
     core_n = r.get("core_count")
     agree = "" if core_n is None else ("yes" if core_n == r["cerql_count"] else "NO")
 
-    def f(v, spec):
-        return format(v, spec) if v is not None else format("-", spec.split(".")[0].rstrip("f"))
+    f = cell
     print(f"{r['family']:<12}{r['name']:<24}{r['window']:>7}{r['events']:>10}{r['cerql_count']:>10}"
           f"{f(core_n, '>10')}{agree:>7}{r['cerql_s']:>9.3f}{f(r.get('core_s'), '>9.3f')}"
           f"{f(r.get('core_adj_s'), '>10.3f')}{f(r.get('x_raw'), '>8.2f')}{f(r.get('x'), '>8.2f')}", flush=True)
@@ -226,8 +251,7 @@ def print_row(r: dict) -> None:
 
 def boundary_check(py: str | None, cache: Path) -> str:
     """SELL at ts 0, BUY at ts 10, WITHIN 10 [ts] as written on both engines."""
-    t = pa.table({"type": ["SELL", "BUY"], "name": ["INTC", "INTC"], "price": [1.0, 2.0],
-                  "volume": pa.array([100, 100], pa.int64()), "ts": pa.array([0, 10], pa.int64())})
+    t = boundary_table()
     body = "WHERE SELL AS s ; BUY AS b"
     ours, _ = run_cerql(f"SELECT * FROM stock {body} WITHIN 10 [ts]", t, 1)
     line = f"# window bound, SELL@ts0 ; BUY@ts10 WITHIN 10 [ts]: cerql {ours} match"

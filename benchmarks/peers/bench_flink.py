@@ -51,7 +51,7 @@ import pyarrow.csv as pacsv
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import int_ts_table, run_cerql  # noqa: E402
+from bench_core import boundary_table, build_venv, cell, int_ts_table, run_cerql, runner_records  # noqa: E402
 from bench_kernel import SEQ_TYPES, machine  # noqa: E402
 
 RUNNER = Path(__file__).with_name("_flink_runner.py")
@@ -129,12 +129,9 @@ def flink_venv(cache: Path, explicit: str | None, base: str) -> tuple[str | None
     py = venv / "bin" / "python"
     if py.exists() and _works(py, cache):
         return str(py), "cached"
-    steps = ([base, "-m", "venv", "--clear", str(venv)], [str(venv / "bin" / "pip"), "install", "-q", FLINK])
-    for cmd in steps:
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=cache)
-        if done.returncode:
-            why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
-            return None, f"`{' '.join(cmd)}` failed: {why[0]}"
+    failed = build_venv(base, venv, FLINK, cache)
+    if failed:
+        return None, failed
     if not _works(py, cache):
         return None, f"{py} cannot import pyflink after installing {FLINK}"
     return str(py), f"created with {base}"
@@ -153,11 +150,7 @@ def run_flink(py: str, cache: Path, table: pa.Table, queries: list[tuple[str, st
                        "queries": [{"name": n, "body": b} for n, b in queries]}, f)
         done = subprocess.run([py, str(RUNNER), csv_path, empty_path, spec_path], capture_output=True, text=True,
                               cwd=tmp)
-    out = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("{"):
-            rec = json.loads(line)
-            out[rec["name"]] = rec
+    out = runner_records(done.stdout)
     if done.returncode:
         causes = [ln.strip() for ln in done.stderr.splitlines() if "Exception:" in ln or "Error:" in ln]
         raise RuntimeError(f"Flink runner failed ({done.returncode}): {(causes or [done.stderr.strip()[-300:]])[-1]}")
@@ -173,8 +166,7 @@ def print_row(r: dict) -> None:
     fl_n = r.get("flink_count")
     agree = "" if fl_n is None else ("yes" if fl_n == r["cerql_count"] else "NO")
 
-    def f(v, spec):
-        return format(v, spec) if v is not None else format("-", spec.split(".")[0].rstrip("f"))
+    f = cell
     print(f"{r['name']:<16}{r['window'] or '-':>7}{r['events']:>10}{r['cerql_count']:>10}"
           f"{f(fl_n, '>10')}{agree:>7}{r['cerql_s']:>9.3f}{f(r.get('flink_s'), '>9.3f')}"
           f"{f(r.get('flink_adj_s'), '>10.3f')}{f(r.get('x_raw'), '>8.1f')}{f(r.get('x'), '>8.1f')}", flush=True)
@@ -182,8 +174,7 @@ def print_row(r: dict) -> None:
 
 def boundary_check(py: str | None, cache: Path) -> str:
     """SELL at ts 0, BUY at ts 10, a window of 10 as written on both engines."""
-    t = pa.table({"type": ["SELL", "BUY"], "name": ["INTC", "INTC"], "price": [1.0, 2.0],
-                  "volume": pa.array([100, 100], pa.int64()), "ts": pa.array([0, 10], pa.int64())})
+    t = boundary_table()
     ours, _ = run_cerql("SELECT * FROM stock WHERE SELL AS s : BUY AS b WITHIN 10 [ts]", t, 1)
     line = f"# window bound, SELL@ts0 : BUY@ts10 WITHIN 10 [ts]: cerql {ours} match"
     if py:
