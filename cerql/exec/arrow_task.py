@@ -82,7 +82,7 @@ class MatchTask:
             windowed, amount = window_setup_for(plan, values.dtype)
             self.run = Run(plan.automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
                            windowed, amount, values.dtype)
-        bits = table.column(BITS_COLUMN).to_numpy().astype(np.uint64).astype(self.bits_dtype)
+        bits = table.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)  # same bits, unsigned
         chunks = self.run.feed(bits, starts, values)
 
         kept = self.kept if (self.kept is not None and not starts[0]) else None
