@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+BENCH_STAMP := $(VENV)/.installed-bench
+
 .PHONY: demo test bench bench-quick install clean
 
 install: $(STAMP)
@@ -21,17 +23,22 @@ demo: $(STAMP)
 test: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
 
-# Benchmarks are scripts, not tests (benchmarks/README.md); figures go to docs/benchmarks.md.
-bench-quick: $(STAMP)
-	$(PY) benchmarks/bench_kernel.py --quick
-	$(PY) benchmarks/peers/bench_core.py --quick
-	$(PY) benchmarks/peers/bench_flink.py --quick
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py --quick
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
 
-bench: $(STAMP)
+# Benchmarks are scripts, not tests (benchmarks/README.md); figures go to docs/benchmarks.md.
+# The peer benchmark builds CORE's and Flink's venvs under $TMPDIR/cerql-peers when missing.
+# Quick runs write their plots to $TMPDIR/cerql-bench-plots, full runs to docs/img.
+QUICK_PLOTS := $(or $(TMPDIR),/tmp)/cerql-bench-plots
+
+bench-quick: $(BENCH_STAMP)
+	$(PY) benchmarks/bench_kernel.py --quick
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/peers/bench_peers.py --quick --plots $(QUICK_PLOTS)
+
+bench: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_kernel.py
-	$(PY) benchmarks/peers/bench_core.py
-	$(PY) benchmarks/peers/bench_flink.py
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/peers/bench_peers.py --json docs/img/peers.json --plots docs/img
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py
 
 clean:

@@ -1,9 +1,10 @@
-"""Runs queries on CORE (PyPI ``pycer``) for ``bench_core.py``; started in CORE's own interpreter.
+"""Runs queries on CORE (PyPI ``pycer``) for ``core_engine.py``; started in CORE's own interpreter.
 
 Not importable from cerql and imports nothing of it: pycer only ships a CPython 3.13 wheel, so
-``bench_core.py`` runs this file with a separate venv. Input (argv): a CSV of the stream
-(``type,name,price,volume,ts``, header first) and a JSON file ``{"decl": ..., "repeat": n,
-"queries": [{"name": ..., "text": ...}, ...]}``. Output: one JSON object per query on stdout,
+``core_engine.py`` runs this file with a separate venv. Input (argv): a CSV of the stream
+(``type`` and the declared attributes, header first) and a JSON file ``{"decl": ..., "columns":
+[[name, "string"|"double"|"int"], ...], "repeat": n, "queries": [{"name": ..., "text": ...,
+"csv": optional own stream}, ...]}``. Output: one JSON object per query on stdout,
 ``{"name", "count", "seconds", "cpu_seconds", "empty_seconds"}`` (best of ``repeat``). Timed: a
 fresh server's ``send_events`` + ``get_output`` on the prebuilt events, not the CSV parsing nor
 the building of ``PyEvent``s. ``empty_seconds`` is the same on an empty stream (get_output has a
@@ -17,6 +18,10 @@ import sys
 import time
 
 import pycer
+
+
+VALUE = {"string": pycer.PyStringValue, "double": lambda v: pycer.PyDoubleValue(float(v)),
+         "int": lambda v: pycer.PyIntValue(int(v))}
 
 
 def server(decl, query):
@@ -39,14 +44,17 @@ def main():
         spec = json.load(f)
     decl = spec["decl"]
     _, ids = server(decl, spec["queries"][0]["text"])
-    events = []
-    with open(csv_path, newline="") as f:
-        reader = csv.reader(f)
-        next(reader)
-        for typ, name, price, volume, ts in reader:
-            events.append(pycer.PyEvent(ids[typ], [pycer.PyStringValue(name), pycer.PyDoubleValue(float(price)),
-                                                   pycer.PyIntValue(int(volume)), pycer.PyIntValue(int(ts))]))
+    makers = [VALUE[t] for _, t in spec["columns"]]
+
+    def read(path):
+        with open(path, newline="") as f:
+            reader = csv.reader(f)
+            next(reader)
+            return [pycer.PyEvent(ids[typ], [make(v) for make, v in zip(makers, values)]) for typ, *values in reader]
+
+    stream = read(csv_path)
     for q in spec["queries"]:
+        events = read(q["csv"]) if q.get("csv") else stream
         best, best_cpu, best_empty, count = math.inf, math.inf, math.inf, None
         for _ in range(spec["repeat"]):
             srv, _ = server(decl, q["text"])

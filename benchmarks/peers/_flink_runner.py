@@ -1,12 +1,13 @@
-"""Runs MATCH_RECOGNIZE queries on Flink SQL (PyPI ``apache-flink``) for ``bench_flink.py``.
+"""Runs MATCH_RECOGNIZE queries on Flink SQL (PyPI ``apache-flink``) for ``flink_engine.py``.
 
-Not importable from cerql and imports nothing of it: it runs in the venv ``bench_flink.py``
+Not importable from cerql and imports nothing of it: it runs in the venv ``flink_engine.py``
 builds for PyFlink (a JVM mini-cluster behind a Py4J gateway). Input (argv): a CSV of the stream
-without header (``type,name,price,volume,rn``, ``rn`` the row number), an empty CSV with the same
-columns, and a JSON file ``{"mode": "batch"|"streaming", "repeat": n, "queries": [{"name": ...,
-"body": ...}, ...]}`` where ``body`` is the ``MATCH_RECOGNIZE (...)`` clause applied to the
-table. Both CSVs are declared as tables with ``ts = TO_TIMESTAMP_LTZ(rn, 3)`` (1 ms per row) and a
-watermark on it. Output: one JSON object per query on stdout, ``{"name", "count", "seconds",
+without header, an empty CSV with the same columns, and a JSON file ``{"mode": "batch"|"streaming",
+"columns": [[name, flink_type], ...], "ms_per_ts": n, "repeat": n, "queries": [{"name": ...,
+"body": ..., "csv": optional own stream}, ...]}`` where ``body`` is the ``MATCH_RECOGNIZE (...)``
+clause applied to the table.
+Both CSVs are declared as tables with the rowtime ``rt = TO_TIMESTAMP_LTZ(ts * ms_per_ts, 3)`` and
+a watermark on it. Output: one JSON object per query on stdout, ``{"name", "count", "seconds",
 "empty_seconds"}`` (best of ``repeat``): the wall time of one job ``SELECT COUNT(*) FROM t
 MATCH_RECOGNIZE (...)`` (planning, job submission, CSV reading and parsing, sorting, the CEP
 operator, the aggregate and collecting one row), and of the same job on the empty table, which is
@@ -21,9 +22,9 @@ import time
 from pyflink.table import EnvironmentSettings, TableEnvironment
 
 DDL = """CREATE TEMPORARY TABLE {table} (
-  `type` STRING, name STRING, price DOUBLE, volume BIGINT, rn BIGINT,
-  ts AS TO_TIMESTAMP_LTZ(rn, 3),
-  WATERMARK FOR ts AS ts
+  {columns},
+  rt AS TO_TIMESTAMP_LTZ(ts * {ms_per_ts}, 3),
+  WATERMARK FOR rt AS rt
 ) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')"""
 
 
@@ -42,13 +43,18 @@ def main():
     t_env = TableEnvironment.create(EnvironmentSettings.in_batch_mode() if batch
                                     else EnvironmentSettings.in_streaming_mode())
     t_env.get_config().set("parallelism.default", "1")
-    t_env.execute_sql(DDL.format(table="s", path=csv_path))
-    t_env.execute_sql(DDL.format(table="s_empty", path=empty_path))
+    columns = ", ".join(f"`{name}` {typ}" for name, typ in spec["columns"])
+    for table, path in (("s", csv_path), ("s_empty", empty_path)):
+        t_env.execute_sql(DDL.format(table=table, columns=columns, ms_per_ts=spec["ms_per_ts"], path=path))
     count(t_env, "s_empty", spec["queries"][0]["body"])  # warm-up: class loading, codegen caches
-    for q in spec["queries"]:
+    for i, q in enumerate(spec["queries"]):
+        table = "s"
+        if q.get("csv"):
+            table = f"s{i}"
+            t_env.execute_sql(DDL.format(table=table, columns=columns, ms_per_ts=spec["ms_per_ts"], path=q["csv"]))
         best, best_empty, n = math.inf, math.inf, None
         for _ in range(spec["repeat"]):
-            wall, got = count(t_env, "s", q["body"])
+            wall, got = count(t_env, table, q["body"])
             if n is not None and got != n:
                 raise SystemExit(f"{q['name']}: {got} matches, then {n}")
             n, best = got, min(best, wall)
