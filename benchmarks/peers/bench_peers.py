@@ -90,12 +90,13 @@ def run_external(name: str, runner, py: str, cache: Path, selected, tables, repe
 
 # ------------------------------------------------------------------------------------- records
 def record(case, events: int, runs: dict[str, dict]) -> dict:
-    """One case's report entry: every engine's count, seconds, events/s, ratio and agreement."""
+    """One case's report entry: every engine's count, seconds, events/s, ratio and agreement.
+    A run that took no longer than its fixed cost (``seconds`` None) has no throughput or ratio."""
     base = runs["local"]
     for engine, r in runs.items():
-        r["events_per_s"] = events / max(r["seconds"], 1e-9)
+        r["events_per_s"] = None if r["seconds"] is None else events / max(r["seconds"], 1e-9)
         if engine != "local":
-            r["ratio"] = r["seconds"] / base["seconds"]
+            r["ratio"] = None if r["seconds"] is None else r["seconds"] / base["seconds"]
             comparable = not (engine == "core" and case.core_differs)
             r["agree"] = (r["count"] == base["count"]) if comparable else None
     queries = {"cerql": case.cerql, "core": case.core, "flink": case.flink}
@@ -103,21 +104,29 @@ def record(case, events: int, runs: dict[str, dict]) -> dict:
             "runs": runs, "queries": {k: v for k, v in queries.items() if v}, "core_differs": case.core_differs}
 
 
+# A run whose time less the empty-stream run is below this share of its time is within the noise
+# of the fixed cost (small --rows, one repeat): it gets no throughput rather than a made-up one.
+MIN_WORK_SHARE = 0.1
+
+
 def external_run(got: dict | None) -> dict | None:
     """A run of an engine with a fixed cost per job: its seconds less that cost (raw ones kept)."""
     if not got:
         return None
-    return {"count": got["count"], "seconds": max(got["seconds"] - got["empty_seconds"], 1e-9),
+    work = got["seconds"] - got["empty_seconds"]
+    return {"count": got["count"], "seconds": work if work >= MIN_WORK_SHARE * got["seconds"] else None,
             "raw_seconds": got["seconds"], "empty_seconds": got["empty_seconds"],
             **({"cpu_seconds": got["cpu_seconds"]} if "cpu_seconds" in got else {})}
 
 
 def _x(r: dict | None) -> str:
-    return "-" if r is None else f"{r['ratio']:.1f}" if r["ratio"] >= 10 else f"{r['ratio']:.2f}"
+    if r is None or r["ratio"] is None:
+        return "-"
+    return f"{r['ratio']:.1f}" if r["ratio"] >= 10 else f"{r['ratio']:.2f}"
 
 
 def _s(r: dict | None) -> str:
-    return "-" if r is None else f"{r['seconds']:.3f}"
+    return "-" if r is None else "fixed" if r["seconds"] is None else f"{r['seconds']:.3f}"
 
 
 def _agreement(rec: dict) -> str:
@@ -148,12 +157,16 @@ def summary(records: list[dict]) -> None:
         ran = [rec for rec in records if engine in rec["runs"]]
         if not ran:
             continue
-        ratios = sorted(rec["runs"][engine]["ratio"] for rec in ran)
+        ratios = sorted(rec["runs"][engine]["ratio"] for rec in ran if rec["runs"][engine]["ratio"] is not None)
         compared = [rec for rec in ran if rec["runs"][engine]["agree"] is not None]
         bad = [rec["family"] + "/" + rec["name"] for rec in compared if not rec["runs"][engine]["agree"]]
-        _say(f"# {SHORT[engine]}: {len(ran)} queries, {ratios[0]:.2f}x-{ratios[-1]:.1f}x cerql local's time "
-             f"(median {ratios[len(ratios) // 2]:.1f}x); counts agree on {len(compared) - len(bad)} of "
-             f"{len(compared)} comparable" + (f", differ on {', '.join(bad)}" if bad else ""))
+        timed = (f"{ratios[0]:.2f}x-{ratios[-1]:.1f}x cerql local's time (median {ratios[len(ratios) // 2]:.1f}x)"
+                 if ratios else "no time above its fixed cost")
+        fixed = len(ran) - len(ratios)
+        _say(f"# {SHORT[engine]}: {len(ran)} queries, {timed}"
+             + (f", {fixed} within its fixed cost" if fixed else "")
+             + f"; counts agree on {len(compared) - len(bad)} of {len(compared)} comparable"
+             + (f", differ on {', '.join(bad)}" if bad else ""))
 
 
 # ----------------------------------------------------------------------------------------- main
@@ -227,8 +240,9 @@ def main(argv=None) -> int:
     for rec in records:
         print_record(rec)
     summary(records)
-    _say("# x = engine s / cerql local s (Spark, CORE, Flink: less the same run on an empty stream); counts: = agree, "
-         "!=n differs (n), ~ not comparable (CORE ignores selection strategies)")
+    _say("# x = engine s / cerql local s (Spark, CORE, Flink: less the same run on an empty stream; "
+         "'fixed': within 10 % of that cost, no figure); counts: = agree, !=n differs (n), ~ not comparable "
+         "(CORE ignores selection strategies)")
     report = {"machine": info, "command": " ".join([sys.executable] + sys.argv),
               "rows": {d: t.num_rows for d, t in tables.items()}, "repeat": repeat,
               "seed": args.seed,

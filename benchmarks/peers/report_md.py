@@ -19,6 +19,8 @@ PEERS = (("spark", "Spark"), ("core", "CORE"), ("flink", "Flink"))
 def _ratio(run: dict | None) -> str:
     if run is None:
         return "–"
+    if run["ratio"] is None:
+        return "fixed cost"
     x = run["ratio"]
     mark = "" if run["agree"] is not False else " (≠)"
     return (f"{x:.1f}×" if x >= 10 else f"{x:.2f}×") + mark
@@ -45,7 +47,8 @@ def tables(report: dict) -> str:
                      + f" | {_counts(rec)} |")
     lines.append("")
     for engine, name in PEERS:
-        ran = [rec["runs"][engine] for rec in report["cases"] if engine in rec["runs"]]
+        ran = [rec["runs"][engine] for rec in report["cases"]
+               if engine in rec["runs"] and rec["runs"][engine]["ratio"] is not None]
         if ran:
             ratios = [r["ratio"] for r in ran]
             eps = [r["events_per_s"] for r in ran]
