@@ -20,7 +20,7 @@ from cerql.parser import parse as _parse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
 from cerql.planner.compile import compile_pattern
-from cerql.planner.resolve import resolve
+from cerql.planner.resolve import require_automaton, resolve
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
@@ -93,6 +93,8 @@ def run(
     analysis = analyze(text)
     arrow = {name: as_arrow(t) for name, t in tables.items()}
     plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
+    if engine != "reference":
+        require_automaton(plan, text)
     view = analysis.view
     if view is not None and not view.replace and view.name in tables:
         raise AnalysisError(f"Temporary view '{view.name}' already exists", error_class="VIEW_EXISTS",
@@ -141,16 +143,22 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
     for v in a.variables:
         lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
-    try:
-        automaton = compile_pattern(a.select.pattern, a.selected)
-    except CeqlError as err:
-        raise err.with_text(text)
-    lines.append(automaton.describe())
+    cross = [n.expr.text for n in ast.walk(a.select.pattern) if isinstance(n, ast.CrossPredicate)]
+    automaton = None
+    if cross:
+        lines.append("automaton: none; predicates across variables (" + ", ".join(cross)
+                     + ") are evaluated only by the reference evaluator, on every valuation of the filtered pattern")
+    else:
+        try:
+            automaton = compile_pattern(a.select.pattern, a.selected)
+        except CeqlError as err:
+            raise err.with_text(text)
+        lines.append(automaton.describe())
     if spark is not None:
         from cerql.session import describe_on_spark
 
         lines.append(describe_on_spark(spark, text, tables))
-    if dot is not None:
+    if dot is not None and automaton is not None:
         with open(dot, "w", encoding="utf-8") as f:
             f.write(automaton.to_dot() + "\n")
     return "\n".join(lines)

@@ -60,6 +60,16 @@ class OutputPlan:
 
 
 @dataclass(frozen=True)
+class CrossPlan:
+    """A FILTER predicate across variables (``b.price > a.price``), compiled over a table of
+    "var.col" columns with one row per combination of the variables' events (DESIGN.md 4.7)."""
+
+    fn: Callable
+    columns: tuple[tuple[str, str], ...]    # (var, column) pairs it reads
+    sql: ast.SqlExpr
+
+
+@dataclass(frozen=True)
 class QueryPlan:
     """Everything an engine needs to evaluate one query over a set of Arrow tables."""
 
@@ -80,5 +90,6 @@ class QueryPlan:
     limit: int | None
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT
     uses_positions: bool = field(default=False)  # `:`, `:+`, STRICT or n EVENTS count every row
-    automaton: Any = None                 # cerql.exec.automaton.Automaton of the pattern
+    automaton: Any = None                 # the pattern's Automaton; None when only the reference evaluator runs it
     schema: Any = None                    # pyarrow.Schema of the stream columns (the union)
+    cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan

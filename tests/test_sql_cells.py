@@ -116,6 +116,7 @@ def test_table_function_on_spark_connect(connect, stock):
     "SELECT * FROM stock WHERE SELL AS s ; BUY AS b PARTITION BY [name] ORDER BY ts LIMIT 5",
     "SELECT * FROM stock, other WHERE SELL AS s ; BUY AS b ORDER BY ts",
     "SELECT * FROM stock WHERE SELL AS s ;; BUY AS b",
+    "SELECT * FROM stock WHERE SELL AS s ; BUY AS b FILTER b.price > s.price ORDER BY ts",
 ])
 def test_bad_query_error_shows_the_ceql_error(classic, stock, query):
     with pytest.raises(Exception) as got:

@@ -12,15 +12,18 @@ still. It refuses inputs whose valuations outgrow ``MAX_VALUATIONS``.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from cerql import ast
 from cerql.errors import ExecutionError
 from cerql.exec.stream import Stream
-from cerql.plan import QueryPlan
+from cerql.exec.values import evaluate_predicate
+from cerql.plan import CrossPlan, QueryPlan
 
 MAX_VALUATIONS = 2_000_000
 
@@ -60,6 +63,7 @@ class _Substream:
         self.plan, self.n = plan, hi - lo
         self.atoms = {a: np.flatnonzero(rows[lo:hi]) for a, rows in stream.atoms.items()}
         self.preds = {t: rows[lo:hi] for t, rows in stream.predicates.items()}
+        self.table = stream.table.slice(lo, hi - lo)
         values = stream.window_values
         self.values = None if values is None else values[lo:hi]
         self.count = 0
@@ -139,8 +143,26 @@ class _Substream:
             return self.holds(cond.left, v) and self.holds(cond.right, v)
         if isinstance(cond, ast.FilterOr):
             return self.holds(cond.left, v) or self.holds(cond.right, v)
+        if isinstance(cond, ast.CrossPredicate):
+            return self.cross_holds(self.plan.cross_predicates[cond.expr.text], v)
         rows = self.preds[cond.predicate.text]
         return all(rows[p] for var, p in v.labels if var == cond.var)
+
+    def cross_holds(self, cross: CrossPlan, v: Valuation) -> bool:
+        """A predicate across variables holds for every combination of their events (x.col means
+        each event of x, DESIGN.md 4.1 and 4.7), so vacuously when one of them has no event here.
+        NULL is false, as in WHERE."""
+        variables = list(dict.fromkeys(var for var, _ in cross.columns))
+        if not variables:  # a constant: evaluated on one row
+            return bool(evaluate_predicate(cross.fn, pa.table({"row": [0]})).all())
+        events = [sorted(p for name, p in v.labels if name == var) for var in variables]
+        if any(not e for e in events):
+            return True
+        combos = np.array(list(itertools.product(*events)), dtype=np.int64)
+        self._guard(len(combos))
+        table = pa.table({f"{var}.{col}": self.table.column(col).take(combos[:, variables.index(var)])
+                          for var, col in cross.columns})
+        return bool(evaluate_predicate(cross.fn, table).all())
 
 
 def too_many_matches(count: str, limit: int) -> ExecutionError:

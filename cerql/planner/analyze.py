@@ -155,7 +155,7 @@ def _check_unary_predicate(leaf: ast.VarPredicate, text: str) -> None:
                 f"'{col.sql(dialect='spark')}' refers to another variable inside {leaf.var}[...]",
                 "QUALIFIED_COLUMN_IN_BRACKETS",
                 "inside var[...] columns are bare names of that variable's event; "
-                "predicates across variables (FILTER b.price > a.price) are not supported yet",
+                "compare variables outside brackets: FILTER b.price > a.price",
                 offset=expr_position(leaf.predicate, col),
             )
     agg = next(tree.find_all(exp.AggFunc), None)
@@ -172,6 +172,15 @@ def _check_unary_predicate(leaf: ast.VarPredicate, text: str) -> None:
 
 def _check_cross_predicate(leaf: ast.CrossPredicate, bound: set[str], text: str) -> None:
     tree = leaf.expr.tree
+    agg = next(tree.find_all(exp.AggFunc), None)
+    if agg is not None:
+        raise _error(
+            UnsupportedError, text, leaf.span,
+            f"Aggregate '{agg.sql(dialect='spark')}' in FILTER is not supported yet",
+            "AGGREGATE_IN_FILTER",
+            "compare single events: FILTER b.price > a.price",
+            offset=expr_position(leaf.expr, agg),
+        )
     for col in tree.find_all(exp.Column):
         if not col.table:
             raise _error(
@@ -189,13 +198,6 @@ def _check_cross_predicate(leaf: ast.CrossPredicate, bound: set[str], text: str)
                 f"known here: {', '.join(sorted(bound))}",
                 offset=expr_position(leaf.expr, col),
             )
-    raise _error(
-        UnsupportedError, text, leaf.span,
-        "FILTER predicates over qualified columns (var.col) are not supported yet",
-        "CROSS_VARIABLE_FILTER",
-        "write one bracket per variable, e.g. FILTER b[price > 10]; comparisons between "
-        "variables and aggregates in FILTER come with DESIGN.md 4.7",
-    )
 
 
 def _outputs(select: ast.Select, variables, cardinality, text: str):

@@ -15,10 +15,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import ast
-from cerql.errors import AnalysisError, CeqlError, position_of
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
-from cerql.plan import (MAX_MATCHES_PER_EVENT, AtomPlan, OutputPlan, QueryPlan, SourcePlan,
+from cerql.plan import (MAX_MATCHES_PER_EVENT, AtomPlan, CrossPlan, OutputPlan, QueryPlan, SourcePlan,
                         WindowPlan)
 from cerql.planner.analyze import Analysis, OutputVar, find_name
 from cerql.planner.arrow_expr import ExprError, compile_expr
@@ -171,18 +171,32 @@ class _Resolver:
                 start = o_span.start if (o_span := self.item_span(o.name)) else 0
                 cols = tuple(self.column(c, offset=find_name(self.text, c, start + len(o.var))) for c in o.columns)
             return OutputPlan(o.name, var=o.var, columns=cols, many=o.many)
+        fn, used = self.qualified(o.expr, boolean=False, what="SELECT")
+        return OutputPlan(o.name, expr=fn, expr_columns=used, sql=o.expr)
+
+    def qualified(self, sql: ast.SqlExpr, boolean: bool, what: str):
+        """(function over a table of "var.col" columns, the (var, column) pairs it reads) of an
+        expression over qualified columns, type-checked on an empty table."""
         used: list[tuple[str, str]] = []
 
         def resolve(col: exp.Column) -> str:
-            name = self.column(col.name, offset=expr_position(o.expr, col.this))
+            name = self.column(col.name, offset=expr_position(sql, col.this))
             if (col.table, name) not in used:
                 used.append((col.table, name))
             return f"{col.table}.{name}"
 
-        fn = self.compile(o.expr, resolve)
+        fn = self.compile(sql, resolve)
         empty = pa.schema([pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]).empty_table()
-        self.check(fn, o.expr, empty, False, "SELECT")
-        return OutputPlan(o.name, expr=fn, expr_columns=tuple(used), sql=o.expr)
+        self.check(fn, sql, empty, boolean, what)
+        return fn, tuple(used)
+
+    def cross_predicates(self) -> dict[str, CrossPlan]:
+        out = {}
+        for node in ast.walk(self.select.pattern):
+            if isinstance(node, ast.CrossPredicate) and node.expr.text not in out:
+                fn, used = self.qualified(node.expr, boolean=True, what="FILTER")
+                out[node.expr.text] = CrossPlan(fn, used, node.expr)
+        return out
 
     # -- ordering and windows
     def ordering(self) -> tuple[str, ...]:
@@ -244,6 +258,7 @@ class _Resolver:
         order = self.ordering()
         kind = self.order_kind(order[0])
         window = self.window(kind)
+        cross = self.cross_predicates()
         positions = (sel.strategy == "STRICT" or isinstance(sel.within, ast.EventsWindow) or any(
             isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(sel.pattern)))
         return QueryPlan(
@@ -253,8 +268,23 @@ class _Resolver:
             outputs=tuple(self.output(o) for o in self.a.outputs), selected=self.a.selected,
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
             max_matches_per_event=max_matches_per_event, uses_positions=positions,
-            automaton=compile_pattern(sel.pattern, self.a.selected), schema=self.union,
+            automaton=None if cross else compile_pattern(sel.pattern, self.a.selected), schema=self.union,
+            cross_predicates=cross,
         )
+
+
+def require_automaton(plan: QueryPlan, text: str) -> None:
+    """Refuse, at the first one, a query the automaton engines cannot run yet: FILTER predicates
+    across variables are evaluated only by the reference evaluator so far."""
+    if plan.automaton is not None:
+        return
+    first = next(n for n in ast.walk(plan.select.pattern) if isinstance(n, ast.CrossPredicate))
+    line, column = position_of(text, first.span.start if first.span else 0)
+    raise UnsupportedError(
+        f"FILTER predicate across variables '{first.expr.text}' is evaluated only by the reference "
+        "evaluator so far", error_class="CROSS_VARIABLE_FILTER", line=line, column=column, text=text,
+        hint="run it with cerql.run(..., engine='reference') on small inputs, or write one bracket "
+        "per variable (FILTER b[price > 10])")
 
 
 def resolve(analysis: Analysis, schemas: Mapping[str, pa.Schema],

@@ -1,0 +1,129 @@
+"""FILTER predicates across variables (DESIGN.md 4.7) in the reference evaluator.
+
+A predicate over qualified columns holds for a valuation of the filtered pattern when it holds
+for every combination of the named variables' events (x.col means each event of x, as in 4.1);
+so vacuously when one of them has no event, and never when it is NULL. Strategies, WITHIN and
+CONSUME BY then work on the results that passed, because the filter is part of the pattern.
+Every expected set is derived by hand in the comment above it. Positions = ts.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import cerql
+from tests.conftest import match_sets, typed_stream
+
+
+def run(spec: str, query: str, **columns):
+    return cerql.run(query, {"s": typed_stream(spec, **columns)}, engine="reference")
+
+
+def test_later_event_compared_with_earlier_one():
+    # a = 0 (x 1); b in {1 (x 0), 2 (x 2)}: only b = 2 has x > 1
+    out = run("A B B", "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.x > a.x ORDER BY ts", x=[1, 0, 2])
+    assert match_sets(out) == [(0, 2)]
+
+
+def test_set_variable_is_quantified_for_all_its_events():
+    # b+ ranges over non-empty subsets of {1, 2, 3}; every b must have x > a.x = 1, so b ⊆ {1, 3}
+    out = run("A B B B", "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER b.x > a.x ORDER BY ts", x=[1, 2, 0, 3])
+    assert match_sets(out) == [(0, 1), (0, 1, 3), (0, 3)]
+
+
+def test_every_pair_of_two_set_variables():
+    # a+ ⊆ {0, 1}, b+ ⊆ {2, 3}; need every a.x < every b.x: x = 1, 5, 6, 3.
+    # a = {0}: b any of {2}, {3}, {2,3} (1 < 6, 1 < 3); a = {1} (5): b = {2} only; a = {0,1}: b = {2}
+    out = run("A A B B", "SELECT * FROM s WHERE A+ AS a ; B+ AS b FILTER a.x < b.x ORDER BY ts",
+              x=[1, 5, 6, 3])
+    assert match_sets(out) == [(0, 1, 2), (0, 2), (0, 2, 3), (0, 3), (1, 2)]
+
+
+def test_three_variables_and_arithmetic():
+    # a=0 (x 1), b in {1 (x 5), 3 (x 2)}, c = 4 (x 4): need c.x - a.x < b.x, i.e. 3 < b.x: b = 1
+    out = run("A B C B C", "SELECT * FROM s WHERE A AS a ; B AS b ; C AS c FILTER c.x - a.x < b.x AND c.ts > 3 "
+              "ORDER BY ts", x=[1, 5, 9, 2, 4])
+    assert match_sets(out) == [(0, 1, 4)]
+
+
+def test_null_fails_the_predicate():
+    out = run("A B", "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.x > a.x ORDER BY ts", x=[None, 1])
+    assert match_sets(out) == []
+
+
+def test_unbound_variable_makes_it_vacuously_true():
+    # the left branch needs b.x > a.x (fails: 0 < 1); the right one binds neither a nor b
+    out = run("A B C", "SELECT * FROM s WHERE (A AS a ; B AS b) OR C AS c FILTER b.x > a.x ORDER BY ts",
+              x=[1, 0, 7])
+    assert match_sets(out) == [(2,)]
+
+
+def test_filter_applies_to_its_subpattern_only():
+    # inside: a ; b with b.x > a.x (pairs (0,1) x 1<2 yes, (0,3) 1<0 no); then any C after
+    out = run("A B C B C", "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.x > a.x) ; C AS c ORDER BY ts",
+              x=[1, 2, 0, 0, 0])
+    assert match_sets(out) == [(0, 1, 2), (0, 1, 4)]
+
+
+def test_or_between_a_bracket_and_a_cross_predicate():
+    # pairs (a, b): (0,1) x 1,2 ; (0,2) x 1,0 ; need b.x > a.x OR b[x = 0]: both pass
+    out = run("A B B", "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.x > a.x OR b[x = 0] ORDER BY ts",
+              x=[1, 2, 0])
+    assert match_sets(out) == [(0, 1), (0, 2)]
+
+
+def test_event_type_names_qualify_columns_too():
+    out = run("A B B", "SELECT * FROM s WHERE A ; B FILTER B.x > A.x ORDER BY ts", x=[1, 0, 2])
+    assert match_sets(out) == [(0, 2)]
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    # candidates per end: end 1 has (0,1) [x 1<3] and... ALL: (0,1), (0,3), (2,3) need b.x > a.x:
+    # x = 1, 3, 5, 4: (0,1) 3>1 yes, (0,3) 4>1 yes, (2,3) 4>5 no
+    ("ALL", [(0, 1), (0, 3)]),
+    # NEXT per end among the results that pass: end 1 -> (0,1); end 3 -> (0,3) only
+    ("NEXT", [(0, 1), (0, 3)]),
+    # LAST per end: end 3 would pick (2,3) without the filter; with it only (0,3) is left
+    ("LAST", [(0, 1), (0, 3)]),
+    # STRICT: contiguous D only: (0,1)
+    ("STRICT", [(0, 1)]),
+])
+def test_strategies_choose_among_results_that_pass(strategy, expected):
+    select = "" if strategy == "ALL" else strategy + " "
+    out = run("A B A B", f"SELECT {select}* FROM s WHERE A AS a ; B AS b FILTER b.x > a.x ORDER BY ts",
+              x=[1, 3, 5, 4])
+    assert match_sets(out) == expected
+
+
+def test_consume_by_any_counts_only_results_that_pass():
+    # without the filter (0,1) would consume 0 and 1; it fails (x 5 > 2 no), so (0,3)... x = 5,2,1,9:
+    # end 1: (0,1) 2>5 no. end 3: (0,3) 9>5 yes, (2,3) 9>1 yes -> both, then consumed
+    out = run("A B A B", "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.x > a.x ORDER BY ts CONSUME BY ANY",
+              x=[5, 2, 1, 9])
+    assert match_sets(out) == [(0, 3), (2, 3)]
+
+
+def test_window_and_partition_keep_working():
+    # partition by k: k=0 rows 0,1,4 ; k=1 rows 2,3. WITHIN 2 [ts] and b.x > a.x
+    out = run("A B A B B", "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.x > a.x PARTITION BY [k] "
+              "WITHIN 2 [ts]", x=[1, 2, 3, 4, 0], k=[0, 0, 1, 1, 0])
+    # k=0: (0,1) 2>1 within 1 yes; (0,4) within 4 no. k=1: (2,3) 4>3 yes
+    assert sorted(match_sets(out, ["a", "b"])) == [(0, 1), (2, 3)]
+
+
+def test_constant_predicate_without_columns():
+    assert match_sets(run("A B", "SELECT * FROM s WHERE A AS a ; B AS b FILTER 1 = 2 ORDER BY ts")) == []
+    assert match_sets(run("A B", "SELECT * FROM s WHERE A AS a ; B AS b FILTER 1 = 1 ORDER BY ts")) == [(0, 1)]
+
+
+def test_automaton_engine_refuses_before_reading_rows():
+    with pytest.raises(cerql.UnsupportedError) as info:
+        cerql.run("SELECT * FROM s WHERE A AS a ; B AS b FILTER b.x > a.x ORDER BY ts",
+                  {"s": typed_stream("A B", x=[1, 2])})
+    assert info.value.error_class == "CROSS_VARIABLE_FILTER"
+    assert (info.value.line, info.value.column) == (1, 46)
+
+
+def test_explain_says_who_evaluates_it():
+    text = cerql.explain("SELECT * FROM s WHERE A AS a ; B AS b FILTER b.x > a.x")
+    assert "automaton: none" in text and "b.x > a.x" in text and "reference evaluator" in text
