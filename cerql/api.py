@@ -14,13 +14,13 @@ import pandas as pd
 
 from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError
-from cerql.exec import driver, output, reference
+from cerql.exec import driver, output, post_filter, reference
 from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
 from cerql.planner.compile import compile_pattern
-from cerql.planner.resolve import require_automaton, resolve
+from cerql.planner.resolve import cross_filters, relaxed_selection, require_automaton, resolve
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
@@ -101,7 +101,9 @@ def run(
                             hint="write CREATE OR REPLACE TEMP VIEW", line=1, column=1, text=text)
     try:
         stream = build_stream(plan, {s.key: arrow[s.key] for s in plan.sources})
-        evaluator = driver.evaluate if engine == "local" else reference.evaluate
+        evaluator = reference.evaluate
+        if engine == "local":
+            evaluator = post_filter.evaluate if plan.post_filters else driver.evaluate
         results = evaluator(plan, stream)
     except CeqlError as err:
         raise err.with_text(text)
@@ -143,16 +145,24 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
     for v in a.variables:
         lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
-    cross = [n.expr.text for n in ast.walk(a.select.pattern) if isinstance(n, ast.CrossPredicate)]
+    filters, blocked = cross_filters(a.select.pattern)
     automaton = None
-    if cross:
-        lines.append("automaton: none; predicates across variables (" + ", ".join(cross)
-                     + ") are evaluated only by the reference evaluator, on every valuation of the filtered pattern")
+    if blocked is not None:
+        lines.append(f"automaton: none; the FILTER predicate across variables '{blocked[0].expr.text}' is "
+                     f"evaluated only by the reference evaluator when {blocked[1]}")
     else:
         try:
-            automaton = compile_pattern(a.select.pattern, a.selected)
+            if filters:
+                automaton = compile_pattern(a.select.pattern, relaxed_selection(a.selected, filters), relax_cross=True)
+            else:
+                automaton = compile_pattern(a.select.pattern, a.selected)
         except CeqlError as err:
             raise err.with_text(text)
+        if filters:
+            cross = [n.expr.text for f in filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate)]
+            lines.append(f"predicates across variables ({', '.join(cross)}) are checked on each enumerated result "
+                         "of the automaton below, which takes them as true: every result of the relaxed pattern is "
+                         "enumerated, then filtered, then CONSUME BY and the strategy apply (local engine only)")
         lines.append(automaton.describe())
     if spark is not None:
         from cerql.session import describe_on_spark

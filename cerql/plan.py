@@ -93,3 +93,8 @@ class QueryPlan:
     automaton: Any = None                 # the pattern's Automaton; None when only the reference evaluator runs it
     schema: Any = None                    # pyarrow.Schema of the stream columns (the union)
     cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan
+    # With predicates across variables, the automaton is relaxed (they count as true) and the
+    # local engine checks these FILTERs on each enumerated result (exec/post_filter.py) ...
+    post_filters: tuple = ()
+    # ... unless this (predicate, why) says it cannot; then there is no automaton at all.
+    automaton_blocker: Any = None

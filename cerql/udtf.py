@@ -160,7 +160,7 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     source = select.sources[0]
     arrow = _input_schema(text, struct)
     plan = resolve(analysis, {source.name: arrow})
-    require_automaton(plan, text)
+    require_automaton(plan, text, post_filter=False)
     task = task_plan(plan)
     read = tuple(_read_columns(plan))
     masks = row_filter_masks(plan)

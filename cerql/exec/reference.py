@@ -56,7 +56,7 @@ class Result:
         return frozenset(p for _, p in self.labels)
 
 
-class _Substream:
+class Substream:
     """Evaluation of the pattern over one substream (rows lo:hi of the stream)."""
 
     def __init__(self, plan: QueryPlan, stream: Stream, lo: int, hi: int):
@@ -219,30 +219,38 @@ def select_strategy(strategy: str, results: list[Result]) -> list[Result]:
     raise ValueError(f"unknown strategy {strategy}")  # pragma: no cover - the grammar forbids it
 
 
+def choose(plan: QueryPlan, k: int, by_end: dict[int, list[Valuation]]) -> list[Result]:
+    """CONSUME BY, the projection and the strategy, end by end (DESIGN.md 4.3), over the
+    valuations of substream k grouped by end position. Shared with exec/post_filter.py."""
+    selected = set(plan.selected)
+    results: list[Result] = []
+    consumed = -1
+    for end in sorted(by_end):
+        found = set()
+        for v in by_end[end]:
+            if plan.consume != "NONE" and v.start <= consumed:
+                continue
+            labels = frozenset(l for l in v.labels if l[0] in selected)
+            if labels:
+                found.add(Result(k, v.start, v.end, labels))
+        chosen = select_strategy(plan.strategy, sorted(found))
+        if len(chosen) > plan.max_matches_per_event:
+            raise too_many_matches(f"{len(chosen):,}", plan.max_matches_per_event)
+        if chosen and plan.consume != "NONE":
+            consumed = end
+        results.extend(chosen)
+    return results
+
+
 def evaluate(plan: QueryPlan, stream: Stream) -> list[Result]:
     """Every result of the query, per DESIGN.md 4.3: pattern, WITHIN, CONSUME BY, projection,
     strategy, in increasing end position within each substream."""
-    selected = set(plan.selected)
     results: list[Result] = []
     for k, (lo, hi) in enumerate(stream.bounds):
-        sub = _Substream(plan, stream, lo, hi)
+        sub = Substream(plan, stream, lo, hi)
         by_end = defaultdict(list)
         for v in sub.eval(plan.select.pattern):
             if sub.within(v.start, v.end):
                 by_end[v.end].append(v)
-        consumed = -1
-        for end in sorted(by_end):
-            found = set()
-            for v in by_end[end]:
-                if plan.consume != "NONE" and v.start <= consumed:
-                    continue
-                labels = frozenset(l for l in v.labels if l[0] in selected)
-                if labels:
-                    found.add(Result(k, v.start, v.end, labels))
-            chosen = select_strategy(plan.strategy, sorted(found))
-            if len(chosen) > plan.max_matches_per_event:
-                raise too_many_matches(f"{len(chosen):,}", plan.max_matches_per_event)
-            if chosen and plan.consume != "NONE":
-                consumed = end
-            results.extend(chosen)
+        results.extend(choose(plan, k, by_end))
     return results

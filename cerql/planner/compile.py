@@ -43,6 +43,7 @@ class _Builder:
 
     n_states: int = 0
     edges: list[_Edge] = field(default_factory=list)
+    relax_cross: bool = False  # a predicate across variables constrains nothing (checked later)
 
     def state(self) -> int:
         self.n_states += 1
@@ -102,6 +103,8 @@ class _Builder:
         if isinstance(condition, ast.FilterAnd):
             return self.build(ast.Filter(ast.Filter(pattern, condition.left), condition.right))
         if isinstance(condition, ast.CrossPredicate):
+            if self.relax_cross:
+                return self.build(pattern)
             raise UnsupportedError("Predicates across variables are not supported yet",
                                    error_class="CROSS_VARIABLE_PREDICATE")
         first = len(self.edges)
@@ -135,9 +138,11 @@ def _limit_error(message: str, error_class: str, hint: str, pattern) -> Unsuppor
                             line=span.line if span else None, column=span.column if span else None)
 
 
-def compile_pattern(pattern, selected) -> Automaton:
-    """The CEA of ``pattern`` projected on the ``selected`` variables (see module docstring)."""
-    b = _Builder()
+def compile_pattern(pattern, selected, relax_cross: bool = False) -> Automaton:
+    """The CEA of ``pattern`` projected on the ``selected`` variables (see module docstring).
+    With ``relax_cross``, predicates across variables are taken as true: the automaton then
+    accepts a superset of the valuations, which the caller filters (exec/post_filter.py)."""
+    b = _Builder(relax_cross=relax_cross)
     initial = b.state()
     b.edges.append(_Edge(initial, initial))  # a match may start anywhere
     entry, exit_ = b.build(pattern)

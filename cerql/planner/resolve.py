@@ -20,11 +20,71 @@ from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import (MAX_MATCHES_PER_EVENT, AtomPlan, CrossPlan, OutputPlan, QueryPlan, SourcePlan,
                         WindowPlan)
-from cerql.planner.analyze import Analysis, OutputVar, find_name
+from cerql.planner.analyze import Analysis, OutputVar, find_name, pattern_variables
 from cerql.planner.arrow_expr import ExprError, compile_expr
 from cerql.planner.compile import compile_pattern
 
 TYPE_COLUMN_NAMES = ("type", "event_type")
+
+
+def _has_cross(condition) -> bool:
+    return any(isinstance(leaf, ast.CrossPredicate) for leaf in ast.walk(condition))
+
+
+def _condition_variables(condition) -> set[str]:
+    """The variables a FILTER condition reads: bracket variables and column qualifiers."""
+    out = set()
+    for leaf in ast.walk(condition):
+        if isinstance(leaf, ast.VarPredicate):
+            out.add(leaf.var)
+        elif isinstance(leaf, ast.CrossPredicate):
+            out.update(col.table for col in leaf.expr.tree.find_all(exp.Column))
+    return out
+
+
+def _bindings(node) -> list[str]:
+    """Every binding of a variable under node, with repeats (atom types and AS names)."""
+    return [n.type if isinstance(n, ast.Atom) else n.var for n in ast.walk(node) if isinstance(n, (ast.Atom, ast.As))]
+
+
+def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], tuple[ast.CrossPredicate, str] | None]:
+    """The FILTERs with a predicate across variables, and the first one the automaton cannot run
+    by filtering its enumerated results, with why (None when it can run them all).
+
+    Filtering a result checks a FILTER on the result's events of the variables it reads. That is
+    the FILTER's own valuation when those variables are bound nowhere else in the pattern and the
+    FILTER is not repeated by + or :+ (each repetition has its own valuation)."""
+    found: list[tuple[ast.Filter, bool]] = []
+
+    def visit(node, repeated: bool) -> None:
+        if isinstance(node, ast.Filter):
+            if _has_cross(node.condition):
+                found.append((node, repeated))
+            visit(node.pattern, repeated)
+        elif isinstance(node, (ast.KleenePlus, ast.ContiguousPlus)):
+            visit(node.pattern, True)
+        elif isinstance(node, ast.As):
+            visit(node.pattern, repeated)
+        elif isinstance(node, (ast.Seq, ast.Contiguous, ast.Or)):
+            visit(node.left, repeated)
+            visit(node.right, repeated)
+
+    visit(pattern, False)
+    everywhere = _bindings(pattern)
+    for node, repeated in found:
+        first = next(leaf for leaf in ast.walk(node.condition) if isinstance(leaf, ast.CrossPredicate))
+        if repeated:
+            return tuple(f for f, _ in found), (first, "it is under + or :+")
+        inside = _bindings(node.pattern)
+        outside = [v for v in _condition_variables(node.condition) if everywhere.count(v) > inside.count(v)]
+        if outside:
+            return tuple(f for f, _ in found), (first, f"'{outside[0]}' is also bound outside the filtered pattern")
+    return tuple(f for f, _ in found), None
+
+
+def relaxed_selection(selected, filters) -> list[str]:
+    """The variables the relaxed automaton marks: the selected ones and those its FILTERs read."""
+    return list(selected) + sorted({v for f in filters for v in _condition_variables(f.condition)} - set(selected))
 
 
 class _Resolver:
@@ -259,6 +319,12 @@ class _Resolver:
         kind = self.order_kind(order[0])
         window = self.window(kind)
         cross = self.cross_predicates()
+        filters, blocked = cross_filters(sel.pattern)
+        automaton = None
+        if not cross:
+            automaton = compile_pattern(sel.pattern, self.a.selected)
+        elif blocked is None:  # the results of a relaxed automaton, filtered (exec/post_filter.py)
+            automaton = compile_pattern(sel.pattern, relaxed_selection(self.a.selected, filters), relax_cross=True)
         positions = (sel.strategy == "STRICT" or isinstance(sel.within, ast.EventsWindow) or any(
             isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(sel.pattern)))
         return QueryPlan(
@@ -268,23 +334,31 @@ class _Resolver:
             outputs=tuple(self.output(o) for o in self.a.outputs), selected=self.a.selected,
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
             max_matches_per_event=max_matches_per_event, uses_positions=positions,
-            automaton=None if cross else compile_pattern(sel.pattern, self.a.selected), schema=self.union,
-            cross_predicates=cross,
+            automaton=automaton, schema=self.union, cross_predicates=cross,
+            post_filters=filters if cross else (), automaton_blocker=blocked,
         )
 
 
-def require_automaton(plan: QueryPlan, text: str) -> None:
-    """Refuse, at the first one, a query the automaton engines cannot run yet: FILTER predicates
-    across variables are evaluated only by the reference evaluator so far."""
-    if plan.automaton is not None:
+def require_automaton(plan: QueryPlan, text: str, post_filter: bool = True) -> None:
+    """Refuse, at its first predicate across variables, a query this engine cannot run yet. The
+    local automaton engine runs them by filtering its results (``post_filter``), unless
+    ``plan.automaton_blocker`` says why it cannot; Spark and SQL cells do not yet."""
+    if plan.automaton is not None and (post_filter or not plan.post_filters):
         return
-    first = next(n for n in ast.walk(plan.select.pattern) if isinstance(n, ast.CrossPredicate))
+    if plan.automaton is None:
+        first, why = plan.automaton_blocker
+        message = f"FILTER predicate across variables '{first.expr.text}' is evaluated only by the reference " \
+                  f"evaluator when {why}"
+        hint = ("run it with cerql.run(..., engine='reference') on small inputs, or move the FILTER so its "
+                "variables are bound once, outside any +")
+    else:
+        first = next(n for f in plan.post_filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate))
+        message = (f"FILTER predicate across variables '{first.expr.text}' is evaluated only by cerql.run "
+                   "so far, not on Spark")
+        hint = "collect the rows and use cerql.run(text, {name: pandas_df}), or write one bracket per variable"
     line, column = position_of(text, first.span.start if first.span else 0)
-    raise UnsupportedError(
-        f"FILTER predicate across variables '{first.expr.text}' is evaluated only by the reference "
-        "evaluator so far", error_class="CROSS_VARIABLE_FILTER", line=line, column=column, text=text,
-        hint="run it with cerql.run(..., engine='reference') on small inputs, or write one bracket "
-        "per variable (FILTER b[price > 10])")
+    raise UnsupportedError(message, error_class="CROSS_VARIABLE_FILTER", line=line, column=column, text=text,
+                           hint=hint)
 
 
 def resolve(analysis: Analysis, schemas: Mapping[str, pa.Schema],

@@ -1,8 +1,9 @@
 """Pattern trees for the hypothesis tests of tests/exec, and their CEQL text.
 
 A pattern is a tuple tree: ("atom", T), ("seq"|"colon"|"or", l, r), ("plus"|"cplus", p),
-("as", p, var), ("filter", p, condition); a condition is ("pred", var, text) or
-("and"|"or", c1, c2). Predicates read an integer column ``v``.
+("as", p, var), ("filter", p, condition); a condition is ("pred", var, text), ("cross", text)
+(a predicate across variables, written with var.col) or ("and"|"or", c1, c2). Predicates read
+an integer column ``v``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def variables(node) -> list[str]:
 def condition_text(cond) -> str:
     if cond[0] == "pred":
         return f"{cond[1]}[{cond[2]}]"
+    if cond[0] == "cross":
+        return f"({cond[1]})"
     return f"({condition_text(cond[1])} {cond[0].upper()} {condition_text(cond[2])})"
 
 

@@ -1,0 +1,58 @@
+"""The automaton engine for queries with FILTER predicates across variables (DESIGN.md 4.7).
+
+Input: a :class:`cerql.plan.QueryPlan` whose automaton was compiled with those predicates taken
+as true and with every variable their FILTERs read marked (planner/resolve.py), and the
+:class:`cerql.exec.stream.Stream`. Output: the results, as :class:`cerql.exec.reference.Result`
+values, the same as the reference evaluator's.
+
+Why this shape: the automaton checks one event at a time, so a predicate between two events
+cannot be one of its conditions. Seed 002's registers would carry the earlier values along the
+runs; until then the relaxed automaton enumerates every valuation that satisfies the rest of the
+pattern (strategy ALL, no CONSUME BY, WITHIN applied), each result is kept when every such FILTER
+holds on its events (the reference evaluator's own check, so the two cannot drift apart), and
+CONSUME BY, the projection and the strategy are then applied end by end as DESIGN.md 4.3 orders
+them. The filter is part of the pattern, so strategies choose among results that pass.
+
+The cost is the relaxed pattern's: every ALL result it has is enumerated (up to
+``kernel.candidate_limit`` at one event) and the predicates are evaluated once per result and
+combination of the variables' events. A selective predicate over a broad pattern pays for the
+broad pattern; ``cerql.explain`` says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+from cerql import ast
+from cerql.exec import driver, kernel, reference
+from cerql.exec.reference import Result, Valuation
+from cerql.exec.stream import Stream
+from cerql.plan import QueryPlan
+
+
+def _bound(node) -> frozenset[str]:
+    """The variables a pattern binds: atom types and AS names."""
+    return frozenset(n.type if isinstance(n, ast.Atom) else n.var
+                     for n in ast.walk(node) if isinstance(n, (ast.Atom, ast.As)))
+
+
+def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_BATCH) -> list[Result]:
+    """Every result of the query: the relaxed automaton's results that pass the FILTERs."""
+    relaxed = dataclasses.replace(plan, strategy="ALL", consume="NONE",
+                                  max_matches_per_event=kernel.candidate_limit(plan.max_matches_per_event))
+    by_substream: dict[int, dict[int, list[Valuation]]] = defaultdict(lambda: defaultdict(list))
+    for r in driver.match_arrays(relaxed, stream, batch_size).results():
+        by_substream[r.substream][r.end].append(Valuation(r.start, r.end, r.labels))
+    checks = [(f.condition, _bound(f.pattern)) for f in plan.post_filters]
+    results: list[Result] = []
+    for k in sorted(by_substream):
+        lo, hi = stream.bounds[k]
+        sub = reference.Substream(plan, stream, lo, hi)
+        kept = {}
+        for end, valuations in by_substream[k].items():
+            kept[end] = [v for v in valuations
+                         if all(sub.holds(cond, Valuation(v.start, v.end, frozenset(l for l in v.labels if l[0] in bound)))
+                                for cond, bound in checks)]
+        results.extend(reference.choose(plan, k, kept))
+    return results
