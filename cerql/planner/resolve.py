@@ -20,7 +20,7 @@ from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import (MAX_MATCHES_PER_EVENT, AtomPlan, CrossPlan, OutputPlan, QueryPlan, SourcePlan,
                         WindowPlan)
-from cerql.planner.analyze import Analysis, OutputVar, find_name, pattern_variables
+from cerql.planner.analyze import Analysis, OutputVar, find_name
 from cerql.planner.arrow_expr import ExprError, compile_expr
 from cerql.planner.compile import compile_pattern
 

@@ -136,7 +136,7 @@ def test_automaton_engine_refuses_what_it_cannot_filter(query, why):
         cerql.run(query, {"s": typed_stream("A B A B", x=[1, 2, 3, 4])})
     assert info.value.error_class == "CROSS_VARIABLE_FILTER" and why in info.value.message
     assert (info.value.line, info.value.column) == (1, query.index("b.x") + 1)
-    run(f"A B A B", query, x=[1, 2, 3, 4])  # the reference evaluator runs it
+    run("A B A B", query, x=[1, 2, 3, 4])  # the reference evaluator runs it
 
 
 def test_explain_says_who_evaluates_it():
@@ -159,7 +159,7 @@ from hypothesis import strategies as st  # noqa: E402
 from cerql.errors import ExecutionError, UnsupportedError  # noqa: E402
 from cerql.exec import post_filter  # noqa: E402
 from tests.exec.patterns import variables  # noqa: E402
-from tests.exec.test_engine_vs_reference import (STRATEGIES, TYPES, WINDOWS, _settings, canonical,  # noqa: E402
+from tests.exec.test_engine_vs_reference import (STRATEGIES, TYPES, WINDOWS, _settings,  # noqa: E402
                                                  check_same, pattern_types, patterns, plan_and_stream,
                                                  query_text, run_reference, streams, table_for)
 
