@@ -47,6 +47,18 @@ class WindowPlan:
 
 
 @dataclass(frozen=True)
+class AggregatePlan:
+    """An aggregate in a SELECT expression (planner/aggregates.py): its value is the column
+    ``__agg<k>`` of the table the expression is compiled over."""
+
+    kind: str                               # sum, count, avg, min, max, first, last, collect_list
+    var: str
+    column: str | None                      # None: count(var)
+    type: Any                               # pyarrow type of the value
+    many: bool = False                      # the variable can hold several events
+
+
+@dataclass(frozen=True)
 class OutputPlan:
     """One result column after the match_* columns: a variable or an expression."""
 
@@ -57,6 +69,8 @@ class OutputPlan:
     expr: Callable | None = None            # compiled over a table of "var.col" columns
     expr_columns: tuple[tuple[str, str], ...] = ()  # (var, column) pairs the expression reads
     sql: ast.SqlExpr | None = None          # the expression as written, for Spark to evaluate
+    aggregates: tuple[AggregatePlan, ...] = ()
+    expr_type: Any = None                   # pyarrow type of the expression's value
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,8 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
 
     from cerql.api import analyze
     from cerql.planner.lower import row_filter_masks, task_plan
+    from cerql.parser.sqlexpr import expr_position
+    from cerql.planner import aggregates
     from cerql.planner.resolve import require_automaton, resolve
 
     struct: StructType = _parse_datatype_json_string(schema_json)
@@ -161,6 +163,13 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     arrow = _input_schema(text, struct)
     plan = resolve(analysis, {source.name: arrow})
     require_automaton(plan, text, post_filter=False)
+    for o in plan.outputs:
+        if o.aggregates:
+            call = aggregates.calls(o.sql.tree)[0]
+            raise _error(UnsupportedError, text, f"Aggregate '{call.sql(dialect='spark')}' is not supported inside "
+                         "cerql() yet", "AGGREGATE_IN_TABLE_FUNCTION",
+                         "use spark.cer_sql, which computes aggregates over a variable's events",
+                         expr_position(o.sql, call))
     task = task_plan(plan)
     read = tuple(_read_columns(plan))
     masks = row_filter_masks(plan)

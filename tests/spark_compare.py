@@ -17,7 +17,7 @@ import pandas as pd
 
 def plain(value):
     """One value as a canonical, hashable Python value."""
-    if value is None or value is pd.NaT:
+    if value is None or value is pd.NaT or value is pd.NA:
         return None
     if hasattr(value, "asDict"):
         value = value.asDict(recursive=True)

@@ -125,6 +125,14 @@ CASES = {
     "filter_or_branches": "SELECT LAST * FROM s WHERE A AS a ; B AS b ; A AS c FILTER (a[price < 20] OR "
                           "b[price > 90]) AND c[g = 2] WITHIN 30 [ts]",
     "timestamp_order_ties": "SELECT * FROM s WHERE B AS b ; B AS b2 PARTITION BY [g] ORDER BY t WITHIN 2 EVENTS",
+    # aggregates over a variable's events: Spark SQL over the hidden arrays vs cerql.exec.aggregate
+    "aggregates": "SELECT a.price AS ap, count(b) AS n, count(b.price) AS np, sum(b.g) AS sg, "
+                  "sum(b.price) AS sp, avg(b.price) AS m, min(b.price) AS lo, max(b.price) AS hi, "
+                  "first(b.ts) AS f, last(b.ts) AS l, collect_list(b.g) AS gs, sum(b.g) / count(b) AS r "
+                  "FROM s WHERE A AS a ; B+ AS b PARTITION BY [k] ORDER BY ts WITHIN 6 EVENTS",
+    "aggregates_single_events": "SELECT count(a) AS na, sum(b.g) AS sb, collect_list(a.price) AS ps, "
+                                "max(b.t) AS bt FROM s WHERE (A AS a OR B AS b) ; C AS c "
+                                "PARTITION BY [k] WITHIN 3 [ts]",
 }
 
 

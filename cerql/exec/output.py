@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from cerql.exec import aggregate
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
@@ -121,6 +122,10 @@ def render(plan: QueryPlan, stream: Stream, results) -> pd.DataFrame:
 
     names = list(plan.partition_columns) + ["match_id", "match_start", "match_end"] + [o.name for o in plan.outputs]
     frame = pd.DataFrame.from_records(records, columns=names)
+    for out in plan.outputs:  # from the records: pandas' inference turns NULL into NaN
+        if out.expr is not None and out.expr_type is not None and not pa.types.is_null(out.expr_type):
+            values = pa.array([rec[out.name] for rec in records], out.expr_type)
+            frame[out.name] = values.to_pandas(types_mapper=_nullable_dtype)
     return _typed(frame, plan, table)
 
 
@@ -129,8 +134,23 @@ def _expression(out, rows, lo, positions):
     for var, col in out.expr_columns:
         ps = positions.get(var, [])
         values[f"{var}.{col}"] = [rows[lo + ps[0]][col] if ps else None]
+    for k, agg in enumerate(out.aggregates):
+        events = positions.get(agg.var, [])
+        column = None if agg.column is None else [rows[lo + p][agg.column] for p in events]
+        values[f"__agg{k}"] = pa.array([aggregate.value(agg.kind, events, column)], agg.type)
     table = pa.table(values) if values else pa.table({"_": [None]})
     return evaluate(out.expr, table)[0].as_py()
+
+
+_NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+             pa.int64(): pd.Int64Dtype(), pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
+             pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.float32(): pd.Float32Dtype(),
+             pa.float64(): pd.Float64Dtype(), pa.bool_(): pd.BooleanDtype()}
+
+
+def _nullable_dtype(arrow_type: pa.DataType):
+    """pandas' nullable dtype for numbers and booleans, so NULL (pd.NA) stays apart from NaN."""
+    return _NULLABLE.get(arrow_type)
 
 
 def _typed(frame: pd.DataFrame, plan: QueryPlan, table: pa.Table) -> pd.DataFrame:

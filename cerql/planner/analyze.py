@@ -17,6 +17,7 @@ from sqlglot import exp
 from cerql import ast
 from cerql.errors import AnalysisError, UnsupportedError, position_of
 from cerql.parser.sqlexpr import expr_position
+from cerql.planner import aggregates
 
 MATCH_COLUMNS = ("match_id", "match_start", "match_end")
 ONE, MANY = 1, 2  # at most one event per valuation, or possibly several
@@ -222,16 +223,18 @@ def _outputs(select: ast.Select, variables, cardinality, text: str):
 
 def _select_expr(item: ast.SelectExpr, variables, cardinality, text: str) -> OutputExpr:
     tree = item.expr.tree
-    agg = next(tree.find_all(exp.AggFunc), None)
-    if agg is not None:
-        raise _error(
-            UnsupportedError, text, item.span,
-            f"Aggregate '{agg.sql(dialect='spark')}' in SELECT is not supported yet",
-            "AGGREGATE_IN_SELECT", "aggregates over a variable's events come with DESIGN.md 4.7; "
-            "select the variable itself to get its events",
-            offset=expr_position(item.expr, agg),
-        )
+    inside: set[int] = set()  # columns read by aggregates: any variable, set or single
+    for call in aggregates.calls(tree):
+        try:
+            aggregates.check(call, variables)
+        except aggregates.AggregateError as err:
+            cls = UnsupportedError if err.error_class == "UNSUPPORTED_AGGREGATE" else AnalysisError
+            raise _error(cls, text, item.span, err.message, err.error_class, err.hint,
+                         offset=expr_position(item.expr, err.node)) from None
+        inside.update(id(col) for col in call.find_all(exp.Column))
     for col in tree.find_all(exp.Column):
+        if id(col) in inside:
+            continue
         if not col.table:
             raise _error(
                 AnalysisError, text, item.span,
@@ -252,8 +255,8 @@ def _select_expr(item: ast.SelectExpr, variables, cardinality, text: str) -> Out
                 UnsupportedError, text, item.span,
                 f"'{col.sql(dialect='spark')}': variable '{col.table}' can hold several events",
                 "SET_VARIABLE_IN_EXPRESSION",
-                f"select {col.table} itself (an array of its events); aggregates such as "
-                f"sum({col.table}.{col.name}) come with DESIGN.md 4.7",
+                f"aggregate it, e.g. sum({col.table}.{col.name}) or collect_list({col.table}.{col.name}), "
+                f"or select {col.table} itself (an array of its events)",
                 offset=expr_position(item.expr, col),
             )
     # Spark's naming: a column keeps its own name, any other expression is named by its text
@@ -266,8 +269,8 @@ def _output_variables(outputs):
     for o in outputs:
         if isinstance(o, OutputVar):
             yield o.var
-        else:
-            yield from (col.table for col in o.expr.tree.find_all(exp.Column))
+        else:  # a bare column is count(var): analysis refuses any other
+            yield from (col.table or col.name for col in o.expr.tree.find_all(exp.Column))
 
 
 def analyze(query: ast.Query, text: str) -> Analysis:

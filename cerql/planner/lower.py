@@ -31,6 +31,7 @@ from sqlglot import exp
 from cerql import ast
 from cerql.exec.arrow_task import BITS_COLUMN
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan
+from cerql.planner import aggregates
 
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
 
@@ -89,6 +90,21 @@ def spark_sql(tree: exp.Expression, canonical: Mapping[str, str], qualify=None) 
         return exp.column(canonical.get(node.name.lower(), node.name), table=table, quoted=True)
 
     return tree.copy().transform(spelled).sql(dialect="spark")
+
+
+def expression_sql(o: OutputPlan, canonical: Mapping[str, str]) -> str:
+    """Spark SQL of a SELECT expression over the tasks' hidden variable columns; each aggregate
+    call becomes Spark SQL over its variable's events (planner/aggregates.py)."""
+    tree = o.sql.tree.copy()
+    for k, call in enumerate(aggregates.calls(tree)):
+        placeholder = exp.column(f"__cerql_agg{k}")
+        tree = placeholder if call is tree else tree
+        call.replace(placeholder)
+    text = spark_sql(tree, canonical, qualify=lambda v: EXPR_STRUCT_PREFIX + v)
+    for k, a in enumerate(o.aggregates):
+        hidden = f"`{EXPR_STRUCT_PREFIX}{a.var}`"
+        text = text.replace(f"`__cerql_agg{k}`", "(" + aggregates.spark_sql(a.kind, hidden, a.column, a.many, a.type) + ")")
+    return text
 
 
 def predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
@@ -192,15 +208,19 @@ def task_plan(plan: QueryPlan) -> QueryPlan:
     becomes a hidden struct of the columns it needs), no compiled predicates, no AST."""
     outputs: list[OutputPlan] = []
     needed: dict[str, list[str]] = {}
+    many: dict[str, bool] = {}
     for o in plan.outputs:
         if o.var is not None:
             outputs.append(o)
-        for var, col in o.expr_columns:
+        reads = [(var, col, False) for var, col in o.expr_columns]
+        reads += [(a.var, a.column or plan.order_columns[0], a.many) for a in o.aggregates]
+        for var, col, var_many in reads:
             cols = needed.setdefault(var, [])
+            many[var] = many.get(var, False) or var_many
             if col not in cols:
                 cols.append(col)
-    for var, cols in needed.items():
-        outputs.append(OutputPlan(EXPR_STRUCT_PREFIX + var, var=var, columns=tuple(cols), many=False))
+    for var, cols in needed.items():  # an array of structs for a variable that can hold several events
+        outputs.append(OutputPlan(EXPR_STRUCT_PREFIX + var, var=var, columns=tuple(cols), many=many[var]))
     return dataclasses.replace(plan, select=None, view=None, predicates={}, outputs=tuple(outputs))
 
 
@@ -261,8 +281,7 @@ def lower(plan: QueryPlan, frames: Mapping):
         if o.var is not None:
             selected.append(_col(F, o.name))
         else:
-            text = spark_sql(o.sql.tree, canonical, qualify=lambda v: EXPR_STRUCT_PREFIX + v)
-            selected.append(F.expr(text).alias(o.name))
+            selected.append(F.expr(expression_sql(o, canonical)).alias(o.name))
     out = matches.select(*selected)
     if plan.limit is not None:
         names = plan.partition_columns + ("match_end", "match_start", "match_id")

@@ -9,6 +9,7 @@ and wrong types are :class:`cerql.errors.AnalysisError` with a position, before 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping
 
 import pyarrow as pa
@@ -18,8 +19,9 @@ from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
-from cerql.plan import (MAX_MATCHES_PER_EVENT, AtomPlan, CrossPlan, OutputPlan, QueryPlan, SourcePlan,
-                        WindowPlan)
+from cerql.plan import (MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan, QueryPlan,
+                        SourcePlan, WindowPlan)
+from cerql.planner import aggregates
 from cerql.planner.analyze import Analysis, OutputVar, find_name
 from cerql.planner.arrow_expr import ExprError, compile_expr
 from cerql.planner.compile import compile_pattern
@@ -231,23 +233,54 @@ class _Resolver:
                 start = o_span.start if (o_span := self.item_span(o.name)) else 0
                 cols = tuple(self.column(c, offset=find_name(self.text, c, start + len(o.var))) for c in o.columns)
             return OutputPlan(o.name, var=o.var, columns=cols, many=o.many)
-        fn, used = self.qualified(o.expr, boolean=False, what="SELECT")
-        return OutputPlan(o.name, expr=fn, expr_columns=used, sql=o.expr)
+        aggs = self.aggregate_plans(o.expr)
+        sql = o.expr
+        if aggs:  # each call becomes the column __agg<k> of the table the expression reads
+            tree = o.expr.tree.copy()
+            for k, call in enumerate(aggregates.calls(tree)):
+                placeholder = exp.column(f"__agg{k}")
+                tree = placeholder if call is tree else tree
+                call.replace(placeholder)
+            sql = dataclasses.replace(o.expr, tree=tree)
+        fn, used = self.qualified(sql, boolean=False, what="SELECT", extra=aggs)
+        fields = [pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]
+        fields += [pa.field(f"__agg{k}", agg.type) for k, agg in enumerate(aggs)]
+        value_type = evaluate(fn, pa.schema(fields).empty_table() if fields else pa.table({"_": pa.nulls(0)})).type
+        return OutputPlan(o.name, expr=fn, expr_columns=used, sql=o.expr, aggregates=aggs, expr_type=value_type)
 
-    def qualified(self, sql: ast.SqlExpr, boolean: bool, what: str):
+    def aggregate_plans(self, sql: ast.SqlExpr) -> tuple[AggregatePlan, ...]:
+        out = []
+        for call in aggregates.calls(sql.tree):
+            kind = aggregates.KINDS[type(call)]
+            var, name = aggregates.argument(call)
+            column = None if name is None else self.column(name, offset=expr_position(sql, call.this.this))
+            col_type = None if column is None else self.union.field(column).type
+            if column is not None and not aggregates.accepts(kind, col_type):
+                raise self.error(f"{kind}() needs a numeric column; '{var}.{column}' is {col_type}",
+                                 "AGGREGATE_TYPE", "use min, max, first, last, count or collect_list",
+                                 offset=expr_position(sql, call))
+            many = self.a.cardinality.get(var, 1) > 1
+            out.append(AggregatePlan(kind, var, column, aggregates.result_type(kind, col_type), many))
+        return tuple(out)
+
+    def qualified(self, sql: ast.SqlExpr, boolean: bool, what: str, extra=()):
         """(function over a table of "var.col" columns, the (var, column) pairs it reads) of an
-        expression over qualified columns, type-checked on an empty table."""
+        expression over qualified columns, type-checked on an empty table. ``extra`` are the
+        aggregates it reads as columns ``__agg<k>``."""
         used: list[tuple[str, str]] = []
 
         def resolve(col: exp.Column) -> str:
+            if not col.table and col.name.startswith("__agg"):
+                return col.name
             name = self.column(col.name, offset=expr_position(sql, col.this))
             if (col.table, name) not in used:
                 used.append((col.table, name))
             return f"{col.table}.{name}"
 
         fn = self.compile(sql, resolve)
-        empty = pa.schema([pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]).empty_table()
-        self.check(fn, sql, empty, boolean, what)
+        fields = [pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]
+        fields += [pa.field(f"__agg{k}", agg.type) for k, agg in enumerate(extra)]
+        self.check(fn, sql, pa.schema(fields).empty_table(), boolean, what)
         return fn, tuple(used)
 
     def cross_predicates(self) -> dict[str, CrossPlan]:

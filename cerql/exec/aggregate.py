@@ -1,0 +1,49 @@
+"""Aggregates over a variable's events, computed by the local engines (planner/aggregates.py).
+
+Input: the kind of aggregate and the column's values at the variable's events, in stream order
+(None for ``count(var)``, which gets the events). Output: the value Spark's aggregate of the same
+name gives over those rows, so that ``cerql.run`` and ``cer_sql`` agree: NULLs skipped by sum,
+avg, min, max, count(col) and collect_list, kept by first and last; NaN above every number for
+min and max, as Spark orders it.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def _is_nan(v) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def value(kind: str, events: list, values: list | None):
+    """The aggregate of ``values`` (the column at ``events``), or of ``events`` for count(var)."""
+    if values is None:
+        return len(events)
+    present = [v for v in values if v is not None]
+    if kind == "count":
+        return len(present)
+    if kind == "collect_list":
+        return present
+    if kind == "first":
+        return values[0] if values else None
+    if kind == "last":
+        return values[-1] if values else None
+    if not present:
+        return None
+    if kind == "sum":
+        total = present[0]
+        for v in present[1:]:
+            total = total + v
+        return total
+    if kind == "avg":
+        total = 0.0
+        for v in present:
+            total += v
+        return total / len(present)
+    numbers = [v for v in present if not _is_nan(v)]
+    if kind == "max":
+        return math.nan if len(numbers) < len(present) else max(numbers)
+    if kind == "min":
+        return min(numbers) if numbers else math.nan
+    raise ValueError(f"unknown aggregate {kind}")  # pragma: no cover - planner/aggregates.py refuses it
