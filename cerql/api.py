@@ -20,7 +20,7 @@ from cerql.parser import parse as _parse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
 from cerql.planner.compile import compile_pattern
-from cerql.planner.resolve import cross_filters, relaxed_selection, require_automaton, resolve
+from cerql.planner.resolve import cross_filters, relaxed_automaton, require_automaton, resolve
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
@@ -153,7 +153,7 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
     else:
         try:
             if filters:
-                automaton = compile_pattern(a.select.pattern, relaxed_selection(a.selected, filters), relax_cross=True)
+                automaton = relaxed_automaton(a.select.pattern, a.selected, filters)
             else:
                 automaton = compile_pattern(a.select.pattern, a.selected)
         except CeqlError as err:

@@ -79,8 +79,9 @@ class CrossPlan:
     "var.col" columns with one row per combination of the variables' events (DESIGN.md 4.7)."""
 
     fn: Callable
-    columns: tuple[tuple[str, str], ...]    # (var, column) pairs it reads
+    columns: tuple[tuple[str, str], ...]    # (var, column) pairs it reads outside aggregates
     sql: ast.SqlExpr
+    aggregates: tuple = ()                  # AggregatePlan of each aggregate call, as columns __agg<k>
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,8 @@ class QueryPlan:
     schema: Any = None                    # pyarrow.Schema of the stream columns (the union)
     cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan
     # With predicates across variables, the automaton is relaxed (they count as true) and the
-    # local engine checks these FILTERs on each enumerated result (exec/post_filter.py) ...
+    # local engine checks these (FILTER, marker variable) on each enumerated result
+    # (exec/post_filter.py) ...
     post_filters: tuple = ()
     # ... unless this (predicate, why) says it cannot; then there is no automaton at all.
     automaton_blocker: Any = None

@@ -37,6 +37,18 @@ def _bound(node) -> frozenset[str]:
                      for n in ast.walk(node) if isinstance(n, (ast.Atom, ast.As)))
 
 
+def _passes(sub: reference.Substream, condition, bound: frozenset[str], marker: str, v: Valuation) -> bool:
+    """Whether a FILTER holds on a result: on its own valuation, the labels of the variables its
+    pattern binds at the events bound to its marker (planner/resolve.relaxed_automaton). A result
+    without the marker is one the FILTER's pattern took no part in (another OR branch), which it
+    does not constrain."""
+    mine = {p for var, p in v.labels if var == marker}
+    if not mine:
+        return True
+    own = frozenset((var, p) for var, p in v.labels if p in mine and var in bound)
+    return sub.holds(condition, Valuation(v.start, v.end, own))
+
+
 def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_BATCH) -> list[Result]:
     """Every result of the query: the relaxed automaton's results that pass the FILTERs."""
     relaxed = dataclasses.replace(plan, strategy="ALL", consume="NONE",
@@ -44,15 +56,12 @@ def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_B
     by_substream: dict[int, dict[int, list[Valuation]]] = defaultdict(lambda: defaultdict(list))
     for r in driver.match_arrays(relaxed, stream, batch_size).results():
         by_substream[r.substream][r.end].append(Valuation(r.start, r.end, r.labels))
-    checks = [(f.condition, _bound(f.pattern)) for f in plan.post_filters]
+    checks = [(f.condition, _bound(f.pattern), marker) for f, marker in plan.post_filters]
     results: list[Result] = []
     for k in sorted(by_substream):
         lo, hi = stream.bounds[k]
         sub = reference.Substream(plan, stream, lo, hi)
-        kept = {}
-        for end, valuations in by_substream[k].items():
-            kept[end] = [v for v in valuations
-                         if all(sub.holds(cond, Valuation(v.start, v.end, frozenset(l for l in v.labels if l[0] in bound)))
-                                for cond, bound in checks)]
+        kept = {end: [v for v in valuations if all(_passes(sub, *check, v) for check in checks)]
+                for end, valuations in by_substream[k].items()}
         results.extend(reference.choose(plan, k, kept))
     return results

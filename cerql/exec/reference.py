@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from cerql import ast
 from cerql.errors import ExecutionError
+from cerql.exec import aggregate
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
 from cerql.plan import CrossPlan, QueryPlan
@@ -149,19 +150,30 @@ class Substream:
         return all(rows[p] for var, p in v.labels if var == cond.var)
 
     def cross_holds(self, cross: CrossPlan, v: Valuation) -> bool:
-        """A predicate across variables holds for every combination of their events (x.col means
-        each event of x, DESIGN.md 4.1 and 4.7), so vacuously when one of them has no event here.
-        NULL is false, as in WHERE."""
+        """A predicate across variables holds for every combination of the events of the
+        variables it reads outside aggregates (x.col means each event of x, DESIGN.md 4.1 and
+        4.7), so vacuously when one of them has no event here; an aggregate is one value over
+        all of its variable's events here (cerql.exec.aggregate). NULL is false, as in WHERE."""
+        events_of = {}
+        for name, p in sorted(v.labels, key=lambda label: label[1]):
+            events_of.setdefault(name, []).append(p)
         variables = list(dict.fromkeys(var for var, _ in cross.columns))
-        if not variables:  # a constant: evaluated on one row
-            return bool(evaluate_predicate(cross.fn, pa.table({"row": [0]})).all())
-        events = [sorted(p for name, p in v.labels if name == var) for var in variables]
+        events = [events_of.get(var, []) for var in variables]
         if any(not e for e in events):
             return True
-        combos = np.array(list(itertools.product(*events)), dtype=np.int64)
-        self._guard(len(combos))
-        table = pa.table({f"{var}.{col}": self.table.column(col).take(combos[:, variables.index(var)])
-                          for var, col in cross.columns})
+        columns, rows = {}, 1  # no variable outside aggregates: one row
+        if variables:
+            combos = np.array(list(itertools.product(*events)), dtype=np.int64)
+            self._guard(len(combos))
+            rows = len(combos)
+            columns = {f"{var}.{col}": self.table.column(col).take(combos[:, variables.index(var)])
+                       for var, col in cross.columns}
+        for k, agg in enumerate(cross.aggregates):
+            positions = events_of.get(agg.var, [])
+            taken = pa.array(positions, pa.int64())
+            values = None if agg.column is None else self.table.column(agg.column).take(taken).to_pylist()
+            columns[f"__agg{k}"] = pa.array([aggregate.value(agg.kind, positions, values)] * rows, agg.type)
+        table = pa.table(columns) if columns else pa.table({"row": [0]})  # a constant: one row
         return bool(evaluate_predicate(cross.fn, table).all())
 
 

@@ -173,16 +173,21 @@ def _check_unary_predicate(leaf: ast.VarPredicate, text: str) -> None:
 
 def _check_cross_predicate(leaf: ast.CrossPredicate, bound: set[str], text: str) -> None:
     tree = leaf.expr.tree
-    agg = next(tree.find_all(exp.AggFunc), None)
-    if agg is not None:
-        raise _error(
-            UnsupportedError, text, leaf.span,
-            f"Aggregate '{agg.sql(dialect='spark')}' in FILTER is not supported yet",
-            "AGGREGATE_IN_FILTER",
-            "compare single events: FILTER b.price > a.price",
-            offset=expr_position(leaf.expr, agg),
-        )
+    counted: set[int] = set()  # count(var): a bare variable name inside an aggregate
+    for call in aggregates.calls(tree):
+        try:
+            aggregates.check(call, sorted(bound))
+        except aggregates.AggregateError as err:
+            cls = UnsupportedError if err.error_class == "UNSUPPORTED_AGGREGATE" else AnalysisError
+            if err.error_class == "UNKNOWN_VARIABLE":
+                err.error_class, err.message = "UNBOUND_FILTER_VARIABLE", err.message.replace(
+                    "Unknown variable", "FILTER variable") + " is not bound in the filtered pattern"
+            raise _error(cls, text, leaf.span, err.message, err.error_class, err.hint,
+                         offset=expr_position(leaf.expr, err.node)) from None
+        counted.update(id(col) for col in call.find_all(exp.Column) if not col.table)
     for col in tree.find_all(exp.Column):
+        if id(col) in counted:
+            continue
         if not col.table:
             raise _error(
                 AnalysisError, text, leaf.span,

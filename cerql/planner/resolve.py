@@ -39,8 +39,8 @@ def _condition_variables(condition) -> set[str]:
     for leaf in ast.walk(condition):
         if isinstance(leaf, ast.VarPredicate):
             out.add(leaf.var)
-        elif isinstance(leaf, ast.CrossPredicate):
-            out.update(col.table for col in leaf.expr.tree.find_all(exp.Column))
+        elif isinstance(leaf, ast.CrossPredicate):  # a bare name is count(var)
+            out.update(col.table or col.name for col in leaf.expr.tree.find_all(exp.Column))
     return out
 
 
@@ -53,9 +53,9 @@ def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], tuple[ast.CrossPredi
     """The FILTERs with a predicate across variables, and the first one the automaton cannot run
     by filtering its enumerated results, with why (None when it can run them all).
 
-    Filtering a result checks a FILTER on the result's events of the variables it reads. That is
-    the FILTER's own valuation when those variables are bound nowhere else in the pattern and the
-    FILTER is not repeated by + or :+ (each repetition has its own valuation)."""
+    Filtering a result checks a FILTER on its own valuation, the result's events that the
+    FILTER's pattern matched (``relaxed_automaton`` marks them). That is one valuation unless the
+    FILTER is repeated by + or :+ (each repetition has its own, which a result does not keep)."""
     found: list[tuple[ast.Filter, bool]] = []
 
     def visit(node, repeated: bool) -> None:
@@ -72,21 +72,39 @@ def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], tuple[ast.CrossPredi
             visit(node.right, repeated)
 
     visit(pattern, False)
-    everywhere = _bindings(pattern)
     for node, repeated in found:
-        first = next(leaf for leaf in ast.walk(node.condition) if isinstance(leaf, ast.CrossPredicate))
         if repeated:
+            first = next(leaf for leaf in ast.walk(node.condition) if isinstance(leaf, ast.CrossPredicate))
             return tuple(f for f, _ in found), (first, "it is under + or :+")
-        inside = _bindings(node.pattern)
-        outside = [v for v in _condition_variables(node.condition) if everywhere.count(v) > inside.count(v)]
-        if outside:
-            return tuple(f for f, _ in found), (first, f"'{outside[0]}' is also bound outside the filtered pattern")
     return tuple(f for f, _ in found), None
 
 
-def relaxed_selection(selected, filters) -> list[str]:
-    """The variables the relaxed automaton marks: the selected ones and those its FILTERs read."""
-    return list(selected) + sorted({v for f in filters for v in _condition_variables(f.condition)} - set(selected))
+def filter_marker(k: int) -> str:
+    """The variable the relaxed automaton binds to every event of the k-th post-filtered FILTER."""
+    return f"__cerql_filter{k}"
+
+
+def _marked(node, markers: dict[int, str]):
+    """The pattern with each FILTER in ``markers`` (by identity) wrapped in ``AS marker``."""
+    if isinstance(node, ast.Atom):
+        out = node
+    elif isinstance(node, (ast.As, ast.KleenePlus, ast.ContiguousPlus, ast.Filter)):
+        out = dataclasses.replace(node, pattern=_marked(node.pattern, markers))
+    else:  # Seq, Contiguous, Or
+        out = dataclasses.replace(node, left=_marked(node.left, markers), right=_marked(node.right, markers))
+    return ast.As(out, markers[id(node)]) if id(node) in markers else out
+
+
+def relaxed_automaton(pattern, selected, filters):
+    """The automaton the local engine filters the results of (exec/post_filter.py): predicates
+    across variables taken as true, and every event of the k-th FILTER's match bound to
+    ``filter_marker(k)``, so a result tells which of its events are that FILTER's own valuation
+    (and whether the FILTER's pattern took part at all). It marks the selected variables, the
+    markers and every variable the FILTERs read or bind."""
+    markers = {id(f): filter_marker(k) for k, f in enumerate(filters)}
+    extra = {v for f in filters for v in _condition_variables(f.condition) | set(_bindings(f.pattern))}
+    marked = list(selected) + sorted(extra - set(selected)) + list(markers.values())
+    return compile_pattern(_marked(pattern, markers), marked, relax_cross=True)
 
 
 class _Resolver:
@@ -233,20 +251,25 @@ class _Resolver:
                 start = o_span.start if (o_span := self.item_span(o.name)) else 0
                 cols = tuple(self.column(c, offset=find_name(self.text, c, start + len(o.var))) for c in o.columns)
             return OutputPlan(o.name, var=o.var, columns=cols, many=o.many)
-        aggs = self.aggregate_plans(o.expr)
-        sql = o.expr
-        if aggs:  # each call becomes the column __agg<k> of the table the expression reads
-            tree = o.expr.tree.copy()
-            for k, call in enumerate(aggregates.calls(tree)):
-                placeholder = exp.column(f"__agg{k}")
-                tree = placeholder if call is tree else tree
-                call.replace(placeholder)
-            sql = dataclasses.replace(o.expr, tree=tree)
+        sql, aggs = self.with_aggregate_columns(o.expr)
         fn, used = self.qualified(sql, boolean=False, what="SELECT", extra=aggs)
         fields = [pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]
         fields += [pa.field(f"__agg{k}", agg.type) for k, agg in enumerate(aggs)]
         value_type = evaluate(fn, pa.schema(fields).empty_table() if fields else pa.table({"_": pa.nulls(0)})).type
         return OutputPlan(o.name, expr=fn, expr_columns=used, sql=o.expr, aggregates=aggs, expr_type=value_type)
+
+    def with_aggregate_columns(self, sql: ast.SqlExpr) -> tuple[ast.SqlExpr, tuple[AggregatePlan, ...]]:
+        """The expression with each aggregate call made the column ``__agg<k>`` of the table it
+        is compiled over, and the aggregates' plans."""
+        aggs = self.aggregate_plans(sql)
+        if not aggs:
+            return sql, aggs
+        tree = sql.tree.copy()
+        for k, call in enumerate(aggregates.calls(tree)):
+            placeholder = exp.column(f"__agg{k}")
+            tree = placeholder if call is tree else tree
+            call.replace(placeholder)
+        return dataclasses.replace(sql, tree=tree), aggs
 
     def aggregate_plans(self, sql: ast.SqlExpr) -> tuple[AggregatePlan, ...]:
         out = []
@@ -287,8 +310,9 @@ class _Resolver:
         out = {}
         for node in ast.walk(self.select.pattern):
             if isinstance(node, ast.CrossPredicate) and node.expr.text not in out:
-                fn, used = self.qualified(node.expr, boolean=True, what="FILTER")
-                out[node.expr.text] = CrossPlan(fn, used, node.expr)
+                sql, aggs = self.with_aggregate_columns(node.expr)
+                fn, used = self.qualified(sql, boolean=True, what="FILTER", extra=aggs)
+                out[node.expr.text] = CrossPlan(fn, used, node.expr, aggs)
         return out
 
     # -- ordering and windows
@@ -357,7 +381,7 @@ class _Resolver:
         if not cross:
             automaton = compile_pattern(sel.pattern, self.a.selected)
         elif blocked is None:  # the results of a relaxed automaton, filtered (exec/post_filter.py)
-            automaton = compile_pattern(sel.pattern, relaxed_selection(self.a.selected, filters), relax_cross=True)
+            automaton = relaxed_automaton(sel.pattern, self.a.selected, filters)
         positions = (sel.strategy == "STRICT" or isinstance(sel.within, ast.EventsWindow) or any(
             isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(sel.pattern)))
         return QueryPlan(
@@ -368,7 +392,8 @@ class _Resolver:
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
             max_matches_per_event=max_matches_per_event, uses_positions=positions,
             automaton=automaton, schema=self.union, cross_predicates=cross,
-            post_filters=filters if cross else (), automaton_blocker=blocked,
+            post_filters=tuple((f, filter_marker(k)) for k, f in enumerate(filters)) if cross else (),
+            automaton_blocker=blocked,
         )
 
 
@@ -382,10 +407,11 @@ def require_automaton(plan: QueryPlan, text: str, post_filter: bool = True) -> N
         first, why = plan.automaton_blocker
         message = f"FILTER predicate across variables '{first.expr.text}' is evaluated only by the reference " \
                   f"evaluator when {why}"
-        hint = ("run it with cerql.run(..., engine='reference') on small inputs, or move the FILTER so its "
-                "variables are bound once, outside any +")
+        hint = ("run it with cerql.run(..., engine='reference') on small inputs, or move the FILTER "
+                "outside the +")
     else:
-        first = next(n for f in plan.post_filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate))
+        first = next(n for f, _ in plan.post_filters for n in ast.walk(f.condition)
+                     if isinstance(n, ast.CrossPredicate))
         message = (f"FILTER predicate across variables '{first.expr.text}' is evaluated only by cerql.run "
                    "so far, not on Spark")
         hint = "collect the rows and use cerql.run(text, {name: pandas_df}), or write one bracket per variable"

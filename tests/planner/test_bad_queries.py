@@ -273,9 +273,12 @@ CASES = [
     ("cross_variable_filter", "local",
      "SELECT * FROM stock WHERE (SELL AS s ; BUY AS b\nFILTER b.price > s.price)+",
      U, "CROSS_VARIABLE_FILTER", 2, 8),
-    ("aggregate_in_filter", "analyze",
-     "SELECT * FROM stock WHERE BUY+ AS b\nFILTER sum(b.volume) > 1000",
-     U, "AGGREGATE_IN_FILTER", 2, 8),
+    ("unsupported_aggregate_in_filter", "analyze",
+     "SELECT * FROM stock WHERE BUY+ AS b\nFILTER stddev(b.volume) > 1000",
+     U, "UNSUPPORTED_AGGREGATE", 2, 8),
+    ("aggregate_of_unbound_variable_in_filter", "analyze",
+     "SELECT * FROM stock WHERE BUY+ AS b\nFILTER sum(c.volume) > 1000",
+     A, "UNBOUND_FILTER_VARIABLE", 2, 12),
     ("unknown_column_in_cross_filter", "run",
      "SELECT * FROM stock WHERE SELL AS s ; BUY AS b FILTER b.prize > s.price",
      A, "UNKNOWN_COLUMN", 1, 57),
@@ -428,7 +431,7 @@ def test_analysis_error_is_a_value_error():
 @pytest.mark.parametrize("via, query", [
     ("parse", "SELECT * FROM stock WHERE SELL ; ; BUY"),
     ("analyze", "SELECT c FROM stock WHERE SELL AS s"),
-    ("analyze", "SELECT * FROM stock WHERE BUY+ AS b FILTER sum(b.price) > 10"),
+    ("analyze", "SELECT * FROM stock WHERE BUY+ AS b FILTER stddev(b.price) > 10"),
     ("run", "SELECT * FROM stock WHERE SELL ; BUY PARTITION BY [nmae]"),
 ])
 def test_each_stage_raises_its_own_class(via, query):
