@@ -44,6 +44,17 @@ def _ancestors(node: exp.Expression):
         p = p.parent
 
 
+def as_columns(tree: exp.Expression, prefix: str) -> exp.Expression:
+    """A copy of ``tree`` with its k-th aggregate call (in ``calls`` order) made the column
+    ``{prefix}{k}``: the value the engine computes for it."""
+    tree = tree.copy()
+    for k, call in enumerate(calls(tree)):
+        column = exp.column(f"{prefix}{k}")
+        tree = column if call is tree else tree
+        call.replace(column)
+    return tree
+
+
 def argument(call: exp.AggFunc) -> tuple[str, str | None]:
     """(variable, column) an accepted call reads; column None for ``count(var)``."""
     col = call.this

@@ -95,11 +95,7 @@ def spark_sql(tree: exp.Expression, canonical: Mapping[str, str], qualify=None) 
 def expression_sql(o: OutputPlan, canonical: Mapping[str, str]) -> str:
     """Spark SQL of a SELECT expression over the tasks' hidden variable columns; each aggregate
     call becomes Spark SQL over its variable's events (planner/aggregates.py)."""
-    tree = o.sql.tree.copy()
-    for k, call in enumerate(aggregates.calls(tree)):
-        placeholder = exp.column(f"__cerql_agg{k}")
-        tree = placeholder if call is tree else tree
-        call.replace(placeholder)
+    tree = aggregates.as_columns(o.sql.tree, "__cerql_agg")
     text = spark_sql(tree, canonical, qualify=lambda v: EXPR_STRUCT_PREFIX + v)
     for k, a in enumerate(o.aggregates):
         hidden = f"`{EXPR_STRUCT_PREFIX}{a.var}`"

@@ -264,12 +264,7 @@ class _Resolver:
         aggs = self.aggregate_plans(sql)
         if not aggs:
             return sql, aggs
-        tree = sql.tree.copy()
-        for k, call in enumerate(aggregates.calls(tree)):
-            placeholder = exp.column(f"__agg{k}")
-            tree = placeholder if call is tree else tree
-            call.replace(placeholder)
-        return dataclasses.replace(sql, tree=tree), aggs
+        return dataclasses.replace(sql, tree=aggregates.as_columns(sql.tree, "__agg")), aggs
 
     def aggregate_plans(self, sql: ast.SqlExpr) -> tuple[AggregatePlan, ...]:
         out = []
