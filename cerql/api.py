@@ -162,7 +162,8 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
             cross = [n.expr.text for f in filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate)]
             lines.append(f"predicates across variables ({', '.join(cross)}) are checked on each enumerated result "
                          "of the automaton below, which takes them as true: every result of the relaxed pattern is "
-                         "enumerated, then filtered, then CONSUME BY and the strategy apply (local engine only)")
+                         "enumerated, then filtered, then CONSUME BY and the strategy apply; on Spark each "
+                         "substream is held whole until it ends")
         lines.append(automaton.describe())
     if spark is not None:
         from cerql.session import describe_on_spark

@@ -77,7 +77,7 @@ def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
         frames = _frames(spark, analysis, dict(tables or {}))
         schemas = {s.name: _arrow_schema(text, s, frames[s.name]) for s in analysis.select.sources}
         plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark))
-        require_automaton(plan, text, post_filter=False)
+        require_automaton(plan, text)
         df = lower(plan, {s.key: frames[s.key] for s in plan.sources})
     except CeqlError as err:
         raise err.with_text(text)

@@ -130,6 +130,13 @@ CASES = {
                   "sum(b.price) AS sp, avg(b.price) AS m, min(b.price) AS lo, max(b.price) AS hi, "
                   "first(b.ts) AS f, last(b.ts) AS l, collect_list(b.g) AS gs, sum(b.g) / count(b) AS r "
                   "FROM s WHERE A AS a ; B+ AS b PARTITION BY [k] ORDER BY ts WITHIN 6 EVENTS",
+    # FILTER predicates across variables: whole substreams through exec/post_filter.py in the task
+    "cross_filter": "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.price > a.price PARTITION BY [k] WITHIN 4 [ts]",
+    "cross_aggregate_filter": "SELECT NEXT a, sum(b.g) AS sg FROM s WHERE A AS a ; B+ AS b FILTER "
+                              "avg(b.price) > a.price AND count(b) >= 2 PARTITION BY [k] ORDER BY ts "
+                              "WITHIN 6 EVENTS",
+    "cross_filter_consume": "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.price > a.price + 10) ; C AS c "
+                            "PARTITION BY [g] WITHIN 5 [ts] CONSUME BY PARTITION",
     "aggregates_single_events": "SELECT count(a) AS na, sum(b.g) AS sb, collect_list(a.price) AS ps, "
                                 "max(b.t) AS bt FROM s WHERE (A AS a OR B AS b) ; C AS c "
                                 "PARTITION BY [k] WITHIN 3 [ts]",
@@ -161,6 +168,8 @@ def test_many_shuffle_partitions_and_small_batches(spark, data):
         compare(spark, data, CASES["kleene"], partitions=5)
         compare(spark, data, CASES["consume_partition"], partitions=5)
         compare(spark, data, CASES["seq_no_partition"], partitions=5)
+        compare(spark, data, CASES["cross_filter"], partitions=5)
+        compare(spark, data, CASES["cross_filter_consume"], partitions=5)
     finally:
         for k, v in old.items():
             spark.conf.set(k, v)

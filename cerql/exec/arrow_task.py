@@ -20,10 +20,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.driver import Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec.output import match_ids
-from cerql.exec.stream import window_values
+from cerql.exec.stream import Stream, window_values
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 
 BITS_COLUMN = "__cerql_bits"
@@ -44,6 +45,7 @@ class MatchTask:
         self.last_key: tuple | None = None
         self.bit_of = {v: k + 1 for k, v in enumerate(plan.automaton.labels)}
         self.bits_dtype = bits_dtype(len(plan.automaton.conditions))
+        self.pending: list[pa.Table] = []      # post-filtered plans: the current substream's rows
 
     # -- substreams
     def _starts(self, table: pa.Table) -> np.ndarray:
@@ -67,11 +69,14 @@ class MatchTask:
         return tuple(table.column(c)[row].as_py() for c in self.plan.partition_columns)
 
     def process(self, batch) -> pa.Table:
-        """Feed one batch; return the results that end in it."""
+        """Feed one batch; return the results that end in it (with FILTER predicates across
+        variables: the results of the substreams that ended before it)."""
         table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
         n = table.num_rows
         if n == 0:
             return self._empty(table)
+        if self.plan.post_filters:
+            return self._process_whole_substreams(table)
         plan = self.plan
         starts = self._starts(table)
         idx = np.arange(n)
@@ -93,6 +98,62 @@ class MatchTask:
         self.next_pos = int(self.run.st[kernel.POS])
         self.last_key = self._key(table, n - 1)
         return out
+
+    def finish(self) -> pa.Table | None:
+        """The results still held back when the input ends (the last substream of a query with
+        FILTER predicates across variables), or None."""
+        return self._flush() if self.pending else None
+
+    # -- FILTER predicates across variables: whole substreams through exec/post_filter.py
+    def _process_whole_substreams(self, table: pa.Table) -> pa.Table:
+        """Keep the rows of the current substream; when it ends, evaluate it as the local engine
+        does (the relaxed automaton's results, filtered, then CONSUME BY and the strategy). Its
+        rows are all kept until then: memory grows with the substream, not the window."""
+        out = []
+        prev = 0
+        for cut in np.flatnonzero(self._starts(table)).tolist():
+            if cut > prev:
+                self.pending.append(table.slice(prev, cut - prev))
+            if self.pending:
+                out.append(self._flush())
+            prev = cut
+        self.pending.append(table.slice(prev))
+        self.last_key = self._key(table, table.num_rows - 1)
+        return pa.concat_tables(out) if out else self._empty(table)
+
+    def _flush(self) -> pa.Table:
+        from cerql.exec import post_filter  # only queries with FILTERs across variables need it
+
+        sub = pa.concat_tables(self.pending).combine_chunks()
+        self.pending = []
+        n = sub.num_rows
+        bits = sub.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)
+        atoms, predicates = {}, {}
+        for k, cond in enumerate(self.plan.automaton.conditions):
+            rows = (bits >> k) & 1 == 1
+            (atoms if isinstance(cond, ast.Atom) else predicates)[cond] = rows
+        w = self.plan.window
+        values = window_values(self.plan, sub) if w is not None and w.kind != "events" else None
+        stream = Stream(sub, [(0, n)], [self._key(sub, 0)], atoms, predicates, values)
+        results = post_filter.evaluate(self.plan, stream)
+        return self._results(self.plan, sub, 0, np.zeros(n, np.int64), [self._chunk(results)])
+
+    def _chunk(self, results) -> list[np.ndarray]:
+        """Results of one substream in the kernel's output layout (see driver.Run._take)."""
+        end, start, off, length, lab_pos, lab_mask = [], [], [], [], [], []
+        for r in results:
+            masks: dict[int, int] = {}
+            for var, p in r.labels:
+                masks[p] = masks.get(p, 0) | (1 << self.bit_of[var])
+            end.append(r.end)
+            start.append(r.start)
+            off.append(len(lab_pos))
+            length.append(len(masks))
+            for p in sorted(masks):
+                lab_pos.append(p)
+                lab_mask.append(masks[p])
+        arrays = [np.array(a, np.int64) for a in (end, end, start, off, length, lab_pos, lab_mask)]
+        return arrays
 
     def _values(self, table: pa.Table, positions: np.ndarray) -> np.ndarray:
         w = self.plan.window

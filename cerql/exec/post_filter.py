@@ -1,9 +1,10 @@
-"""The automaton engine for queries with FILTER predicates across variables (DESIGN.md 4.7).
+"""The automaton engines for queries with FILTER predicates across variables (DESIGN.md 4.7).
 
 Input: a :class:`cerql.plan.QueryPlan` whose automaton was compiled with those predicates taken
 as true and with every variable their FILTERs read marked (planner/resolve.py), and the
 :class:`cerql.exec.stream.Stream`. Output: the results, as :class:`cerql.exec.reference.Result`
-values, the same as the reference evaluator's.
+values, the same as the reference evaluator's. ``cerql.run`` calls it on the whole stream, the
+Spark task (exec/arrow_task.py) on each substream once it has all of its rows.
 
 Why this shape: the automaton checks one event at a time, so a predicate between two events
 cannot be one of its conditions. Seed 002's registers would carry the earlier values along the

@@ -252,6 +252,9 @@ def _matcher(task: QueryPlan):
             out = matcher.process(batch)
             if out.num_rows:
                 yield from out.to_batches()
+        last = matcher.finish()
+        if last is not None and last.num_rows:
+            yield from last.to_batches()
 
     return cerql_match
 

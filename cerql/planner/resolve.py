@@ -394,8 +394,8 @@ class _Resolver:
 
 def require_automaton(plan: QueryPlan, text: str, post_filter: bool = True) -> None:
     """Refuse, at its first predicate across variables, a query this engine cannot run yet. The
-    local automaton engine runs them by filtering its results (``post_filter``), unless
-    ``plan.automaton_blocker`` says why it cannot; Spark and SQL cells do not yet."""
+    automaton engines (local and Spark) run them by filtering their results (``post_filter``),
+    unless ``plan.automaton_blocker`` says why they cannot; the SQL-cell function does not yet."""
     if plan.automaton is not None and (post_filter or not plan.post_filters):
         return
     if plan.automaton is None:
@@ -407,9 +407,8 @@ def require_automaton(plan: QueryPlan, text: str, post_filter: bool = True) -> N
     else:
         first = next(n for f, _ in plan.post_filters for n in ast.walk(f.condition)
                      if isinstance(n, ast.CrossPredicate))
-        message = (f"FILTER predicate across variables '{first.expr.text}' is evaluated only by cerql.run "
-                   "so far, not on Spark")
-        hint = "collect the rows and use cerql.run(text, {name: pandas_df}), or write one bracket per variable"
+        message = f"FILTER predicate across variables '{first.expr.text}' is not supported inside cerql() yet"
+        hint = "use spark.cer_sql (or cerql.run), or write one bracket per variable"
     line, column = position_of(text, first.span.start if first.span else 0)
     raise UnsupportedError(message, error_class="CROSS_VARIABLE_FILTER", line=line, column=column, text=text,
                            hint=hint)
