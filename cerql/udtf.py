@@ -123,9 +123,7 @@ def _output_schema(plan: QueryPlan, task: QueryPlan, struct):
         if o.var is not None:
             out.append(fields[o.name])
             continue
-        empty = pa.schema([pa.field(f"{v}.{c}", plan.schema.field(c).type) for v, c in o.expr_columns])
-        value = evaluate(o.expr, empty.empty_table() if o.expr_columns else pa.table({"_": pa.nulls(0)}))
-        value_type = pa.bool_() if pa.types.is_null(value.type) else value.type
+        value_type = pa.bool_() if pa.types.is_null(o.expr_type) else o.expr_type
         out.append(StructField(o.name, from_arrow_type(value_type), True))
     return StructType(out)
 
@@ -138,8 +136,6 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
 
     from cerql.api import analyze
     from cerql.planner.lower import row_filter_masks, task_plan
-    from cerql.parser.sqlexpr import expr_position
-    from cerql.planner import aggregates
     from cerql.planner.resolve import require_automaton, resolve
 
     struct: StructType = _parse_datatype_json_string(schema_json)
@@ -162,14 +158,7 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     source = select.sources[0]
     arrow = _input_schema(text, struct)
     plan = resolve(analysis, {source.name: arrow})
-    require_automaton(plan, text, post_filter=False)
-    for o in plan.outputs:
-        if o.aggregates:
-            call = aggregates.calls(o.sql.tree)[0]
-            raise _error(UnsupportedError, text, f"Aggregate '{call.sql(dialect='spark')}' is not supported inside "
-                         "cerql() yet", "AGGREGATE_IN_TABLE_FUNCTION",
-                         "use spark.cer_sql, which computes aggregates over a variable's events",
-                         expr_position(o.sql, call))
+    require_automaton(plan, text)
     task = task_plan(plan)
     read = tuple(_read_columns(plan))
     masks = row_filter_masks(plan)
@@ -239,7 +228,10 @@ class CerqlFunction:
         return None
 
     def terminate(self):
-        return self._flush()
+        yield from self._flush() or ()
+        last = self.task.finish()  # a substream held back for FILTERs across variables
+        if last is not None and last.num_rows:
+            yield from self._python_rows(last)
 
     # -- one batch through the task
     def _flush(self):
@@ -295,8 +287,23 @@ class CerqlFunction:
                 columns.append(out.column(o.name))
                 continue
             values = {f"{v}.{c}": pc.struct_field(out.column(EXPR_STRUCT_PREFIX + v), c) for v, c in o.expr_columns}
+            for k, a in enumerate(o.aggregates):
+                values[f"__agg{k}"] = _aggregate_column(a, out.column(EXPR_STRUCT_PREFIX + a.var).to_pylist())
             columns.append(evaluate(o.expr, pa.table(values) if values else pa.table({"_": pa.nulls(n)})))
         yield from zip(*[c.to_pylist() for c in columns])
+
+
+def _aggregate_column(a, hidden: list) -> pa.Array:
+    """An aggregate's value per result row, from the hidden column of its variable's events (a
+    list of structs, or one struct or None), by the local engines' rules (cerql.exec.aggregate)."""
+    from cerql.exec import aggregate
+
+    out = []
+    for events in hidden:
+        events = events if a.many else ([] if events is None else [events])
+        column = None if a.column is None else [e[a.column] for e in events]
+        out.append(aggregate.value(a.kind, events, column))
+    return pa.array(out, a.type)
 
 
 def _local_is_utc() -> bool:

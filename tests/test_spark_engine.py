@@ -135,6 +135,9 @@ CASES = {
     "cross_aggregate_filter": "SELECT NEXT a, sum(b.g) AS sg FROM s WHERE A AS a ; B+ AS b FILTER "
                               "avg(b.price) > a.price AND count(b) >= 2 PARTITION BY [k] ORDER BY ts "
                               "WITHIN 6 EVENTS",
+    # only the ts columns are shown: price and g reach the task for the predicate alone
+    "cross_filter_narrow": "SELECT a[ts], b[ts] FROM s WHERE A AS a ; B AS b FILTER b.price > a.price AND b.g = a.g "
+                           "PARTITION BY [k] WITHIN 4 [ts]",
     "cross_filter_consume": "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.price > a.price + 10) ; C AS c "
                             "PARTITION BY [g] WITHIN 5 [ts] CONSUME BY PARTITION",
     "aggregates_single_events": "SELECT count(a) AS na, sum(b.g) AS sb, collect_list(a.price) AS ps, "

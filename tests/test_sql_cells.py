@@ -66,6 +66,11 @@ QUERIES = [
     "PARTITION BY [name] ORDER BY t WITHIN 1 MINUTE",
     "SELECT MAX s[price, ts], b[price] FROM stock WHERE SELL AS s ; BUY+ AS b PARTITION BY [name] "
     "ORDER BY ts WITHIN 30 [ts]",
+    # a predicate across variables (the task holds each substream) and aggregates
+    "SELECT s[ts], b[ts] FROM stock WHERE SELL AS s ; BUY AS b FILTER b.price > s.price PARTITION BY [name] "
+    "ORDER BY ts WITHIN 5 EVENTS",
+    "SELECT count(b) AS n, sum(b.price) AS v, avg(b.price) AS m, collect_list(b.price) AS ps FROM stock "
+    "WHERE SELL AS s ; BUY+ AS b FILTER sum(b.price) > 25 PARTITION BY [name] ORDER BY ts WITHIN 4 EVENTS",
 ]
 
 
@@ -116,8 +121,7 @@ def test_table_function_on_spark_connect(connect, stock):
     "SELECT * FROM stock WHERE SELL AS s ; BUY AS b PARTITION BY [name] ORDER BY ts LIMIT 5",
     "SELECT * FROM stock, other WHERE SELL AS s ; BUY AS b ORDER BY ts",
     "SELECT * FROM stock WHERE SELL AS s ;; BUY AS b",
-    "SELECT * FROM stock WHERE SELL AS s ; BUY AS b FILTER b.price > s.price ORDER BY ts",
-    "SELECT sum(b.volume) AS v FROM stock WHERE SELL AS s ; BUY+ AS b ORDER BY ts WITHIN 3 EVENTS",
+    "SELECT * FROM stock WHERE (SELL AS s ; BUY AS b FILTER b.price > s.price)+ ORDER BY ts",
 ])
 def test_bad_query_error_shows_the_ceql_error(classic, stock, query):
     with pytest.raises(Exception) as got:

@@ -221,10 +221,16 @@ def task_plan(plan: QueryPlan) -> QueryPlan:
 
 
 def shuffled_columns(plan: QueryPlan) -> list[str]:
-    """Stream columns the tasks read: keys, ordering columns and the outputs' columns."""
+    """Stream columns the tasks read: keys, ordering columns, the outputs' columns and those
+    FILTER predicates across variables read (the task checks them, exec/post_filter.py)."""
     cols = list(plan.partition_columns) + list(plan.order_columns)
     for o in plan.outputs:
-        cols += list(o.columns or plan.columns)
+        if o.var is not None:
+            cols += list(o.columns or plan.columns)
+        else:
+            cols += [c for _, c in o.expr_columns] + [a.column for a in o.aggregates if a.column]
+    for cross in plan.cross_predicates.values():
+        cols += [c for _, c in cross.columns] + [a.column for a in cross.aggregates if a.column]
     return list(dict.fromkeys(cols))
 
 
