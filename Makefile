@@ -38,6 +38,7 @@ bench-quick: $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_kernel.py
+	$(PY) benchmarks/bench_cross.py
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/peers/bench_peers.py --json docs/img/peers.json --plots docs/img
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py
 

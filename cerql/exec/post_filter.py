@@ -38,16 +38,18 @@ def _bound(node) -> frozenset[str]:
                      for n in ast.walk(node) if isinstance(n, (ast.Atom, ast.As)))
 
 
-def _passes(sub: reference.Substream, condition, bound: frozenset[str], marker: str, v: Valuation) -> bool:
-    """Whether a FILTER holds on a result: on its own valuation, the labels of the variables its
-    pattern binds at the events bound to its marker (planner/resolve.relaxed_automaton). A result
-    without the marker is one the FILTER's pattern took no part in (another OR branch), which it
-    does not constrain."""
+def _own(bound: frozenset[str], marker: str, v: Valuation) -> Valuation | None:
+    """A FILTER's own valuation within a result (see ``_passes``), or None if it took no part."""
     mine = {p for var, p in v.labels if var == marker}
     if not mine:
-        return True
-    own = frozenset((var, p) for var, p in v.labels if p in mine and var in bound)
-    return sub.holds(condition, Valuation(v.start, v.end, own))
+        return None
+    return Valuation(v.start, v.end, frozenset((var, p) for var, p in v.labels if p in mine and var in bound))
+
+
+def _passes(sub: reference.Substream, condition, own: Valuation | None) -> bool:
+    """Whether a FILTER holds on a result, given its own valuation there (``_own``): a result
+    the FILTER's pattern took no part in (another OR branch) is not constrained by it."""
+    return own is None or sub.holds(condition, own)
 
 
 def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_BATCH) -> list[Result]:
@@ -62,7 +64,15 @@ def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_B
     for k in sorted(by_substream):
         lo, hi = stream.bounds[k]
         sub = reference.Substream(plan, stream, lo, hi)
-        kept = {end: [v for v in valuations if all(_passes(sub, *check, v) for check in checks)]
+        results_k = [v for vs in by_substream[k].values() for v in vs]
+        owns = []
+        for condition, bound, marker in checks:  # each FILTER's own valuations, then its
+            own = {id(v): _own(bound, marker, v) for v in results_k}  # predicates all at once
+            for leaf in ast.walk(condition):
+                if isinstance(leaf, ast.CrossPredicate):
+                    sub.prepare_cross(leaf.expr.text, [o for o in own.values() if o is not None])
+            owns.append((condition, own))
+        kept = {end: [v for v in valuations if all(_passes(sub, cond, own[id(v)]) for cond, own in owns)]
                 for end, valuations in by_substream[k].items()}
         results.extend(reference.choose(plan, k, kept))
     return results

@@ -65,6 +65,7 @@ class Substream:
         self.atoms = {a: np.flatnonzero(rows[lo:hi]) for a, rows in stream.atoms.items()}
         self.preds = {t: rows[lo:hi] for t, rows in stream.predicates.items()}
         self.table = stream.table.slice(lo, hi - lo)
+        self.known: dict[tuple, bool] = {}  # (predicate text, labels) -> value, filled by prepare_cross
         values = stream.window_values
         self.values = None if values is None else values[lo:hi]
         self.count = 0
@@ -145,9 +146,40 @@ class Substream:
         if isinstance(cond, ast.FilterOr):
             return self.holds(cond.left, v) or self.holds(cond.right, v)
         if isinstance(cond, ast.CrossPredicate):
+            known = self.known.get((cond.expr.text, v.labels))
+            if known is not None:
+                return known
             return self.cross_holds(self.plan.cross_predicates[cond.expr.text], v)
         rows = self.preds[cond.predicate.text]
         return all(rows[p] for var, p in v.labels if var == cond.var)
+
+    def prepare_cross(self, text: str, valuations: list[Valuation]) -> None:
+        """Evaluate one predicate across variables for many valuations at once, where that is
+        one row each: no aggregates and one event per variable it reads (the common case of
+        single-event variables). ``holds`` then looks the values up instead of building a
+        table per valuation; the others are left to ``cross_holds``."""
+        cross = self.plan.cross_predicates[text]
+        if cross.aggregates:
+            return
+        variables = list(dict.fromkeys(var for var, _ in cross.columns))
+        rows, todo = [], []
+        for v in valuations:
+            at = {}
+            for name, p in v.labels:
+                if name in at and at[name] != p:
+                    at[name] = None  # several events
+                else:
+                    at.setdefault(name, p)
+            if variables and all(at.get(var) is not None for var in variables):
+                rows.append([at[var] for var in variables])
+                todo.append(v)
+        if not todo:
+            return
+        positions = np.array(rows, dtype=np.int64)
+        table = pa.table({f"{var}.{col}": self.table.column(col).take(positions[:, variables.index(var)])
+                          for var, col in cross.columns})
+        for v, value in zip(todo, evaluate_predicate(cross.fn, table).tolist()):
+            self.known[(text, v.labels)] = value
 
     def cross_holds(self, cross: CrossPlan, v: Valuation) -> bool:
         """A predicate across variables holds for every combination of the events of the

@@ -1,0 +1,86 @@
+"""What a FILTER predicate across variables costs the local engine (exec/post_filter.py).
+
+What: on seed 001's stock stream (``bench_kernel.stock_table``, 1M rows, by ticker), pairs
+``SELL AS s ; BUY AS b`` within a window, three ways: with a unary filter the automaton checks
+(``b[price > 900]``, the baseline), with a predicate across variables that keeps about as many
+results (``b.price > s.price + 800``), and the relaxed pattern alone (no filter: every pair the
+cross-variable query enumerates before filtering). Also an aggregate in FILTER over a Kleene
+variable. Printed: results and wall seconds (best of ``--repeat``) of ``cerql.run``'s engine
+(``build_stream`` + evaluation, no pandas output), and each time over the baseline's.
+
+Why: the automaton cannot check a predicate between two events, so the engine enumerates the
+pattern's results without it and filters them (docs/semantics.md). The cost follows the
+relaxed pattern's result count, not the output's: this shows by how much.
+
+A script, not a test (STYLE.md 12).
+
+    .venv/bin/python benchmarks/bench_cross.py            # 1M rows, best of 3, about a minute
+    .venv/bin/python benchmarks/bench_cross.py --rows 200000 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_kernel import machine, stock_table  # noqa: E402
+
+from cerql.api import analyze  # noqa: E402
+from cerql.exec import driver, post_filter  # noqa: E402
+from cerql.exec.stream import build_stream  # noqa: E402
+from cerql.planner.resolve import resolve  # noqa: E402
+
+PAIRS = "SELECT * FROM stock WHERE SELL AS s ; BUY AS b {filter} PARTITION BY [name] WITHIN {w} [ts]"
+CASES = [
+    ("unary b[price > 900] (baseline)", PAIRS, "FILTER b[price > 900]"),
+    ("across b.price > s.price + 800", PAIRS, "FILTER b.price > s.price + 800"),
+    ("relaxed pattern, no filter", PAIRS, ""),
+]
+KLEENE = ("SELECT * FROM stock WHERE SELL AS s : BUY :+ AS b {filter} PARTITION BY [name] WITHIN {w} [ts]")
+KLEENE_CASES = [
+    ("contiguous run, no filter (baseline)", KLEENE, ""),
+    ("aggregate sum(b.volume) >= 1000", KLEENE, "FILTER sum(b.volume) >= 1000"),
+]
+
+
+def timed(text: str, table: pa.Table, repeat: int) -> tuple[int, float]:
+    plan = resolve(analyze(text), {"stock": table.schema})
+    evaluate = post_filter.evaluate if plan.post_filters else driver.evaluate
+    best, n = float("inf"), 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        n = len(evaluate(plan, build_stream(plan, {"stock": table})))
+        best = min(best, time.perf_counter() - t0)
+    return n, best
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--window", type=int, default=50, help="WITHIN n [ts], ts = row number")
+    args = ap.parse_args(argv)
+    info = machine()
+    print(f"# {info['cpu']} x{info['nproc']}, Python {info['python']}; load {info['loadavg_start']}")
+    table = stock_table(args.rows, 1)
+    table = table.set_column(table.schema.get_field_index("ts"), "ts", pa.array(np.arange(args.rows)))
+    timed(PAIRS.format(filter="", w=5), table.slice(0, 10_000), 1)  # warm-up: numba
+    print(f"# {args.rows:,} rows, WITHIN {args.window} [ts], best of {args.repeat}; wall seconds")
+    print(f"{'query':<40}{'results':>10}{'seconds':>10}{'x base':>8}")
+    for group in (CASES, KLEENE_CASES):
+        base = None
+        for name, shape, filt in group:
+            n, s = timed(shape.format(filter=filt, w=args.window), table, args.repeat)
+            base = base or s
+            print(f"{name:<40}{n:>10}{s:>10.3f}{s / base:>8.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
