@@ -109,7 +109,8 @@ class QueryPlan:
     schema: Any = None                    # pyarrow.Schema of the stream columns (the union)
     cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan
     # With predicates across variables, the automaton is relaxed (they count as true) and the
-    # local engine checks these (FILTER, marker variable) on each enumerated result
+    # local engine checks these (FILTER, marker variable, variables its pattern binds) on each
+    # enumerated result
     # (exec/post_filter.py) ...
     post_filters: tuple = ()
     # ... unless this (predicate, why) says it cannot; then there is no automaton at all.

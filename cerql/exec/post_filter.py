@@ -32,12 +32,6 @@ from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
 
 
-def _bound(node) -> frozenset[str]:
-    """The variables a pattern binds: atom types and AS names."""
-    return frozenset(n.type if isinstance(n, ast.Atom) else n.var
-                     for n in ast.walk(node) if isinstance(n, (ast.Atom, ast.As)))
-
-
 def _own(bound: frozenset[str], marker: str, v: Valuation) -> Valuation | None:
     """A FILTER's own valuation within a result (see ``_passes``), or None if it took no part."""
     mine = {p for var, p in v.labels if var == marker}
@@ -59,7 +53,7 @@ def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_B
     by_substream: dict[int, dict[int, list[Valuation]]] = defaultdict(lambda: defaultdict(list))
     for r in driver.match_arrays(relaxed, stream, batch_size).results():
         by_substream[r.substream][r.end].append(Valuation(r.start, r.end, r.labels))
-    checks = [(f.condition, _bound(f.pattern), marker) for f, marker in plan.post_filters]
+    checks = [(f.condition, bound, marker) for f, marker, bound in plan.post_filters]
     results: list[Result] = []
     for k in sorted(by_substream):
         lo, hi = stream.bounds[k]

@@ -22,7 +22,7 @@ from cerql.parser.sqlexpr import expr_position
 from cerql.plan import (MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan, QueryPlan,
                         SourcePlan, WindowPlan)
 from cerql.planner import aggregates
-from cerql.planner.analyze import Analysis, OutputVar, find_name
+from cerql.planner.analyze import Analysis, OutputVar, find_name, pattern_variables
 from cerql.planner.arrow_expr import ExprError, compile_expr
 from cerql.planner.compile import compile_pattern
 
@@ -42,11 +42,6 @@ def _condition_variables(condition) -> set[str]:
         elif isinstance(leaf, ast.CrossPredicate):  # a bare name is count(var)
             out.update(col.table or col.name for col in leaf.expr.tree.find_all(exp.Column))
     return out
-
-
-def _bindings(node) -> list[str]:
-    """Every binding of a variable under node, with repeats (atom types and AS names)."""
-    return [n.type if isinstance(n, ast.Atom) else n.var for n in ast.walk(node) if isinstance(n, (ast.Atom, ast.As))]
 
 
 def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], tuple[ast.CrossPredicate, str] | None]:
@@ -102,7 +97,7 @@ def relaxed_automaton(pattern, selected, filters):
     (and whether the FILTER's pattern took part at all). It marks the selected variables, the
     markers and every variable the FILTERs read or bind."""
     markers = {id(f): filter_marker(k) for k, f in enumerate(filters)}
-    extra = {v for f in filters for v in _condition_variables(f.condition) | set(_bindings(f.pattern))}
+    extra = {v for f in filters for v in _condition_variables(f.condition) | set(pattern_variables(f.pattern))}
     marked = list(selected) + sorted(extra - set(selected)) + list(markers.values())
     return compile_pattern(_marked(pattern, markers), marked, relax_cross=True)
 
@@ -387,7 +382,8 @@ class _Resolver:
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
             max_matches_per_event=max_matches_per_event, uses_positions=positions,
             automaton=automaton, schema=self.union, cross_predicates=cross,
-            post_filters=tuple((f, filter_marker(k)) for k, f in enumerate(filters)) if cross else (),
+            post_filters=tuple((f, filter_marker(k), frozenset(pattern_variables(f.pattern)))
+                               for k, f in enumerate(filters)) if cross else (),
             automaton_blocker=blocked,
         )
 
@@ -405,7 +401,7 @@ def require_automaton(plan: QueryPlan, text: str, post_filter: bool = True) -> N
         hint = ("run it with cerql.run(..., engine='reference') on small inputs, or move the FILTER "
                 "outside the +")
     else:
-        first = next(n for f, _ in plan.post_filters for n in ast.walk(f.condition)
+        first = next(n for f, *_ in plan.post_filters for n in ast.walk(f.condition)
                      if isinstance(n, ast.CrossPredicate))
         message = f"FILTER predicate across variables '{first.expr.text}' is not supported inside cerql() yet"
         hint = "use spark.cer_sql (or cerql.run), or write one bracket per variable"
