@@ -19,8 +19,7 @@ from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
-from cerql.planner.compile import compile_pattern
-from cerql.planner.resolve import cross_filters, relaxed_automaton, require_automaton, resolve
+from cerql.planner.resolve import pattern_automaton, require_automaton, resolve
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
@@ -145,19 +144,14 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
     for v in a.variables:
         lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
-    filters, blocked = cross_filters(a.select.pattern)
-    automaton = None
+    try:
+        automaton, filters, blocked = pattern_automaton(a.select.pattern, a.selected)
+    except CeqlError as err:
+        raise err.with_text(text)
     if blocked is not None:
         lines.append(f"automaton: none; the FILTER predicate across variables '{blocked[0].expr.text}' is "
                      f"evaluated only by the reference evaluator when {blocked[1]}")
     else:
-        try:
-            if filters:
-                automaton = relaxed_automaton(a.select.pattern, a.selected, filters)
-            else:
-                automaton = compile_pattern(a.select.pattern, a.selected)
-        except CeqlError as err:
-            raise err.with_text(text)
         if filters:
             cross = [n.expr.text for f in filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate)]
             lines.append(f"predicates across variables ({', '.join(cross)}) are checked on each enumerated result "

@@ -83,6 +83,11 @@ class CrossPlan:
     sql: ast.SqlExpr
     aggregates: tuple = ()                  # AggregatePlan of each aggregate call, as columns __agg<k>
 
+    @property
+    def variables(self) -> list[str]:
+        """The variables it reads outside aggregates, each once, in order."""
+        return list(dict.fromkeys(var for var, _ in self.columns))
+
 
 @dataclass(frozen=True)
 class QueryPlan:

@@ -152,8 +152,7 @@ class MatchTask:
             for p in sorted(masks):
                 lab_pos.append(p)
                 lab_mask.append(masks[p])
-        arrays = [np.array(a, np.int64) for a in (end, end, start, off, length, lab_pos, lab_mask)]
-        return arrays
+        return [np.array(a, np.int64) for a in (end, end, start, off, length, lab_pos, lab_mask)]
 
     def _values(self, table: pa.Table, positions: np.ndarray) -> np.ndarray:
         w = self.plan.window

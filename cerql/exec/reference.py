@@ -161,7 +161,7 @@ class Substream:
         cross = self.plan.cross_predicates[text]
         if cross.aggregates:
             return
-        variables = list(dict.fromkeys(var for var, _ in cross.columns))
+        variables = cross.variables
         rows, todo = [], []
         for v in valuations:
             at = {}
@@ -189,7 +189,7 @@ class Substream:
         events_of = {}
         for name, p in sorted(v.labels, key=lambda label: label[1]):
             events_of.setdefault(name, []).append(p)
-        variables = list(dict.fromkeys(var for var, _ in cross.columns))
+        variables = cross.variables
         events = [events_of.get(var, []) for var in variables]
         if any(not e for e in events):
             return True

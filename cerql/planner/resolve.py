@@ -90,6 +90,18 @@ def _marked(node, markers: dict[int, str]):
     return ast.As(out, markers[id(node)]) if id(node) in markers else out
 
 
+def pattern_automaton(pattern, selected):
+    """(automaton, FILTERs it is filtered by, blocker) of a pattern: the plain automaton when no
+    FILTER compares variables; else the relaxed one (``relaxed_automaton``) with those FILTERs;
+    else, when ``cross_filters`` finds one it cannot run, no automaton and (predicate, why)."""
+    filters, blocked = cross_filters(pattern)
+    if not filters:
+        return compile_pattern(pattern, selected), (), None
+    if blocked is not None:
+        return None, filters, blocked
+    return relaxed_automaton(pattern, selected, filters), filters, None
+
+
 def relaxed_automaton(pattern, selected, filters):
     """The automaton the local engine filters the results of (exec/post_filter.py): predicates
     across variables taken as true, and every event of the k-th FILTER's match bound to
@@ -205,8 +217,9 @@ class _Resolver:
             raise self.error(err.message, err.error_class, err.hint,
                              offset=expr_position(sql, err.node), cls=err.cls) from None
 
-    def check(self, fn, sql: ast.SqlExpr, table: pa.Table, boolean: bool, what: str) -> None:
-        """Run ``fn`` on an empty table of the right schema: type errors surface here."""
+    def check(self, fn, sql: ast.SqlExpr, table: pa.Table, boolean: bool, what: str) -> pa.DataType:
+        """Run ``fn`` on an empty table of the right schema: type errors surface here. Returns
+        the type of its value."""
         try:
             out = evaluate(fn, table)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError) as err:
@@ -217,6 +230,7 @@ class _Resolver:
             raise self.error(f"FILTER predicate '{sql.text}' is {out.type}, not boolean",
                              "NON_BOOLEAN_FILTER", "a predicate compares, e.g. price > 10",
                              offset=expr_position(sql))
+        return out.type
 
     def predicates(self) -> dict:
         empty = self.union.empty_table()
@@ -247,10 +261,7 @@ class _Resolver:
                 cols = tuple(self.column(c, offset=find_name(self.text, c, start + len(o.var))) for c in o.columns)
             return OutputPlan(o.name, var=o.var, columns=cols, many=o.many)
         sql, aggs = self.with_aggregate_columns(o.expr)
-        fn, used = self.qualified(sql, boolean=False, what="SELECT", extra=aggs)
-        fields = [pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]
-        fields += [pa.field(f"__agg{k}", agg.type) for k, agg in enumerate(aggs)]
-        value_type = evaluate(fn, pa.schema(fields).empty_table() if fields else pa.table({"_": pa.nulls(0)})).type
+        fn, used, value_type = self.qualified(sql, boolean=False, what="SELECT", extra=aggs)
         return OutputPlan(o.name, expr=fn, expr_columns=used, sql=o.expr, aggregates=aggs, expr_type=value_type)
 
     def with_aggregate_columns(self, sql: ast.SqlExpr) -> tuple[ast.SqlExpr, tuple[AggregatePlan, ...]]:
@@ -277,9 +288,9 @@ class _Resolver:
         return tuple(out)
 
     def qualified(self, sql: ast.SqlExpr, boolean: bool, what: str, extra=()):
-        """(function over a table of "var.col" columns, the (var, column) pairs it reads) of an
-        expression over qualified columns, type-checked on an empty table. ``extra`` are the
-        aggregates it reads as columns ``__agg<k>``."""
+        """(function over a table of "var.col" columns, the (var, column) pairs it reads, the type
+        of its value) of an expression over qualified columns, type-checked on an empty table.
+        ``extra`` are the aggregates it reads as columns ``__agg<k>``."""
         used: list[tuple[str, str]] = []
 
         def resolve(col: exp.Column) -> str:
@@ -293,15 +304,15 @@ class _Resolver:
         fn = self.compile(sql, resolve)
         fields = [pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]
         fields += [pa.field(f"__agg{k}", agg.type) for k, agg in enumerate(extra)]
-        self.check(fn, sql, pa.schema(fields).empty_table(), boolean, what)
-        return fn, tuple(used)
+        value_type = self.check(fn, sql, pa.schema(fields).empty_table(), boolean, what)
+        return fn, tuple(used), value_type
 
     def cross_predicates(self) -> dict[str, CrossPlan]:
         out = {}
         for node in ast.walk(self.select.pattern):
             if isinstance(node, ast.CrossPredicate) and node.expr.text not in out:
                 sql, aggs = self.with_aggregate_columns(node.expr)
-                fn, used = self.qualified(sql, boolean=True, what="FILTER", extra=aggs)
+                fn, used, _ = self.qualified(sql, boolean=True, what="FILTER", extra=aggs)
                 out[node.expr.text] = CrossPlan(fn, used, node.expr, aggs)
         return out
 
@@ -366,12 +377,7 @@ class _Resolver:
         kind = self.order_kind(order[0])
         window = self.window(kind)
         cross = self.cross_predicates()
-        filters, blocked = cross_filters(sel.pattern)
-        automaton = None
-        if not cross:
-            automaton = compile_pattern(sel.pattern, self.a.selected)
-        elif blocked is None:  # the results of a relaxed automaton, filtered (exec/post_filter.py)
-            automaton = relaxed_automaton(sel.pattern, self.a.selected, filters)
+        automaton, filters, blocked = pattern_automaton(sel.pattern, self.a.selected)
         positions = (sel.strategy == "STRICT" or isinstance(sel.within, ast.EventsWindow) or any(
             isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(sel.pattern)))
         return QueryPlan(
@@ -383,31 +389,23 @@ class _Resolver:
             max_matches_per_event=max_matches_per_event, uses_positions=positions,
             automaton=automaton, schema=self.union, cross_predicates=cross,
             post_filters=tuple((f, filter_marker(k), frozenset(pattern_variables(f.pattern)))
-                               for k, f in enumerate(filters)) if cross else (),
+                               for k, f in enumerate(filters)),
             automaton_blocker=blocked,
         )
 
 
-def require_automaton(plan: QueryPlan, text: str, post_filter: bool = True) -> None:
-    """Refuse, at its first predicate across variables, a query this engine cannot run yet. The
-    automaton engines (local and Spark) run them by filtering their results (``post_filter``),
-    unless ``plan.automaton_blocker`` says why they cannot; the SQL-cell function does not yet."""
-    if plan.automaton is not None and (post_filter or not plan.post_filters):
+def require_automaton(plan: QueryPlan, text: str) -> None:
+    """Refuse, at its predicate, a query the automaton engines cannot run (``cerql.run``,
+    ``cer_sql``, the SQL-cell function): one whose FILTER across variables ``cross_filters``
+    blocks. Only the reference evaluator runs it."""
+    if plan.automaton is not None:
         return
-    if plan.automaton is None:
-        first, why = plan.automaton_blocker
-        message = f"FILTER predicate across variables '{first.expr.text}' is evaluated only by the reference " \
-                  f"evaluator when {why}"
-        hint = ("run it with cerql.run(..., engine='reference') on small inputs, or move the FILTER "
-                "outside the +")
-    else:
-        first = next(n for f, *_ in plan.post_filters for n in ast.walk(f.condition)
-                     if isinstance(n, ast.CrossPredicate))
-        message = f"FILTER predicate across variables '{first.expr.text}' is not supported inside cerql() yet"
-        hint = "use spark.cer_sql (or cerql.run), or write one bracket per variable"
+    first, why = plan.automaton_blocker
     line, column = position_of(text, first.span.start if first.span else 0)
-    raise UnsupportedError(message, error_class="CROSS_VARIABLE_FILTER", line=line, column=column, text=text,
-                           hint=hint)
+    raise UnsupportedError(
+        f"FILTER predicate across variables '{first.expr.text}' is evaluated only by the reference "
+        f"evaluator when {why}", error_class="CROSS_VARIABLE_FILTER", line=line, column=column, text=text,
+        hint="run it with cerql.run(..., engine='reference') on small inputs, or move the FILTER outside the +")
 
 
 def resolve(analysis: Analysis, schemas: Mapping[str, pa.Schema],
