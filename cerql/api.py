@@ -8,6 +8,7 @@ the query text attached.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, MutableMapping
 
 import pandas as pd
@@ -19,7 +20,7 @@ from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
-from cerql.planner.resolve import pattern_automaton, require_automaton, resolve
+from cerql.planner.resolve import automaton_pattern, pattern_automaton, require_automaton, resolve
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
@@ -94,6 +95,8 @@ def run(
     plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
     if engine != "reference":
         require_automaton(plan, text)
+    else:  # the oracle checks every equality itself, on the substreams of PARTITION BY alone
+        plan = dataclasses.replace(plan, join_columns=())
     view = analysis.view
     if view is not None and not view.replace and view.name in tables:
         raise AnalysisError(f"Temporary view '{view.name}' already exists", error_class="VIEW_EXISTS",
@@ -145,9 +148,15 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
         lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
     try:
-        automaton, filters, blocked = pattern_automaton(a.select.pattern, a.selected)
+        join, pattern = automaton_pattern(a.select)
+        automaton, filters, blocked = pattern_automaton(pattern, a.selected)
     except CeqlError as err:
         raise err.with_text(text)
+    if join:
+        lines.append(f"equalities across variables on {', '.join(join)} run as partitioning: the substreams are "
+                     f"split by {', '.join(join)} too and the automaton below does not check them (when the "
+                     "column holds integers, strings, booleans, dates or timestamps; otherwise they are "
+                     "filtered as the other predicates across variables)")
     if blocked is not None:
         lines.append(f"automaton: none; the FILTER predicate across variables '{blocked[0].expr.text}' is "
                      f"evaluated only by the reference evaluator when {blocked[1]}")

@@ -120,3 +120,12 @@ class QueryPlan:
     post_filters: tuple = ()
     # ... unless this (predicate, why) says it cannot; then there is no automaton at all.
     automaton_blocker: Any = None
+    # Hidden partition columns: equalities across variables the automaton engines run as
+    # partitioning (planner/equality.py). Substreams are split by them too; results do not show
+    # them. The reference evaluator ignores them and checks the equalities.
+    join_columns: tuple[str, ...] = ()
+
+    @property
+    def substream_columns(self) -> tuple[str, ...]:
+        """The columns that split the stream into substreams: PARTITION BY, then join_columns."""
+        return self.partition_columns + self.join_columns

@@ -120,7 +120,8 @@ def describe_on_spark(spark, text: str, tables: dict[str, Any] | None = None) ->
         typed = f", types in column {src.type_column}" if src.type_column else ""
         lines.append(f"  source {src.index}: {src.key} as {src.ref}{typed}")
     lines.append(f"  order by: {', '.join(plan.order_columns)}, then source, then row ordinal")
-    lines.append(f"  partition by: {', '.join(plan.partition_columns) or '(none: one ordered partition)'}")
+    hidden = f" (hidden, from equalities across variables: {', '.join(plan.join_columns)})" if plan.join_columns else ""
+    lines.append(f"  partition by: {', '.join(plan.substream_columns) or '(none: one ordered partition)'}{hidden}")
     for k, cond in enumerate(plan.automaton.conditions):
         lines.append(f"  bit {k}: {cond if isinstance(cond, str) else 'atom ' + str(cond)}")
     masks = row_filter_masks(plan)

@@ -201,10 +201,10 @@ class CerqlFunction:
             # user's mistake is in the query, not in cerql's stages.
             raise err.with_traceback(None) from None
         plan = prepared.plan
-        keys = [PartitioningColumn(_quoted(c)) for c in plan.partition_columns]
+        keys = [PartitioningColumn(_quoted(c)) for c in plan.substream_columns]
         order = list(plan.order_columns)
         types = {f.name: f.dataType for f in table.dataType.fields}
-        order += [c for c in prepared.read if c not in order and c not in plan.partition_columns
+        order += [c for c in prepared.read if c not in order and c not in plan.substream_columns
                   and _orderable(types[c])]
         select = ([SelectedColumn(_quoted(c)) for c in prepared.read]
                   if len(prepared.read) < len(table.dataType.fields) else [])
@@ -257,7 +257,7 @@ class CerqlFunction:
         table = table.append_column(ORDINAL_COLUMN, pa.array(np.arange(self.count, self.count + n, dtype=np.int64)))
         self.count += n
         keep = pc.is_valid(table.column(plan.order_columns[0]))  # DESIGN.md 3: no NULL order or key
-        for c in plan.partition_columns:
+        for c in plan.substream_columns:
             keep = pc.and_(keep, pc.is_valid(table.column(c)))
         if not pc.all(keep).as_py():
             table = table.filter(keep)

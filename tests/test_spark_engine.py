@@ -140,6 +140,11 @@ CASES = {
                            "PARTITION BY [k] WITHIN 4 [ts]",
     "cross_filter_consume": "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.price > a.price + 10) ; C AS c "
                             "PARTITION BY [g] WITHIN 5 [ts] CONSUME BY PARTITION",
+    # equalities across variables run as partitioning (planner/equality.py): a hidden key
+    "equality_partition": "SELECT * FROM s WHERE (A AS a ; B+ AS b) FILTER a.g = b.g ORDER BY ts WITHIN 3 [ts]",
+    "equality_partition_mixed": "SELECT LAST a, count(b) AS n, c[ts] FROM s WHERE (A AS a ; B+ AS b ; C AS c) "
+                                "FILTER a.g = b.g AND c.g = a.g AND c.price > a.price AND a.d = c.d "
+                                "ORDER BY ts WITHIN 8 [ts] LIMIT 40",
     "aggregates_single_events": "SELECT count(a) AS na, sum(b.g) AS sb, collect_list(a.price) AS ps, "
                                 "max(b.t) AS bt FROM s WHERE (A AS a OR B AS b) ; C AS c "
                                 "PARTITION BY [k] WITHIN 3 [ts]",
@@ -173,6 +178,7 @@ def test_many_shuffle_partitions_and_small_batches(spark, data):
         compare(spark, data, CASES["seq_no_partition"], partitions=5)
         compare(spark, data, CASES["cross_filter"], partitions=5)
         compare(spark, data, CASES["cross_filter_consume"], partitions=5)
+        compare(spark, data, CASES["equality_partition"], partitions=5)
     finally:
         for k, v in old.items():
             spark.conf.set(k, v)

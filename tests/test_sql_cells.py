@@ -71,6 +71,8 @@ QUERIES = [
     "ORDER BY ts WITHIN 5 EVENTS",
     "SELECT count(b) AS n, sum(b.price) AS v, avg(b.price) AS m, collect_list(b.price) AS ps FROM stock "
     "WHERE SELL AS s ; BUY+ AS b FILTER sum(b.price) > 25 PARTITION BY [name] ORDER BY ts WITHIN 4 EVENTS",
+    # an equality across variables: Spark partitions the function's input by the hidden key name
+    "SELECT s, b FROM stock WHERE (SELL AS s ; BUY+ AS b) FILTER s.name = b.name ORDER BY ts WITHIN 60 [ts]",
 ]
 
 

@@ -51,11 +51,11 @@ class MatchTask:
     def _starts(self, table: pa.Table) -> np.ndarray:
         n = table.num_rows
         starts = np.zeros(n, dtype=bool)
-        if not self.plan.partition_columns:
+        if not self.plan.substream_columns:
             starts[0] = self.last_key is None
             return starts
         starts[0] = self.last_key is None or not _same_key(self._key(table, 0), self.last_key)
-        for c in self.plan.partition_columns:
+        for c in self.plan.substream_columns:
             col = table.column(c)
             if n > 1:
                 a, b = col.slice(1), col.slice(0, n - 1)
@@ -66,7 +66,7 @@ class MatchTask:
         return starts
 
     def _key(self, table: pa.Table, row: int) -> tuple:
-        return tuple(table.column(c)[row].as_py() for c in self.plan.partition_columns)
+        return tuple(table.column(c)[row].as_py() for c in self.plan.substream_columns)
 
     def process(self, batch) -> pa.Table:
         """Feed one batch; return the results that end in it (with FILTER predicates across

@@ -63,11 +63,11 @@ def union_sources(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> pa.Table:
 
 
 def _keep_rows(plan: QueryPlan, table: pa.Table) -> pa.Table:
-    columns = (plan.order_columns[0],) + plan.partition_columns
+    columns = (plan.order_columns[0],) + plan.substream_columns
     if all(table.column(c).null_count == 0 for c in columns):
         return table
     mask = pc.is_valid(table.column(plan.order_columns[0]))
-    for col in plan.partition_columns:
+    for col in plan.substream_columns:
         mask = pc.and_(mask, pc.is_valid(table.column(col)))
     return table.filter(mask)
 
@@ -111,7 +111,7 @@ def _key_codes(column: pa.ChunkedArray, ranked: bool = False) -> np.ndarray:
 
 
 def _sorted(plan: QueryPlan, table: pa.Table) -> pa.Table:
-    keys = plan.partition_columns
+    keys = plan.substream_columns
     if _time_ordered(plan, table):
         if not keys:
             return table
@@ -130,16 +130,16 @@ def _substreams(plan: QueryPlan, table: pa.Table) -> tuple[list[tuple[int, int]]
     n = table.num_rows
     if n == 0:
         return [], []
-    if not plan.partition_columns:
+    if not plan.substream_columns:
         return [(0, n)], [()]
     change = np.zeros(n, dtype=bool)
     change[0] = True
-    for col in plan.partition_columns:
+    for col in plan.substream_columns:
         codes = _key_codes(table.column(col))
         change[1:] |= codes[1:] != codes[:-1]
     starts = np.flatnonzero(change)
-    heads = table.select(list(plan.partition_columns)).take(starts)
-    keys = list(zip(*(heads.column(c).to_pylist() for c in plan.partition_columns)))
+    heads = table.select(list(plan.substream_columns)).take(starts)
+    keys = list(zip(*(heads.column(c).to_pylist() for c in plan.substream_columns)))
     bounds = list(zip(starts.tolist(), starts[1:].tolist() + [n]))
     return bounds, keys
 

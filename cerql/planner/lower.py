@@ -189,7 +189,7 @@ def kept_rows(plan: QueryPlan, stream):
     most of the cost of a query on Spark; docs/benchmarks.md)."""
     F = functions_for(stream)
     keep = _col(F, plan.order_columns[0]).isNotNull()
-    for c in plan.partition_columns:
+    for c in plan.substream_columns:
         keep = keep & _col(F, c).isNotNull()
     masks = row_filter_masks(plan)
     if masks is not None:
@@ -223,7 +223,7 @@ def task_plan(plan: QueryPlan) -> QueryPlan:
 def shuffled_columns(plan: QueryPlan) -> list[str]:
     """Stream columns the tasks read: keys, ordering columns, the outputs' columns and those
     FILTER predicates across variables read (the task checks them, exec/post_filter.py)."""
-    cols = list(plan.partition_columns) + list(plan.order_columns)
+    cols = list(plan.substream_columns) + list(plan.order_columns)
     for o in plan.outputs:
         if o.var is not None:
             cols += list(o.columns or plan.columns)
@@ -274,9 +274,9 @@ def lower(plan: QueryPlan, frames: Mapping):
     ties = ([SOURCE_COLUMN] if len(plan.sources) > 1 else []) + [ORDINAL_COLUMN]
     keep = shuffled_columns(plan) + ties + [BITS_COLUMN]
     stream = stream.select(*[_col(F, c) for c in keep])
-    keys = [_col(F, c) for c in plan.partition_columns]
+    keys = [_col(F, c) for c in plan.substream_columns]
     stream = stream.repartition(*keys) if keys else stream.repartition(1)
-    order = [_col(F, c) for c in plan.partition_columns + plan.order_columns + tuple(ties)]
+    order = [_col(F, c) for c in plan.substream_columns + plan.order_columns + tuple(ties)]
     stream = stream.sortWithinPartitions(*order)
     task = task_plan(plan)
     matches = stream.mapInArrow(_matcher(task), output_schema(task, stream.schema))

@@ -25,6 +25,7 @@ from cerql.planner import aggregates
 from cerql.planner.analyze import Analysis, OutputVar, find_name, pattern_variables
 from cerql.planner.arrow_expr import ExprError, compile_expr
 from cerql.planner.compile import compile_pattern
+from cerql.planner.equality import equality_keys, keyable_type
 
 TYPE_COLUMN_NAMES = ("type", "event_type")
 
@@ -112,6 +113,22 @@ def relaxed_automaton(pattern, selected, filters):
     extra = {v for f in filters for v in _condition_variables(f.condition) | set(pattern_variables(f.pattern))}
     marked = list(selected) + sorted(extra - set(selected)) + list(markers.values())
     return compile_pattern(_marked(pattern, markers), marked, relax_cross=True)
+
+
+def counts_positions(select: ast.Select) -> bool:
+    """Whether the query counts positions of the substream: `:`, `:+`, STRICT or n EVENTS."""
+    return select.strategy == "STRICT" or isinstance(select.within, ast.EventsWindow) or any(
+        isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(select.pattern))
+
+
+def automaton_pattern(select: ast.Select, resolve=lambda c: c, keyable=lambda c: True):
+    """(hidden partition columns, the pattern the automaton engines run): equalities across
+    variables that ``equality_keys`` can turn into partitioning are dropped from the pattern
+    and their columns split the substreams further, unless the query counts positions or
+    consumes (both act across a substream)."""
+    if counts_positions(select) or select.consume != "NONE":
+        return (), select.pattern
+    return equality_keys(select.pattern, resolve, keyable)
 
 
 class _Resolver:
@@ -377,16 +394,16 @@ class _Resolver:
         kind = self.order_kind(order[0])
         window = self.window(kind)
         cross = self.cross_predicates()
-        automaton, filters, blocked = pattern_automaton(sel.pattern, self.a.selected)
-        positions = (sel.strategy == "STRICT" or isinstance(sel.within, ast.EventsWindow) or any(
-            isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(sel.pattern)))
+        join, pattern = automaton_pattern(sel, self.column, lambda c: keyable_type(self.union.field(c).type))
+        automaton, filters, blocked = pattern_automaton(pattern, self.a.selected)
         return QueryPlan(
             select=sel, view=self.a.view, sources=tuple(sources), columns=tuple(self.union.names),
             atoms=atoms, predicates=self.predicates(), order_columns=order, order_kind=kind,
-            partition_columns=partition, window=window,
+            partition_columns=partition, join_columns=tuple(c for c in join if c not in partition),
+            window=window,
             outputs=tuple(self.output(o) for o in self.a.outputs), selected=self.a.selected,
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
-            max_matches_per_event=max_matches_per_event, uses_positions=positions,
+            max_matches_per_event=max_matches_per_event, uses_positions=counts_positions(sel),
             automaton=automaton, schema=self.union, cross_predicates=cross,
             post_filters=tuple((f, filter_marker(k), frozenset(pattern_variables(f.pattern)))
                                for k, f in enumerate(filters)),
