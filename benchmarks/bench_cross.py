@@ -5,7 +5,9 @@ What: on seed 001's stock stream (``bench_kernel.stock_table``, 1M rows, by tick
 (``b[price > 900]``, the baseline), with a predicate across variables that keeps about as many
 results (``b.price > s.price + 800``), and the relaxed pattern alone (no filter: every pair the
 cross-variable query enumerates before filtering). Also an aggregate in FILTER over a Kleene
-variable. Printed: results and wall seconds (best of ``--repeat``) of ``cerql.run``'s engine
+variable. And an equality ``s.volume = b.volume``, which the planner turns into a hidden
+partition key, against PARTITION BY [name], [volume] and against the same equality written so
+that it is filtered (``s.volume + 0``). Printed: results and wall seconds (best of ``--repeat``) of ``cerql.run``'s engine
 (``build_stream`` + evaluation, no pandas output), and each time over the baseline's.
 
 Why: the automaton cannot check a predicate between two events, so the engine enumerates the
@@ -42,6 +44,11 @@ CASES = [
     ("across b.price > s.price + 800", PAIRS, "FILTER b.price > s.price + 800"),
     ("relaxed pattern, no filter", PAIRS, ""),
 ]
+VOLUME_CASES = [  # an equality across variables runs as partitioning (planner/equality.py)
+    ("PARTITION BY [name], [volume] (baseline)", PAIRS.replace("[name]", "[name], [volume]"), ""),
+    ("equality s.volume = b.volume", PAIRS, "FILTER s.volume = b.volume"),
+    ("filtered: s.volume + 0 = b.volume", PAIRS, "FILTER s.volume + 0 = b.volume"),
+]
 KLEENE = ("SELECT * FROM stock WHERE SELL AS s : BUY :+ AS b {filter} PARTITION BY [name] WITHIN {w} [ts]")
 KLEENE_CASES = [
     ("contiguous run, no filter (baseline)", KLEENE, ""),
@@ -73,7 +80,7 @@ def main(argv=None) -> int:
     timed(PAIRS.format(filter="", w=5), table.slice(0, 10_000), 1)  # warm-up: numba
     print(f"# {args.rows:,} rows, WITHIN {args.window} [ts], best of {args.repeat}; wall seconds")
     print(f"{'query':<40}{'results':>10}{'seconds':>10}{'x base':>8}")
-    for group in (CASES, KLEENE_CASES):
+    for group in (CASES, VOLUME_CASES, KLEENE_CASES):
         base = None
         for name, shape, filt in group:
             n, s = timed(shape.format(filter=filt, w=args.window), table, args.repeat)
