@@ -20,7 +20,7 @@ from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
-from cerql.planner.resolve import automaton_pattern, pattern_automaton, require_automaton, resolve
+from cerql.planner.resolve import choose_automaton, require_automaton, resolve
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
@@ -148,8 +148,8 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
         lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
     try:
-        join, pattern = automaton_pattern(a.select)
-        automaton, filters, blocked = pattern_automaton(pattern, a.selected)
+        single = {v for v, n in a.cardinality.items() if n == 1}
+        join, registers, automaton, filters, blocked = choose_automaton(a.select, a.selected, single)
     except CeqlError as err:
         raise err.with_text(text)
     if join:
@@ -161,6 +161,11 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
         lines.append(f"automaton: none; the FILTER predicate across variables '{blocked[0].expr.text}' is "
                      f"evaluated only by the reference evaluator when {blocked[1]}")
     else:
+        if registers:
+            lines.append(f"comparisons between single-event variables ({', '.join(c.leaf.expr.text for c in registers)}) "
+                         "are checked by the automaton with registers (seed 002): the earlier variable's value is "
+                         "carried on the run and compared when the later one is bound (when both sides are numbers, "
+                         "dates, timestamps or booleans)" + (", before the filter below" if filters else ""))
         if filters:
             cross = [n.expr.text for f in filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate)]
             lines.append(f"predicates across variables ({', '.join(cross)}) are checked on each enumerated result "

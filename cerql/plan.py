@@ -90,6 +90,24 @@ class CrossPlan:
 
 
 @dataclass(frozen=True)
+class RegisterCheck:
+    """A FILTER comparison ``left(x) op right(y)`` between two single-event variables, checked by
+    the kernel on the transition that binds the second one (seed 002's registers; planner/registers.py).
+    ``left`` and ``right`` are compiled over "x.col" / "y.col" columns; ``floating``: compare as
+    float64, else as int64."""
+
+    text: str
+    op: str                                 # = != > >= < <=
+    x: str
+    y: str
+    left: Callable
+    left_columns: tuple[str, ...]
+    right: Callable
+    right_columns: tuple[str, ...]
+    floating: bool
+
+
+@dataclass(frozen=True)
 class QueryPlan:
     """Everything an engine needs to evaluate one query over a set of Arrow tables."""
 
@@ -124,6 +142,10 @@ class QueryPlan:
     # partitioning (planner/equality.py). Substreams are split by them too; results do not show
     # them. The reference evaluator ignores them and checks the equalities.
     join_columns: tuple[str, ...] = ()
+    # Comparisons between single-event variables the kernel checks with registers. With no
+    # post_filters they are the whole check; with post_filters they only prune the relaxed
+    # automaton's runs (the post-filter checks every FILTER again).
+    registers: tuple[RegisterCheck, ...] = ()
 
     @property
     def substream_columns(self) -> tuple[str, ...]:

@@ -145,6 +145,11 @@ CASES = {
     "equality_partition_mixed": "SELECT LAST a, count(b) AS n, c[ts] FROM s WHERE (A AS a ; B+ AS b ; C AS c) "
                                 "FILTER a.g = b.g AND c.g = a.g AND c.price > a.price AND a.d = c.d "
                                 "ORDER BY ts WITHIN 8 [ts] LIMIT 40",
+    # comparisons between single-event variables: the kernel's registers, streaming in the task
+    "registers": "SELECT * FROM s WHERE A AS a ; B AS b ; C AS c FILTER b.price > a.price AND c.t > a.t "
+                 "PARTITION BY [k] ORDER BY ts WITHIN 12 [ts]",
+    "registers_then_filter": "SELECT LAST a, c FROM s WHERE (A AS a OR D AS d) ; C AS c FILTER c.price < a.price "
+                             "AND c.g = d.g AND c.price + d.price > 50 ORDER BY ts WITHIN 3 [ts]",
     "aggregates_single_events": "SELECT count(a) AS na, sum(b.g) AS sb, collect_list(a.price) AS ps, "
                                 "max(b.t) AS bt FROM s WHERE (A AS a OR B AS b) ; C AS c "
                                 "PARTITION BY [k] WITHIN 3 [ts]",
@@ -179,6 +184,7 @@ def test_many_shuffle_partitions_and_small_batches(spark, data):
         compare(spark, data, CASES["cross_filter"], partitions=5)
         compare(spark, data, CASES["cross_filter_consume"], partitions=5)
         compare(spark, data, CASES["equality_partition"], partitions=5)
+        compare(spark, data, CASES["registers"], partitions=5)
     finally:
         for k, v in old.items():
             spark.conf.set(k, v)

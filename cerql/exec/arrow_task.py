@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from cerql import ast
 from cerql.exec import kernel
-from cerql.exec.driver import Run, bits_dtype, concat_chunks, window_setup_for
+from cerql.exec.driver import RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec.output import match_ids
 from cerql.exec.stream import Stream, window_values
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
@@ -86,9 +86,10 @@ class MatchTask:
         if self.run is None:
             windowed, amount = window_setup_for(plan, values.dtype)
             self.run = Run(plan.automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
-                           windowed, amount, values.dtype)
+                           windowed, amount, values.dtype, RegisterSpec(plan.registers, plan.automaton.labels))
         bits = table.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)  # same bits, unsigned
-        chunks = self.run.feed(bits, starts, values)
+        sides = self.run.registers.sides(table) if plan.registers else None
+        chunks = self.run.feed(bits, starts, values, sides)
 
         kept = self.kept if (self.kept is not None and not starts[0]) else None
         n_kept = kept.num_rows if kept is not None else 0

@@ -49,8 +49,9 @@ class Run:
     """
 
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
-                 windowed: bool, amount, value_dtype):
+                 windowed: bool, amount, value_dtype, registers=None):
         self.det = Determinizer(automaton)
+        self.registers = registers if registers is not None else RegisterSpec.none()
         self.strategy = STRATEGY_CODES[strategy]
         self.consume, self.max_matches = consume, max_matches
         self.windowed = windowed
@@ -83,6 +84,9 @@ class Run:
         self.new_ds = np.zeros(ds_cap, np.int64)
         self.new_node = np.zeros(ds_cap, np.int64)
         self.slot = np.full(ds_cap, -1, np.int64)
+        shape = (ds_cap, kernel.MAX_REGISTERS)
+        self.act_rs, self.act_rk, self.new_rs, self.new_rk = (np.zeros(shape, np.int64) for _ in range(4))
+        self.act_rf, self.new_rf = np.zeros(shape, np.float64), np.zeros(shape, np.float64)
         self.cut = np.zeros(1, self.value_dtype)
         self._alloc_arena(1 << 12)
         self._alloc_output(1 << 12, 1 << 14)
@@ -118,13 +122,20 @@ class Run:
             cap = max(n, 2 * cap)
             self.tr_first = _grow(self.tr_first, cap, -1)
             self.tr_count = _grow(self.tr_count, cap)
-            for name in ("act_ds", "act_node", "new_ds", "new_node"):
-                setattr(self, name, _grow(getattr(self, name), cap))
+            self._grow_active(cap)
             self.slot = _grow(self.slot, cap, -1)
             self.ds_final = _grow(self.ds_final, cap)
             self.ds_fixed = _grow(self.ds_fixed, cap)
         self.ds_final[:n] = self.det.final
         self.ds_fixed[:n] = self._fixed
+
+    def _grow_active(self, cap: int) -> None:
+        """Room for ``cap`` active runs (one per deterministic state, or more with registers)."""
+        if cap <= len(self.act_ds):
+            return
+        for name in ("act_ds", "act_node", "new_ds", "new_node", "act_rs", "act_rk", "act_rf",
+                     "new_rs", "new_rk", "new_rf"):
+            setattr(self, name, _grow(getattr(self, name), cap))
 
     def _symbol_ids(self, bits: np.ndarray) -> np.ndarray:
         """Each event's symbol id; a lookup table when there are few condition bits."""
@@ -175,16 +186,20 @@ class Run:
 
     def _make_room(self) -> None:
         st = self.st
-        kernel.compact(st, self.act_ds, self.act_node, self.windowed, self.cut, self.n_pos, self.n_label,
-                       self.n_a, self.n_b, self.n_maxpos, self.n_maxval, self.remap)
+        kernel.compact(st, self.act_ds, self.act_node, self.act_rs, self.act_rk, self.act_rf, self.windowed,
+                       self.cut, self.n_pos, self.n_label, self.n_a, self.n_b, self.n_maxpos, self.n_maxval,
+                       self.remap)
         need = st[kernel.ARENA] + st[kernel.BOUND]
         cap = len(self.n_pos)
         if 2 * need > cap:
             self._alloc_arena(max(2 * need, 2 * cap))
 
     # -- running
-    def feed(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray):
+    def feed(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray, sides=None):
+        """``sides``: the registers' per-event values (``RegisterSpec.sides``) when there are any."""
         sym = self._symbol_ids(np.ascontiguousarray(bits))
+        regs = self.registers
+        sides = sides if sides is not None else regs.empty_sides()
         starts = np.ascontiguousarray(starts, dtype=np.bool_)
         values = np.ascontiguousarray(values, dtype=self.value_dtype)
         st = self.st
@@ -197,7 +212,9 @@ class Run:
                 self.inert, self.ds_fixed, st, self.act_ds, self.act_node, self.new_ds, self.new_node, self.slot, self.cut,
                 self.n_pos, self.n_label, self.n_a, self.n_b, self.n_maxpos, self.n_maxval,
                 self.stack_node, self.stack_len, self.path,
-                *self.res, self.lab_pos, self.lab_mask)
+                *self.res, self.lab_pos, self.lab_mask,
+                regs.count, regs.x_bits, regs.y_bits, regs.ops, regs.floats, *sides,
+                self.act_rs, self.act_rk, self.act_rf, self.new_rs, self.new_rk, self.new_rf)
             if status == kernel.DONE:
                 if st[kernel.NRES] > 0:
                     chunks.append(self._take())
@@ -206,6 +223,8 @@ class Run:
                 self._add_transitions(int(st[kernel.NEED_D]), int(st[kernel.NEED_S]))
             elif status == kernel.NEED_ARENA:
                 self._make_room()
+            elif status == kernel.NEED_ACTIVE:
+                self._grow_active(max(int(st[kernel.BOUND]), 2 * len(self.act_ds)))
             elif status == kernel.NEED_OUTPUT:
                 full = st[kernel.NRES] == 0 or len(self.res[0]) < MAX_OUTPUT
                 if st[kernel.NRES] > 0:
@@ -227,6 +246,47 @@ class Run:
         st[kernel.NRES] = 0
         st[kernel.NLAB] = 0
         return out
+
+
+class RegisterSpec:
+    """The kernel's view of a plan's register checks (``plan.registers``, planner/registers.py):
+    per check, the label bits of its two variables, its operator, and whether it compares
+    floats; ``sides`` computes each event's value of both sides for a table of stream rows."""
+
+    OPS = {"=": kernel.OP_EQ, "!=": kernel.OP_NE, ">": kernel.OP_GT, ">=": kernel.OP_GE, "<": kernel.OP_LT,
+           "<=": kernel.OP_LE}
+
+    def __init__(self, checks, labels):
+        bit = {v: 1 << (k + 1) for k, v in enumerate(labels)}
+        self.checks = tuple(checks)
+        self.count = len(self.checks)
+        self.x_bits = np.array([bit[c.x] for c in self.checks] or [0], np.int64)
+        self.y_bits = np.array([bit[c.y] for c in self.checks] or [0], np.int64)
+        self.ops = np.array([self.OPS[c.op] for c in self.checks] or [0], np.int64)
+        self.floats = np.array([c.floating for c in self.checks] or [False], np.bool_)
+
+    @classmethod
+    def none(cls) -> "RegisterSpec":
+        return cls((), ())
+
+    def empty_sides(self):
+        shape = (1, kernel.MAX_REGISTERS)
+        return (np.zeros(shape, np.int64), np.zeros(shape, np.float64), np.zeros(shape, np.bool_)) * 2
+
+    def sides(self, table) -> tuple:
+        """(f keys, f values, f valid, g keys, g values, g valid), each (rows, MAX_REGISTERS):
+        column p holds check p's left side as if each row were its x, and its right side as if
+        each row were its y. Keys are int64 values, or the bits of float64 values."""
+        from cerql.exec.registers import side_values
+
+        n = table.num_rows
+        out = [np.zeros((n, kernel.MAX_REGISTERS), t) for t in (np.int64, np.float64, np.bool_) * 2]
+        for p, check in enumerate(self.checks):
+            for k, (fn, var, columns) in enumerate(((check.left, check.x, check.left_columns),
+                                                    (check.right, check.y, check.right_columns))):
+                keys, nums, ok = side_values(fn, var, columns, check.floating, table)
+                out[3 * k][:, p], out[3 * k + 1][:, p], out[3 * k + 2][:, p] = keys, nums, ok
+        return tuple(out)
 
 
 def concat_chunks(chunks):
@@ -321,16 +381,19 @@ def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATC
     automaton = plan.automaton
     n = stream.table.num_rows
     windowed, amount, values = window_setup(plan, stream)
+    registers = RegisterSpec(plan.registers, automaton.labels)
     run = Run(automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
-              windowed, amount, values.dtype)
+              windowed, amount, values.dtype, registers)
     bits = condition_bits(automaton, stream)
+    sides = registers.sides(stream.table) if registers.count else None
     starts = np.zeros(n, np.bool_)
     sub_starts = np.array([lo for lo, _ in stream.bounds], np.int64)
     starts[sub_starts] = True
     chunks = []
     for b0 in range(0, n, batch_size):
         b1 = min(n, b0 + batch_size)
-        for chunk in run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1]):
+        batch_sides = None if sides is None else tuple(a[b0:b1] for a in sides)
+        for chunk in run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1], batch_sides):
             chunk[0] += b0
             chunks.append(chunk)
     end_row, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)

@@ -21,10 +21,11 @@ keeps no state of its own, fills the gap and calls again: the event is resumed, 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.typed import Dict
 
 # status codes returned to the driver
-DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY, TOO_MANY_CANDIDATES = 0, 1, 2, 3, 4, 5
+DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY, TOO_MANY_CANDIDATES, NEED_ACTIVE = 0, 1, 2, 3, 4, 5, 6
 # strategy codes
 ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
 # slots of the int64 state vector ``st``
@@ -39,6 +40,15 @@ OK, FULL = 0, 1
 # (scaled by maxMatchesPerEvent) the run fails with an error instead of running for hours.
 CANDIDATES_PER_MATCH = 100
 MIN_CANDIDATES = 1_000_000
+# Registers (seed 002): a predicate ``f(x) op g(y)`` between two single-event variables is checked
+# on the transition that binds the second of them, from the value of the first carried on the
+# run. A run's registers hold, per predicate, a status and the value of the side bound so far;
+# runs merge only when their deterministic state and registers are equal. At most MAX_REGISTERS
+# predicates (the planner leaves the others to exec/post_filter.py).
+MAX_REGISTERS = 4
+NONE_BOUND, X_BOUND, Y_BOUND, CHECKED, X_NULL, Y_NULL = 0, 1, 2, 3, 4, 5
+OP_EQ, OP_NE, OP_GT, OP_GE, OP_LT, OP_LE = 0, 1, 2, 3, 4, 5
+_KEY = types.UniTuple(types.int64, 1 + 2 * MAX_REGISTERS)
 
 
 @njit(nogil=True, cache=True)
@@ -237,18 +247,103 @@ def _enumerate(root, i, pos, r0, max_matches, consumed, windowed, cutoff, strate
 
 
 @njit(nogil=True, cache=True)
+def _holds(op, is_float, fk, fn, gk, gn):
+    """f op g, on int64 keys or on float64 values (IEEE: NaN compares false but for !=)."""
+    if is_float:
+        a, b = fn, gn
+        if op == OP_EQ:
+            return a == b
+        if op == OP_NE:
+            return a != b
+        if op == OP_GT:
+            return a > b
+        if op == OP_GE:
+            return a >= b
+        if op == OP_LT:
+            return a < b
+        return a <= b
+    if op == OP_EQ:
+        return fk == gk
+    if op == OP_NE:
+        return fk != gk
+    if op == OP_GT:
+        return fk > gk
+    if op == OP_GE:
+        return fk >= gk
+    if op == OP_LT:
+        return fk < gk
+    return fk <= gk
+
+
+@njit(nogil=True, cache=True)
+def _step_registers(k, lab, i, n_regs, reg_x, reg_y, reg_op, reg_float, fx_key, fx_num, fx_ok, gy_key, gy_num,
+                    gy_ok, act_rs, act_rk, act_rf, tmp_s, tmp_k, tmp_f):
+    """The registers of active run k after a transition marking ``lab`` on event i, in tmp_*;
+    False when a predicate whose variables are now both bound fails (the transition is dropped)."""
+    for p in range(n_regs):
+        s0, key, num = act_rs[k, p], act_rk[k, p], act_rf[k, p]
+        bx = lab & reg_x[p] != 0
+        by = lab & reg_y[p] != 0
+        if s0 == CHECKED or not (bx or by):
+            pass
+        elif bx and by:  # one event is both x and y
+            if not (fx_ok[i, p] and gy_ok[i, p]
+                    and _holds(reg_op[p], reg_float[p], fx_key[i, p], fx_num[i, p], gy_key[i, p], gy_num[i, p])):
+                return False
+            s0, key, num = CHECKED, 0, 0.0
+        elif bx:
+            if s0 == Y_BOUND:
+                if not (fx_ok[i, p] and _holds(reg_op[p], reg_float[p], fx_key[i, p], fx_num[i, p], key, num)):
+                    return False
+                s0, key, num = CHECKED, 0, 0.0
+            elif s0 == Y_NULL:
+                return False
+            elif fx_ok[i, p]:
+                s0, key, num = X_BOUND, fx_key[i, p], fx_num[i, p]
+            else:
+                s0, key, num = X_NULL, 0, 0.0
+        else:
+            if s0 == X_BOUND:
+                if not (gy_ok[i, p] and _holds(reg_op[p], reg_float[p], key, num, gy_key[i, p], gy_num[i, p])):
+                    return False
+                s0, key, num = CHECKED, 0, 0.0
+            elif s0 == X_NULL:
+                return False
+            elif gy_ok[i, p]:
+                s0, key, num = Y_BOUND, gy_key[i, p], gy_num[i, p]
+            else:
+                s0, key, num = Y_NULL, 0, 0.0
+        tmp_s[p], tmp_k[p], tmp_f[p] = s0, key, num
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _run_key(d, tmp_s, tmp_k):
+    return (d, tmp_s[0], tmp_k[0], tmp_s[1], tmp_k[1], tmp_s[2], tmp_k[2], tmp_s[3], tmp_k[3])
+
+
+@njit(nogil=True, cache=True)
 def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matches,
               tr_first, tr_count, tr_label, tr_target, ds_final, inert, ds_fixed,
               st, act_ds, act_node, new_ds, new_node, slot, cut,
               n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
-              res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask):
+              res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask,
+              n_regs, reg_x, reg_y, reg_op, reg_float, fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok,
+              act_rs, act_rk, act_rf, new_rs, new_rk, new_rf):
     """Run events st[CURSOR].. of one batch; return a status (see module docstring).
 
     An *inert* symbol fires no transition but the TRUE gaps; when every active state is a
     fixed point of those (st[MOVING] == 0), such an event changes nothing and costs O(1).
+    With registers (``n_regs`` > 0) an active run is a deterministic state, its registers
+    (``act_r*``) and its node, and runs meet on equal (state, registers) instead of state.
     """
     n_events = sym.shape[0]
     arena_cap = n_pos.shape[0]
+    act_cap = new_ds.shape[0]
+    meet = Dict.empty(key_type=_KEY, value_type=types.int64)
+    tmp_s = np.zeros(MAX_REGISTERS, np.int64)
+    tmp_k = np.zeros(MAX_REGISTERS, np.int64)
+    tmp_f = np.zeros(MAX_REGISTERS, np.float64)
     while st[CURSOR] < n_events:
         i = st[CURSOR]
         s = sym[i]
@@ -268,6 +363,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                 st[MOVING] = 0
                 act_ds[0] = 0
                 act_node[0] = 0
+                for p in range(MAX_REGISTERS):
+                    act_rs[0, p], act_rk[0, p], act_rf[0, p] = NONE_BOUND, 0, 0.0
             consumed = st[CONSUMED]
             # every transition known, and room for the nodes this event can create
             bound = 0
@@ -281,9 +378,14 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
             if st[ARENA] + bound > arena_cap:
                 st[BOUND] = bound
                 return NEED_ARENA
+            if n_regs > 0 and bound // 2 > act_cap:  # one run per transition at most
+                st[BOUND] = bound // 2
+                return NEED_ACTIVE
             pos = st[POS]
             arena = st[ARENA]
             nn = 0
+            if n_regs > 0:
+                meet.clear()
             for k in range(st[NACT]):
                 d = act_ds[k]
                 node = act_node[k]
@@ -293,6 +395,11 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                 for j in range(f, f + tr_count[d, s]):
                     lab = tr_label[j]
                     d2 = tr_target[j]
+                    if n_regs > 0:
+                        if not _step_registers(k, lab, i, n_regs, reg_x, reg_y, reg_op, reg_float, fx_key, fx_num,
+                                               fx_ok, gy_key, gy_num, gy_ok, act_rs, act_rk, act_rf,
+                                               tmp_s, tmp_k, tmp_f):
+                            continue
                     if lab == 0:
                         x = node
                     else:
@@ -308,13 +415,23 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                         else:
                             n_maxpos[x] = n_maxpos[node]
                             n_maxval[x] = n_maxval[node]
-                    if slot[d2] < 0:
-                        slot[d2] = nn
+                    if n_regs > 0:
+                        key = _run_key(d2, tmp_s, tmp_k)
+                        at = meet[key] if key in meet else -1
+                        if at < 0:
+                            meet[key] = nn
+                            for p in range(n_regs):
+                                new_rs[nn, p], new_rk[nn, p], new_rf[nn, p] = tmp_s[p], tmp_k[p], tmp_f[p]
+                    else:
+                        at = slot[d2]
+                        if at < 0:
+                            slot[d2] = nn
+                    if at < 0:
                         new_ds[nn] = d2
                         new_node[nn] = x
                         nn += 1
                     else:
-                        y = new_node[slot[d2]]
+                        y = new_node[at]
                         u = arena
                         arena += 1
                         n_pos[u] = -1
@@ -323,12 +440,15 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                         n_b[u] = x
                         n_maxpos[u] = max(n_maxpos[y], n_maxpos[x])
                         n_maxval[u] = max(n_maxval[y], n_maxval[x])
-                        new_node[slot[d2]] = u
+                        new_node[at] = u
             moving = 0
             for k in range(nn):
-                slot[new_ds[k]] = -1
+                if n_regs == 0:
+                    slot[new_ds[k]] = -1
                 act_ds[k] = new_ds[k]
                 act_node[k] = new_node[k]
+                for p in range(n_regs):
+                    act_rs[k, p], act_rk[k, p], act_rf[k, p] = new_rs[k, p], new_rk[k, p], new_rf[k, p]
                 if not ds_fixed[new_ds[k]]:
                     moving += 1
             st[NACT] = nn
@@ -370,7 +490,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
 
 
 @njit(nogil=True, cache=True)
-def compact(st, act_ds, act_node, windowed, cut, n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, remap):
+def compact(st, act_ds, act_node, act_rs, act_rk, act_rf, windowed, cut, n_pos, n_label, n_a, n_b, n_maxpos,
+            n_maxval, remap):
     """Free the nodes no live result can reach; keep node order (children before parents)."""
     used = st[ARENA]
     consumed = st[CONSUMED]
@@ -385,6 +506,8 @@ def compact(st, act_ds, act_node, windowed, cut, n_pos, n_label, n_a, n_b, n_max
             remap[node] = 1
             act_ds[kept] = act_ds[k]
             act_node[kept] = node
+            for p in range(act_rs.shape[1]):
+                act_rs[kept, p], act_rk[kept, p], act_rf[kept, p] = act_rs[k, p], act_rk[k, p], act_rf[k, p]
             kept += 1
     st[NACT] = kept
     for x in range(used - 1, 0, -1):

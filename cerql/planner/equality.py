@@ -46,10 +46,10 @@ def keyable_type(kind: pa.DataType) -> bool:
                                         pa.types.is_boolean, pa.types.is_date, pa.types.is_timestamp))
 
 
-def _conjuncts(condition) -> list:
+def conjuncts(condition) -> list:
     """The terms of a FILTER condition joined by AND at its top."""
     if isinstance(condition, ast.FilterAnd):
-        return _conjuncts(condition.left) + _conjuncts(condition.right)
+        return conjuncts(condition.left) + conjuncts(condition.right)
     return [condition]
 
 
@@ -120,11 +120,21 @@ def _without(condition, dropped: set[int]):
     return condition
 
 
-def _rewritten(node, dropped: set[int]):
-    """The pattern with the dropped conjuncts removed from its top FILTERs."""
+def top_filters(pattern) -> list:
+    """The FILTERs over the whole pattern: the pattern itself and, inward, the pattern of each
+    FILTER while it is a FILTER. Their conditions constrain every valuation."""
+    out = []
+    while isinstance(pattern, ast.Filter):
+        out.append(pattern)
+        pattern = pattern.pattern
+    return out
+
+
+def without(node, dropped: set[int]):
+    """The pattern with the conjuncts in ``dropped`` (by identity) removed from its top FILTERs."""
     if not isinstance(node, ast.Filter):
         return node
-    inner = _rewritten(node.pattern, dropped)
+    inner = without(node.pattern, dropped)
     condition = _without(node.condition, dropped)
     return inner if condition is None else dataclasses.replace(node, pattern=inner, condition=condition)
 
@@ -134,13 +144,9 @@ def equality_keys(pattern, resolve: Callable[[str], str],
     """(hidden partition columns, the pattern without the equalities they replace); ``((),
     pattern)`` when no equality qualifies (see the module docstring). ``resolve`` gives a
     column's name in the stream, ``keyable`` whether it may be a key."""
-    top, node = [], pattern
-    while isinstance(node, ast.Filter):
-        top.append(node)
-        node = node.pattern
     by_column: dict[str, list] = {}
-    for f in top:
-        for leaf in _conjuncts(f.condition):
+    for f in top_filters(pattern):
+        for leaf in conjuncts(f.condition):
             found = _equality(leaf)
             if found is not None:
                 by_column.setdefault(resolve(found[2]), []).append((found[0], found[1], leaf))
@@ -154,4 +160,4 @@ def equality_keys(pattern, resolve: Callable[[str], str],
             dropped.update(id(leaf) for _, _, leaf in edges)
     if not keys:
         return (), pattern
-    return tuple(keys), _rewritten(pattern, dropped)
+    return tuple(keys), without(pattern, dropped)

@@ -20,12 +20,13 @@ from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import (MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan, QueryPlan,
-                        SourcePlan, WindowPlan)
+                        RegisterCheck, SourcePlan, WindowPlan)
 from cerql.planner import aggregates
 from cerql.planner.analyze import Analysis, OutputVar, find_name, pattern_variables
 from cerql.planner.arrow_expr import ExprError, compile_expr
 from cerql.planner.compile import compile_pattern
-from cerql.planner.equality import equality_keys, keyable_type
+from cerql.planner.equality import equality_keys, keyable_type, without
+from cerql.planner.registers import candidates as register_candidates
 
 TYPE_COLUMN_NAMES = ("type", "event_type")
 
@@ -129,6 +130,28 @@ def automaton_pattern(select: ast.Select, resolve=lambda c: c, keyable=lambda c:
     if counts_positions(select) or select.consume != "NONE":
         return (), select.pattern
     return equality_keys(select.pattern, resolve, keyable)
+
+
+def choose_automaton(select: ast.Select, selected, single: set[str], resolve=lambda c: c, keyable=lambda c: True,
+                     register_check=lambda candidate: candidate):
+    """(hidden partition columns, register checks, automaton, FILTERs the post-filter checks,
+    blocker) of a query: equalities that can be partitioning leave the pattern
+    (``automaton_pattern``); comparisons between single-event variables are checked by the
+    kernel with registers (planner/registers.py; ``register_check`` compiles one, or None when
+    it cannot be); if that leaves no predicate across variables and the automaton marks both
+    variables of each, the plain automaton runs the rest, else ``pattern_automaton`` decides and
+    the registers only prune the relaxed automaton's runs before the post-filter."""
+    join, pattern = automaton_pattern(select, resolve, keyable)
+    checks = [(c.leaf, check) for c in register_candidates(pattern, single)
+              if (check := register_check(c)) is not None]
+    if checks:
+        reduced = without(pattern, {id(leaf) for leaf, _ in checks})
+        if not cross_filters(reduced)[0] and all(c.x in selected and c.y in selected for _, c in checks):
+            return join, tuple(c for _, c in checks), compile_pattern(reduced, selected), (), None
+    automaton, filters, blocked = pattern_automaton(pattern, selected)
+    labels = automaton.labels if automaton is not None else ()
+    pruning = tuple(c for _, c in checks if c.x in labels and c.y in labels)
+    return join, pruning, automaton, filters, blocked
 
 
 class _Resolver:
@@ -324,6 +347,28 @@ class _Resolver:
         value_type = self.check(fn, sql, pa.schema(fields).empty_table(), boolean, what)
         return fn, tuple(used), value_type
 
+    def register_check(self, candidate) -> RegisterCheck | None:
+        """The kernel's check of a register candidate, or None when its sides do not compare as
+        int64 or float64 (strings, decimals, mixed kinds: left to the post-filter)."""
+        sides = []
+        for tree in (candidate.left, candidate.right):
+            source = candidate.leaf.expr
+            sql = ast.SqlExpr(tree.sql(dialect="spark"), tree, source.source, source.offset, source.span)
+            fn, used, kind = self.qualified(sql, boolean=False, what="FILTER")
+            sides.append((fn, tuple(col for _, col in used), kind))
+        (left, lcols, lt), (right, rcols, rt) = sides
+        number = lambda t: pa.types.is_integer(t) or pa.types.is_floating(t)  # noqa: E731
+        if number(lt) and number(rt):
+            if pa.types.is_uint64(lt) or pa.types.is_uint64(rt):
+                return None
+            floating = pa.types.is_floating(lt) or pa.types.is_floating(rt)
+        elif lt == rt and (pa.types.is_timestamp(lt) or pa.types.is_date(lt) or pa.types.is_boolean(lt)):
+            floating = False
+        else:
+            return None
+        return RegisterCheck(candidate.leaf.expr.text, candidate.op, candidate.x, candidate.y,
+                             left, lcols, right, rcols, floating)
+
     def cross_predicates(self) -> dict[str, CrossPlan]:
         out = {}
         for node in ast.walk(self.select.pattern):
@@ -394,12 +439,15 @@ class _Resolver:
         kind = self.order_kind(order[0])
         window = self.window(kind)
         cross = self.cross_predicates()
-        join, pattern = automaton_pattern(sel, self.column, lambda c: keyable_type(self.union.field(c).type))
-        automaton, filters, blocked = pattern_automaton(pattern, self.a.selected)
+        single = {v for v, n in self.a.cardinality.items() if n == 1}
+        join, registers, automaton, filters, blocked = choose_automaton(
+            sel, self.a.selected, single, self.column, lambda c: keyable_type(self.union.field(c).type),
+            self.register_check)
         return QueryPlan(
             select=sel, view=self.a.view, sources=tuple(sources), columns=tuple(self.union.names),
             atoms=atoms, predicates=self.predicates(), order_columns=order, order_kind=kind,
             partition_columns=partition, join_columns=tuple(c for c in join if c not in partition),
+            registers=registers,
             window=window,
             outputs=tuple(self.output(o) for o in self.a.outputs), selected=self.a.selected,
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit,

@@ -1,0 +1,77 @@
+"""FILTER comparisons between two single-event variables, for the kernel's registers (seed 002).
+
+Input: a pattern and its single-event variables. Output: the comparisons the kernel can check
+as the second variable is bound (``Candidate``); the resolver compiles their sides
+(planner/resolve.py) and the kernel compares them (exec/kernel.py ``_step_registers``).
+
+Why: the automaton reads one event at a time, so ``b.price > a.price`` used to be checked on
+every enumerated result of the pattern without it (exec/post_filter.py). Seed 002 carries the
+earlier event's value on the run in a register and checks the predicate on the transition that
+binds the later one; runs with equal registers still merge, so the automaton keeps its
+constant work per run and output-linear enumeration, and what it enumerates already passed.
+
+A conjunct qualifies when it is:
+
+- an AND-conjunct of a FILTER over the whole pattern (``top_filters``), so it constrains every
+  valuation and a result's valuation is the FILTER's own;
+- a comparison ``left op right`` (=, !=, <, <=, >, >=, ``==``) whose left side reads columns of
+  one variable x only and whose right side of one other variable y only, without aggregates;
+- over variables that hold at most one event in every valuation (not under +, bound once), so
+  for-all is one comparison; an unbound one leaves it vacuously true, as the kernel never
+  checks it then; NULL on either side fails it.
+
+At most ``kernel.MAX_REGISTERS`` per query; the others stay with the post-filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from cerql import ast
+from cerql.planner.equality import conjuncts, top_filters
+
+MAX_REGISTERS = 4  # exec/kernel.py MAX_REGISTERS (the planner does not import the kernel)
+OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A comparison the kernel could check: ``left(x) op right(y)``."""
+
+    leaf: ast.CrossPredicate
+    op: str
+    x: str
+    y: str
+    left: exp.Expression
+    right: exp.Expression
+
+
+def _only_variable(side: exp.Expression) -> str | None:
+    """The one variable whose columns the side reads, or None (none, several, an aggregate)."""
+    if any(isinstance(node, exp.AggFunc) for node in side.walk()):
+        return None
+    qualifiers = {col.table for col in side.find_all(exp.Column)}
+    if len(qualifiers) != 1 or "" in qualifiers:
+        return None
+    return qualifiers.pop()
+
+
+def candidates(pattern, single: set[str]) -> list[Candidate]:
+    """The comparisons of the top FILTERs the kernel can check (see the module docstring)."""
+    out = []
+    for f in top_filters(pattern):
+        for leaf in conjuncts(f.condition):
+            if not isinstance(leaf, ast.CrossPredicate):
+                continue
+            tree = leaf.expr.tree
+            while isinstance(tree, exp.Paren):
+                tree = tree.this
+            if type(tree) not in OPS:
+                continue
+            x, y = _only_variable(tree.this), _only_variable(tree.expression)
+            if x is None or y is None or x == y or x not in single or y not in single:
+                continue
+            out.append(Candidate(leaf, OPS[type(tree)], x, y, tree.this, tree.expression))
+    return out[:MAX_REGISTERS]
