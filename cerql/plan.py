@@ -91,8 +91,8 @@ class CrossPlan:
 
 @dataclass(frozen=True)
 class RegisterCheck:
-    """A FILTER comparison ``left(x) op right(y)`` between two single-event variables, checked by
-    the kernel on the transition that binds the second one (seed 002's registers; planner/registers.py).
+    """A FILTER comparison ``left(x) op right(y)`` over the whole pattern, for every pair of events
+    of x and y, checked by the kernel as they are bound (seed 002's registers; planner/registers.py).
     ``left`` and ``right`` are compiled over "x.col" / "y.col" columns; ``floating``: compare as
     float64, else as int64."""
 
@@ -105,6 +105,7 @@ class RegisterCheck:
     right: Callable
     right_columns: tuple[str, ...]
     floating: bool
+    single: bool = True                     # x and y hold at most one event each
 
 
 @dataclass(frozen=True)

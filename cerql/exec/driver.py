@@ -84,8 +84,8 @@ class Run:
         self.new_ds = np.zeros(ds_cap, np.int64)
         self.new_node = np.zeros(ds_cap, np.int64)
         self.slot = np.full(ds_cap, -1, np.int64)
-        shape = (ds_cap, kernel.MAX_REGISTERS)
-        self.act_rs, self.act_rk, self.new_rs, self.new_rk = (np.zeros(shape, np.int64) for _ in range(4))
+        shape = (ds_cap, kernel.REGISTER_COLUMNS)
+        self.act_rk, self.new_rk = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
         self.act_rf, self.new_rf = np.zeros(shape, np.float64), np.zeros(shape, np.float64)
         self.cut = np.zeros(1, self.value_dtype)
         self._alloc_arena(1 << 12)
@@ -133,8 +133,7 @@ class Run:
         """Room for ``cap`` active runs (one per deterministic state, or more with registers)."""
         if cap <= len(self.act_ds):
             return
-        for name in ("act_ds", "act_node", "new_ds", "new_node", "act_rs", "act_rk", "act_rf",
-                     "new_rs", "new_rk", "new_rf"):
+        for name in ("act_ds", "act_node", "new_ds", "new_node", "act_rk", "act_rf", "new_rk", "new_rf"):
             setattr(self, name, _grow(getattr(self, name), cap))
 
     def _symbol_ids(self, bits: np.ndarray) -> np.ndarray:
@@ -186,7 +185,7 @@ class Run:
 
     def _make_room(self) -> None:
         st = self.st
-        kernel.compact(st, self.act_ds, self.act_node, self.act_rs, self.act_rk, self.act_rf, self.windowed,
+        kernel.compact(st, self.act_ds, self.act_node, self.act_rk, self.act_rf, self.windowed,
                        self.cut, self.n_pos, self.n_label, self.n_a, self.n_b, self.n_maxpos, self.n_maxval,
                        self.remap)
         need = st[kernel.ARENA] + st[kernel.BOUND]
@@ -213,8 +212,8 @@ class Run:
                 self.n_pos, self.n_label, self.n_a, self.n_b, self.n_maxpos, self.n_maxval,
                 self.stack_node, self.stack_len, self.path,
                 *self.res, self.lab_pos, self.lab_mask,
-                regs.count, regs.x_bits, regs.y_bits, regs.ops, regs.floats, *sides,
-                self.act_rs, self.act_rk, self.act_rf, self.new_rs, self.new_rk, self.new_rf)
+                regs.count, regs.x_bits, regs.y_bits, regs.ops, regs.floats, regs.singles, *sides,
+                self.act_rk, self.act_rf, self.new_rk, self.new_rf)
             if status == kernel.DONE:
                 if st[kernel.NRES] > 0:
                     chunks.append(self._take())
@@ -250,8 +249,9 @@ class Run:
 
 class RegisterSpec:
     """The kernel's view of a plan's register checks (``plan.registers``, planner/registers.py):
-    per check, the label bits of its two variables, its operator, and whether it compares
-    floats; ``sides`` computes each event's value of both sides for a table of stream rows."""
+    per check, the label bits of its two variables, its operator, whether it compares floats and
+    whether both variables hold one event; ``sides`` computes each event's value of both sides
+    for a table of stream rows."""
 
     OPS = {"=": kernel.OP_EQ, "!=": kernel.OP_NE, ">": kernel.OP_GT, ">=": kernel.OP_GE, "<": kernel.OP_LT,
            "<=": kernel.OP_LE}
@@ -264,6 +264,7 @@ class RegisterSpec:
         self.y_bits = np.array([bit[c.y] for c in self.checks] or [0], np.int64)
         self.ops = np.array([self.OPS[c.op] for c in self.checks] or [0], np.int64)
         self.floats = np.array([c.floating for c in self.checks] or [False], np.bool_)
+        self.singles = np.array([c.single for c in self.checks] or [False], np.bool_)
 
     @classmethod
     def none(cls) -> "RegisterSpec":

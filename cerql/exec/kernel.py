@@ -40,15 +40,21 @@ OK, FULL = 0, 1
 # (scaled by maxMatchesPerEvent) the run fails with an error instead of running for hours.
 CANDIDATES_PER_MATCH = 100
 MIN_CANDIDATES = 1_000_000
-# Registers (seed 002): a predicate ``f(x) op g(y)`` between two single-event variables is checked
-# on the transition that binds the second of them, from the value of the first carried on the
-# run. A run's registers hold, per predicate, a status and the value of the side bound so far;
-# runs merge only when their deterministic state and registers are equal. At most MAX_REGISTERS
-# predicates (the planner leaves the others to exec/post_filter.py).
+# Registers (seed 002): a FILTER comparison ``f(x) op g(y)`` holds when it holds for every pair of
+# events of x and y (DESIGN.md 4.7). The kernel checks it as events are bound: a run carries, per
+# comparison and per side, whether the side has events, whether one of them makes every pair
+# fail (NULL; NaN but for !=; two different values under =), and the one value a later event of
+# the other side must be compared with (for >, >= the least f of x and the greatest g of y; for
+# <, <= the reverse; for = and != the value). An event bound to x is compared with y's value when
+# y has events, then joins x's side; likewise for y. Runs merge only when their deterministic
+# state and registers are equal. Between single-event variables the comparison is done once both
+# are bound and its registers are cleared (DONE), so those runs merge again. At most
+# MAX_REGISTERS comparisons (the planner leaves the others to exec/post_filter.py).
 MAX_REGISTERS = 4
-NONE_BOUND, X_BOUND, Y_BOUND, CHECKED, X_NULL, Y_NULL = 0, 1, 2, 3, 4, 5
+X_HAS, X_BAD, Y_HAS, Y_BAD, DONE_BOTH = 1, 2, 4, 8, 16
 OP_EQ, OP_NE, OP_GT, OP_GE, OP_LT, OP_LE = 0, 1, 2, 3, 4, 5
-_KEY = types.UniTuple(types.int64, 1 + 2 * MAX_REGISTERS)
+REGISTER_COLUMNS = 3 * MAX_REGISTERS  # per comparison: flags, x's value, y's value
+_KEY = types.UniTuple(types.int64, 1 + REGISTER_COLUMNS)
 
 
 @njit(nogil=True, cache=True)
@@ -276,50 +282,77 @@ def _holds(op, is_float, fk, fn, gk, gn):
 
 
 @njit(nogil=True, cache=True)
-def _step_registers(k, lab, i, n_regs, reg_x, reg_y, reg_op, reg_float, fx_key, fx_num, fx_ok, gy_key, gy_num,
-                    gy_ok, act_rs, act_rk, act_rf, tmp_s, tmp_k, tmp_f):
-    """The registers of active run k after a transition marking ``lab`` on event i, in tmp_*;
-    False when a predicate whose variables are now both bound fails (the transition is dropped)."""
-    for p in range(n_regs):
-        s0, key, num = act_rs[k, p], act_rk[k, p], act_rf[k, p]
-        bx = lab & reg_x[p] != 0
-        by = lab & reg_y[p] != 0
-        if s0 == CHECKED or not (bx or by):
-            pass
-        elif bx and by:  # one event is both x and y
-            if not (fx_ok[i, p] and gy_ok[i, p]
-                    and _holds(reg_op[p], reg_float[p], fx_key[i, p], fx_num[i, p], gy_key[i, p], gy_num[i, p])):
-                return False
-            s0, key, num = CHECKED, 0, 0.0
-        elif bx:
-            if s0 == Y_BOUND:
-                if not (fx_ok[i, p] and _holds(reg_op[p], reg_float[p], fx_key[i, p], fx_num[i, p], key, num)):
-                    return False
-                s0, key, num = CHECKED, 0, 0.0
-            elif s0 == Y_NULL:
-                return False
-            elif fx_ok[i, p]:
-                s0, key, num = X_BOUND, fx_key[i, p], fx_num[i, p]
-            else:
-                s0, key, num = X_NULL, 0, 0.0
-        else:
-            if s0 == X_BOUND:
-                if not (gy_ok[i, p] and _holds(reg_op[p], reg_float[p], key, num, gy_key[i, p], gy_num[i, p])):
-                    return False
-                s0, key, num = CHECKED, 0, 0.0
-            elif s0 == X_NULL:
-                return False
-            elif gy_ok[i, p]:
-                s0, key, num = Y_BOUND, gy_key[i, p], gy_num[i, p]
-            else:
-                s0, key, num = Y_NULL, 0, 0.0
-        tmp_s[p], tmp_k[p], tmp_f[p] = s0, key, num
+def _joins(op, is_float, side_x, key, num, vk, vn):
+    """The value a side keeps after another event's value (vk, vn) joins it: for x the least
+    under > and >=, the greatest under < and <=; for y the reverse (see MAX_REGISTERS)."""
+    keep_least = (op == OP_GT or op == OP_GE) == side_x
+    if is_float:
+        better = vn < num if keep_least else vn > num
+    else:
+        better = vk < key if keep_least else vk > key
+    return (vk, vn) if better else (key, num)
+
+
+@njit(nogil=True, cache=True)
+def _bind(p, x_side, op, is_float, ok, vk, vn, regs_k, regs_f):
+    """Bind one event's value (ok, vk, vn) to the x or y side of comparison p in regs_*;
+    False when a pair with the other side's events fails."""
+    flags = regs_k[3 * p]
+    mine, other = (1, 2) if x_side else (2, 1)
+    has, bad = (X_HAS, X_BAD) if x_side else (Y_HAS, Y_BAD)
+    other_has, other_bad = (Y_HAS, Y_BAD) if x_side else (X_HAS, X_BAD)
+    if flags & (other_has | other_bad):
+        if not ok or flags & other_bad:
+            return False
+        ok_pair = (_holds(op, is_float, vk, vn, regs_k[3 * p + other], regs_f[3 * p + other]) if x_side
+                   else _holds(op, is_float, regs_k[3 * p + other], regs_f[3 * p + other], vk, vn))
+        if not ok_pair:
+            return False
+    if not ok:
+        flags |= bad
+    elif not flags & has:
+        flags |= has
+        regs_k[3 * p + mine], regs_f[3 * p + mine] = vk, vn
+    elif op == OP_EQ:
+        if (vn != regs_f[3 * p + mine]) if is_float else (vk != regs_k[3 * p + mine]):
+            flags |= bad  # two values: no value of the other side equals both
+    # (!= is only planned between single-event variables: a side never gets a second value)
+    else:
+        regs_k[3 * p + mine], regs_f[3 * p + mine] = _joins(op, is_float, x_side, regs_k[3 * p + mine],
+                                                            regs_f[3 * p + mine], vk, vn)
+    regs_k[3 * p] = flags
     return True
 
 
 @njit(nogil=True, cache=True)
-def _run_key(d, tmp_s, tmp_k):
-    return (d, tmp_s[0], tmp_k[0], tmp_s[1], tmp_k[1], tmp_s[2], tmp_k[2], tmp_s[3], tmp_k[3])
+def _step_registers(k, lab, i, n_regs, reg_x, reg_y, reg_op, reg_float, reg_single, fx_key, fx_num, fx_ok,
+                    gy_key, gy_num, gy_ok, act_rk, act_rf, tmp_k, tmp_f):
+    """The registers of active run k after a transition marking ``lab`` on event i, in tmp_*;
+    False when a comparison fails on a pair of its events (the transition is dropped)."""
+    for c in range(REGISTER_COLUMNS):
+        tmp_k[c], tmp_f[c] = act_rk[k, c], act_rf[k, c]
+    for p in range(n_regs):
+        if tmp_k[3 * p] & DONE_BOTH:
+            continue
+        op, is_float = reg_op[p], reg_float[p]
+        if lab & reg_x[p] != 0:
+            ok = fx_ok[i, p] and (op == OP_NE or not (is_float and np.isnan(fx_num[i, p])))
+            if not _bind(p, True, op, is_float, ok, fx_key[i, p], fx_num[i, p], tmp_k, tmp_f):
+                return False
+        if lab & reg_y[p] != 0:
+            ok = gy_ok[i, p] and (op == OP_NE or not (is_float and np.isnan(gy_num[i, p])))
+            if not _bind(p, False, op, is_float, ok, gy_key[i, p], gy_num[i, p], tmp_k, tmp_f):
+                return False
+        both = X_HAS | X_BAD
+        if reg_single[p] and tmp_k[3 * p] & both and tmp_k[3 * p] & (Y_HAS | Y_BAD):
+            tmp_k[3 * p], tmp_k[3 * p + 1], tmp_k[3 * p + 2] = DONE_BOTH, 0, 0  # checked: forget the values
+            tmp_f[3 * p + 1], tmp_f[3 * p + 2] = 0.0, 0.0
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _run_key(d, t):
+    return (d, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11])
 
 
 @njit(nogil=True, cache=True)
@@ -328,8 +361,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
               st, act_ds, act_node, new_ds, new_node, slot, cut,
               n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
               res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask,
-              n_regs, reg_x, reg_y, reg_op, reg_float, fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok,
-              act_rs, act_rk, act_rf, new_rs, new_rk, new_rf):
+              n_regs, reg_x, reg_y, reg_op, reg_float, reg_single, fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok,
+              act_rk, act_rf, new_rk, new_rf):
     """Run events st[CURSOR].. of one batch; return a status (see module docstring).
 
     An *inert* symbol fires no transition but the TRUE gaps; when every active state is a
@@ -341,9 +374,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
     arena_cap = n_pos.shape[0]
     act_cap = new_ds.shape[0]
     meet = Dict.empty(key_type=_KEY, value_type=types.int64)
-    tmp_s = np.zeros(MAX_REGISTERS, np.int64)
-    tmp_k = np.zeros(MAX_REGISTERS, np.int64)
-    tmp_f = np.zeros(MAX_REGISTERS, np.float64)
+    tmp_k = np.zeros(REGISTER_COLUMNS, np.int64)
+    tmp_f = np.zeros(REGISTER_COLUMNS, np.float64)
     while st[CURSOR] < n_events:
         i = st[CURSOR]
         s = sym[i]
@@ -363,8 +395,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                 st[MOVING] = 0
                 act_ds[0] = 0
                 act_node[0] = 0
-                for p in range(MAX_REGISTERS):
-                    act_rs[0, p], act_rk[0, p], act_rf[0, p] = NONE_BOUND, 0, 0.0
+                for c in range(REGISTER_COLUMNS):
+                    act_rk[0, c], act_rf[0, c] = 0, 0.0
             consumed = st[CONSUMED]
             # every transition known, and room for the nodes this event can create
             bound = 0
@@ -396,9 +428,9 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                     lab = tr_label[j]
                     d2 = tr_target[j]
                     if n_regs > 0:
-                        if not _step_registers(k, lab, i, n_regs, reg_x, reg_y, reg_op, reg_float, fx_key, fx_num,
-                                               fx_ok, gy_key, gy_num, gy_ok, act_rs, act_rk, act_rf,
-                                               tmp_s, tmp_k, tmp_f):
+                        if not _step_registers(k, lab, i, n_regs, reg_x, reg_y, reg_op, reg_float, reg_single,
+                                               fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok, act_rk, act_rf,
+                                               tmp_k, tmp_f):
                             continue
                     if lab == 0:
                         x = node
@@ -416,12 +448,12 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                             n_maxpos[x] = n_maxpos[node]
                             n_maxval[x] = n_maxval[node]
                     if n_regs > 0:
-                        key = _run_key(d2, tmp_s, tmp_k)
+                        key = _run_key(d2, tmp_k)
                         at = meet[key] if key in meet else -1
                         if at < 0:
                             meet[key] = nn
-                            for p in range(n_regs):
-                                new_rs[nn, p], new_rk[nn, p], new_rf[nn, p] = tmp_s[p], tmp_k[p], tmp_f[p]
+                            for c in range(3 * n_regs):
+                                new_rk[nn, c], new_rf[nn, c] = tmp_k[c], tmp_f[c]
                     else:
                         at = slot[d2]
                         if at < 0:
@@ -447,8 +479,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                     slot[new_ds[k]] = -1
                 act_ds[k] = new_ds[k]
                 act_node[k] = new_node[k]
-                for p in range(n_regs):
-                    act_rs[k, p], act_rk[k, p], act_rf[k, p] = new_rs[k, p], new_rk[k, p], new_rf[k, p]
+                for c in range(3 * n_regs):
+                    act_rk[k, c], act_rf[k, c] = new_rk[k, c], new_rf[k, c]
                 if not ds_fixed[new_ds[k]]:
                     moving += 1
             st[NACT] = nn
@@ -490,7 +522,7 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
 
 
 @njit(nogil=True, cache=True)
-def compact(st, act_ds, act_node, act_rs, act_rk, act_rf, windowed, cut, n_pos, n_label, n_a, n_b, n_maxpos,
+def compact(st, act_ds, act_node, act_rk, act_rf, windowed, cut, n_pos, n_label, n_a, n_b, n_maxpos,
             n_maxval, remap):
     """Free the nodes no live result can reach; keep node order (children before parents)."""
     used = st[ARENA]
@@ -506,8 +538,8 @@ def compact(st, act_ds, act_node, act_rs, act_rk, act_rf, windowed, cut, n_pos, 
             remap[node] = 1
             act_ds[kept] = act_ds[k]
             act_node[kept] = node
-            for p in range(act_rs.shape[1]):
-                act_rs[kept, p], act_rk[kept, p], act_rf[kept, p] = act_rs[k, p], act_rk[k, p], act_rf[k, p]
+            for c in range(act_rk.shape[1]):
+                act_rk[kept, c], act_rf[kept, c] = act_rk[k, c], act_rf[k, c]
             kept += 1
     st[NACT] = kept
     for x in range(used - 1, 0, -1):

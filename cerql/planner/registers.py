@@ -7,8 +7,9 @@ as the second variable is bound (``Candidate``); the resolver compiles their sid
 Why: the automaton reads one event at a time, so ``b.price > a.price`` used to be checked on
 every enumerated result of the pattern without it (exec/post_filter.py). Seed 002 carries the
 earlier event's value on the run in a register and checks the predicate on the transition that
-binds the later one; runs with equal registers still merge, so the automaton keeps its
-constant work per run and output-linear enumeration, and what it enumerates already passed.
+binds the later one; runs with equal registers still merge, so the automaton keeps
+output-linear enumeration, what it enumerates already passed, and its work per event grows
+with the distinct register values alive in the window instead of with the candidates.
 
 A conjunct qualifies when it is:
 
@@ -16,9 +17,11 @@ A conjunct qualifies when it is:
   valuation and a result's valuation is the FILTER's own;
 - a comparison ``left op right`` (=, !=, <, <=, >, >=, ``==``) whose left side reads columns of
   one variable x only and whose right side of one other variable y only, without aggregates;
-- over variables that hold at most one event in every valuation (not under +, bound once), so
-  for-all is one comparison; an unbound one leaves it vacuously true, as the kernel never
-  checks it then; NULL on either side fails it.
+- for !=, over variables that hold at most one event. For the others x and y may hold several
+  (``A AS a ; B+ AS b FILTER b.p > a.p``): it holds for every pair of their events, which the
+  kernel decides from one value per side (the least or greatest so far, or the common value
+  under =), so the registers stay one value per side. An unbound variable leaves it vacuously
+  true, as the kernel never compares then; NULL on either side of a pair fails it.
 
 At most ``kernel.MAX_REGISTERS`` per query; the others stay with the post-filter.
 """
@@ -46,6 +49,7 @@ class Candidate:
     y: str
     left: exp.Expression
     right: exp.Expression
+    single: bool                            # x and y hold at most one event each
 
 
 def _only_variable(side: exp.Expression) -> str | None:
@@ -59,7 +63,8 @@ def _only_variable(side: exp.Expression) -> str | None:
 
 
 def candidates(pattern, single: set[str]) -> list[Candidate]:
-    """The comparisons of the top FILTERs the kernel can check (see the module docstring)."""
+    """The comparisons of the top FILTERs the kernel can check (see the module docstring);
+    ``single``: the variables that hold at most one event."""
     out = []
     for f in top_filters(pattern):
         for leaf in conjuncts(f.condition):
@@ -71,7 +76,8 @@ def candidates(pattern, single: set[str]) -> list[Candidate]:
             if type(tree) not in OPS:
                 continue
             x, y = _only_variable(tree.this), _only_variable(tree.expression)
-            if x is None or y is None or x == y or x not in single or y not in single:
+            op = OPS[type(tree)]
+            if x is None or y is None or x == y or (op == "!=" and not (x in single and y in single)):
                 continue
-            out.append(Candidate(leaf, OPS[type(tree)], x, y, tree.this, tree.expression))
+            out.append(Candidate(leaf, op, x, y, tree.this, tree.expression, x in single and y in single))
     return out[:MAX_REGISTERS]

@@ -136,7 +136,7 @@ def choose_automaton(select: ast.Select, selected, single: set[str], resolve=lam
                      register_check=lambda candidate: candidate):
     """(hidden partition columns, register checks, automaton, FILTERs the post-filter checks,
     blocker) of a query: equalities that can be partitioning leave the pattern
-    (``automaton_pattern``); comparisons between single-event variables are checked by the
+    (``automaton_pattern``); comparisons between two variables are checked by the
     kernel with registers (planner/registers.py; ``register_check`` compiles one, or None when
     it cannot be); if that leaves no predicate across variables and the automaton marks both
     variables of each, the plain automaton runs the rest, else ``pattern_automaton`` decides and
@@ -367,7 +367,7 @@ class _Resolver:
         else:
             return None
         return RegisterCheck(candidate.leaf.expr.text, candidate.op, candidate.x, candidate.y,
-                             left, lcols, right, rcols, floating)
+                             left, lcols, right, rcols, floating, candidate.single)
 
     def cross_predicates(self) -> dict[str, CrossPlan]:
         out = {}

@@ -147,8 +147,47 @@ def test_unselected_variable_prunes_before_the_filter():
     assert match_sets(out) == [(0,), (0,)] and list(out["match_end"]) == [1, 2]
 
 
+def test_kleene_variable_against_an_anchor():
+    # seed 002's F4 over the whole pattern: every b above a. A(1) B(2) B(0) B(3): b ⊆ {1, 3}
+    out = run("A B B B", "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER b.p > a.p ORDER BY ts", ["b.p > a.p"],
+              p=[1, 2, 0, 3])
+    assert match_sets(out) == [(0, 1), (0, 1, 3), (0, 3)]
+
+
+def test_kleene_variable_before_its_anchor():
+    # every b below the later c: b's greatest value is carried. B(1) B(5) B(2) C(3): b ⊆ {0, 2}
+    out = run("B B B C", "SELECT * FROM s WHERE B+ AS b ; C AS c FILTER b.p < c.p ORDER BY ts", ["b.p < c.p"],
+              p=[1, 5, 2, 3])
+    assert match_sets(out) == [(0, 2, 3), (0, 3), (2, 3)]
+
+
+def test_two_kleene_variables_every_pair():
+    # every a below every b: a ⊆ {0, 1} (1, 5), b ⊆ {2, 3} (6, 3); as in test_cross_predicates
+    out = run("A A B B", "SELECT * FROM s WHERE A+ AS a ; B+ AS b FILTER a.x < b.x ORDER BY ts", ["a.x < b.x"],
+              x=[1, 5, 6, 3])
+    assert match_sets(out) == [(0, 1, 2), (0, 2), (0, 2, 3), (0, 3), (1, 2)]
+
+
+def test_equality_over_a_kleene_variable():
+    # every b equal to a (C, untied, keeps it from being partitioning): a = 0 (2), C = 1,
+    # b ⊆ {2, 4} (2, 2); b = 3 (1) never
+    out = run("A C B B B", "SELECT * FROM s WHERE A AS a ; C ; B+ AS b FILTER b.p = a.p ORDER BY ts", ["b.p = a.p"],
+              p=[2, 0, 2, 1, 2])
+    assert match_sets(out) == [(0, 1, 2), (0, 1, 2, 4), (0, 1, 4)]
+
+
+def test_null_in_a_kleene_variable_fails_only_with_the_other_side_bound():
+    # a NULL b fails every pair; with the OR's C branch nothing is compared
+    out = run("A B B C", "SELECT * FROM s WHERE (A AS a OR C AS c) ; B+ AS b FILTER b.p > a.p ORDER BY ts",
+              ["b.p > a.p"], p=[0, None, 1, 9])
+    assert match_sets(out) == [(0, 2)]
+    out = run("C B B", "SELECT * FROM s WHERE (A AS a OR C AS c) ; B+ AS b FILTER b.p > a.p ORDER BY ts",
+              ["b.p > a.p"], p=[9, None, 1])
+    assert match_sets(out) == [(0, 1), (0, 1, 2), (0, 2)]
+
+
 @pytest.mark.parametrize("query", [
-    "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER b.p > a.p ORDER BY ts",           # b holds several
+    "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER b.p != a.p ORDER BY ts",          # != over several events
     "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.p > a.p) ; C AS c ORDER BY ts",  # not over the whole pattern
     "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.n > a.n ORDER BY ts",            # strings
     "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.p + a.p > 2 ORDER BY ts",        # not one variable a side
@@ -171,12 +210,13 @@ OPS = ["=", "!=", "<", "<=", ">", ">="]
 
 @st.composite
 def register_cases(draw):
-    """A sequence or OR of 2-4 atoms, most bound to their own AS variable, under a FILTER of
-    comparisons between two of them (sometimes with one the kernel cannot check)."""
+    """A sequence or OR of 2-4 atoms or iterations, most bound to their own AS variable, under a
+    FILTER of comparisons between two of them (sometimes with one the kernel cannot check)."""
     n = draw(st.integers(2, 4))
     atoms = [draw(st.sampled_from(["A", "B", "C"])) for _ in range(n)]
     names = [f"x{k}" for k in range(n)]
-    parts = [f"{t} AS {v}" if draw(st.integers(0, 4)) else f"{t}" for t, v in zip(atoms, names)]
+    shapes = ["{t} AS {v}"] * 3 + ["{t}+ AS {v}", "({t} :+) AS {v}", "{t}"]  # a third hold several events
+    parts = [draw(st.sampled_from(shapes)).format(t=t, v=v) for t, v in zip(atoms, names)]
     bound = [v for p, v in zip(parts, names) if " AS " in p]
     if len(bound) < 2:
         parts[0], parts[1] = f"{atoms[0]} AS x0", f"{atoms[1]} AS x1"
