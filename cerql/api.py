@@ -20,7 +20,7 @@ from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
-from cerql.planner.resolve import choose_automaton, require_automaton, resolve
+from cerql.planner.resolve import choose_automaton, resolve
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
@@ -93,9 +93,7 @@ def run(
     analysis = analyze(text)
     arrow = {name: as_arrow(t) for name, t in tables.items()}
     plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
-    if engine != "reference":
-        require_automaton(plan, text)
-    else:  # the oracle checks every equality itself, on the substreams of PARTITION BY alone
+    if engine == "reference":  # the oracle checks every equality itself, on the substreams of PARTITION BY alone
         plan = dataclasses.replace(plan, join_columns=())
     view = analysis.view
     if view is not None and not view.replace and view.name in tables:
@@ -149,7 +147,7 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
     try:
         single = {v for v, n in a.cardinality.items() if n == 1}
-        join, registers, automaton, filters, blocked = choose_automaton(a.select, a.selected, single)
+        join, registers, automaton, filters = choose_automaton(a.select, a.selected, single)
     except CeqlError as err:
         raise err.with_text(text)
     if join:
@@ -157,22 +155,21 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
                      f"split by {', '.join(join)} too and the automaton below does not check them (when the "
                      "column holds integers, strings, booleans, dates or timestamps; otherwise they are "
                      "filtered as the other predicates across variables)")
-    if blocked is not None:
-        lines.append(f"automaton: none; the FILTER predicate across variables '{blocked[0].expr.text}' is "
-                     f"evaluated only by the reference evaluator when {blocked[1]}")
-    else:
-        if registers:
-            lines.append(f"comparisons between single-event variables ({', '.join(c.leaf.expr.text for c in registers)}) "
-                         "are checked by the automaton with registers (seed 002): the earlier variable's value is "
-                         "carried on the run and compared when the later one is bound (when both sides are numbers, "
-                         "dates, timestamps or booleans)" + (", before the filter below" if filters else ""))
-        if filters:
-            cross = [n.expr.text for f in filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate)]
-            lines.append(f"predicates across variables ({', '.join(cross)}) are checked on each enumerated result "
-                         "of the automaton below, which takes them as true: every result of the relaxed pattern is "
-                         "enumerated, then filtered, then CONSUME BY and the strategy apply; on Spark each "
-                         "substream is held whole until it ends")
-        lines.append(automaton.describe())
+    if registers:
+        lines.append(f"comparisons between variables ({', '.join(c.leaf.expr.text for c in registers)}) "
+                     "are checked by the automaton with registers (seed 002): the values of the events bound so far "
+                     "are carried on the run and compared when an event of the other variable is bound (when both "
+                     "sides are numbers, dates, timestamps or booleans)" + (", before the filter below" if filters else ""))
+    if filters:
+        cross = [n.expr.text for f, *_ in filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate)]
+        lines.append(f"predicates across variables ({', '.join(cross)}) are checked on each enumerated result "
+                     "of the automaton below, which takes them as true: every result of the relaxed pattern is "
+                     "enumerated, then filtered, then CONSUME BY and the strategy apply; on Spark each "
+                     "substream is held whole until it ends")
+        if any(first is not None for *_, first in filters):
+            lines.append("a FILTER under + or :+ is checked on each repetition: the automaton marks the first event "
+                         "of each, and every split of a result into repetitions is enumerated")
+    lines.append(automaton.describe())
     if spark is not None:
         from cerql.session import describe_on_spark
 

@@ -129,16 +129,13 @@ class QueryPlan:
     limit: int | None
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT
     uses_positions: bool = field(default=False)  # `:`, `:+`, STRICT or n EVENTS count every row
-    automaton: Any = None                 # the pattern's Automaton; None when only the reference evaluator runs it
+    automaton: Any = None                 # the pattern's Automaton
     schema: Any = None                    # pyarrow.Schema of the stream columns (the union)
     cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan
     # With predicates across variables, the automaton is relaxed (they count as true) and the
-    # local engine checks these (FILTER, marker variable, variables its pattern binds) on each
-    # enumerated result
-    # (exec/post_filter.py) ...
+    # local engine checks these (FILTER, marker variable, variables its pattern binds, marker of
+    # the first event of each repetition or None) on each enumerated result (exec/post_filter.py)
     post_filters: tuple = ()
-    # ... unless this (predicate, why) says it cannot; then there is no automaton at all.
-    automaton_blocker: Any = None
     # Hidden partition columns: equalities across variables the automaton engines run as
     # partitioning (planner/equality.py). Substreams are split by them too; results do not show
     # them. The reference evaluator ignores them and checks the equalities.

@@ -26,7 +26,7 @@ from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze
 from cerql.planner.lower import UnsupportedColumn, arrow_schema, lower, row_filter_masks
-from cerql.planner.resolve import require_automaton, resolve
+from cerql.planner.resolve import resolve
 from cerql.parser import parse
 
 MAX_MATCHES_CONF = "cerql.maxMatchesPerEvent"
@@ -77,7 +77,6 @@ def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
         frames = _frames(spark, analysis, dict(tables or {}))
         schemas = {s.name: _arrow_schema(text, s, frames[s.name]) for s in analysis.select.sources}
         plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark))
-        require_automaton(plan, text)
         df = lower(plan, {s.key: frames[s.key] for s in plan.sources})
     except CeqlError as err:
         raise err.with_text(text)

@@ -136,7 +136,7 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
 
     from cerql.api import analyze
     from cerql.planner.lower import row_filter_masks, task_plan
-    from cerql.planner.resolve import require_automaton, resolve
+    from cerql.planner.resolve import resolve
 
     struct: StructType = _parse_datatype_json_string(schema_json)
     analysis = analyze(text)
@@ -158,7 +158,6 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     source = select.sources[0]
     arrow = _input_schema(text, struct)
     plan = resolve(analysis, {source.name: arrow})
-    require_automaton(plan, text)
     task = task_plan(plan)
     read = tuple(_read_columns(plan))
     masks = row_filter_masks(plan)

@@ -114,7 +114,7 @@ def test_connect_session_gives_the_same_rows(connect, stock):
     ("SELECT * FROM stock WHERE SELL AS s FILTER s[price + 1]", "NON_BOOLEAN_FILTER", 46),
     ("SELECT * FROM stock WHERE SELL AS s WITHIN 3 SECONDS [price]", "WINDOW_NEEDS_TIME", 44),
     ("SELECT * FROM stock WHERE SELL AS s FILTER s[name > 3]", "TYPE_MISMATCH", 46),
-    ("SELECT * FROM stock WHERE (SELL AS s ; BUY AS b FILTER b.price > s.price)+", "CROSS_VARIABLE_FILTER", 56),
+    ("SELECT * FROM stock WHERE (SELL AS s ; BUY AS b FILTER b.price > c.price)+", "UNBOUND_FILTER_VARIABLE", 66),
 ])
 def test_query_errors_come_before_spark_runs(spark, stock, query, error_class, column):
     tracker = spark.sparkContext.statusTracker()

@@ -140,6 +140,9 @@ CASES = {
                            "PARTITION BY [k] WITHIN 4 [ts]",
     "cross_filter_consume": "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.price > a.price + 10) ; C AS c "
                             "PARTITION BY [g] WITHIN 5 [ts] CONSUME BY PARTITION",
+    # a FILTER under + or :+: each repetition checked on its own (the automaton marks their first events)
+    "cross_filter_under_plus": "SELECT LAST a, count(b) AS n FROM s WHERE (A AS a ; B+ AS b FILTER "
+                               "max(b.price) > a.price)+ PARTITION BY [k] ORDER BY ts WITHIN 6 EVENTS",
     # equalities across variables run as partitioning (planner/equality.py): a hidden key
     "equality_partition": "SELECT * FROM s WHERE (A AS a ; B+ AS b) FILTER a.g = b.g ORDER BY ts WITHIN 3 [ts]",
     "equality_partition_mixed": "SELECT LAST a, count(b) AS n, c[ts] FROM s WHERE (A AS a ; B+ AS b ; C AS c) "

@@ -73,6 +73,9 @@ QUERIES = [
     "WHERE SELL AS s ; BUY+ AS b FILTER sum(b.price) > 25 PARTITION BY [name] ORDER BY ts WITHIN 4 EVENTS",
     # an equality across variables: Spark partitions the function's input by the hidden key name
     "SELECT s, b FROM stock WHERE (SELL AS s ; BUY+ AS b) FILTER s.name = b.name ORDER BY ts WITHIN 60 [ts]",
+    # a FILTER under +: checked on each repetition
+    "SELECT s, b FROM stock WHERE (SELL AS s ; BUY AS b FILTER b.price > s.price)+ PARTITION BY [name] "
+    "ORDER BY ts WITHIN 6 EVENTS",
 ]
 
 
@@ -123,7 +126,7 @@ def test_table_function_on_spark_connect(connect, stock):
     "SELECT * FROM stock WHERE SELL AS s ; BUY AS b PARTITION BY [name] ORDER BY ts LIMIT 5",
     "SELECT * FROM stock, other WHERE SELL AS s ; BUY AS b ORDER BY ts",
     "SELECT * FROM stock WHERE SELL AS s ;; BUY AS b",
-    "SELECT * FROM stock WHERE (SELL AS s ; BUY AS b FILTER b.price > s.price)+ ORDER BY ts",
+    "SELECT * FROM stock WHERE (SELL AS s ; BUY AS b FILTER b.name > s.price)+ ORDER BY ts",
 ])
 def test_bad_query_error_shows_the_ceql_error(classic, stock, query):
     with pytest.raises(Exception) as got:

@@ -7,12 +7,15 @@ values, the same as the reference evaluator's. ``cerql.run`` calls it on the who
 Spark task (exec/arrow_task.py) on each substream once it has all of its rows.
 
 Why this shape: the automaton checks one event at a time, so a predicate between two events
-cannot be one of its conditions. Seed 002's registers would carry the earlier values along the
-runs; until then the relaxed automaton enumerates every valuation that satisfies the rest of the
-pattern (strategy ALL, no CONSUME BY, WITHIN applied), each result is kept when every such FILTER
-holds on its events (the reference evaluator's own check, so the two cannot drift apart), and
-CONSUME BY, the projection and the strategy are then applied end by end as DESIGN.md 4.3 orders
-them. The filter is part of the pattern, so strategies choose among results that pass.
+cannot be one of its conditions. Seed 002's registers carry values along the runs for the
+comparisons the kernel can check (planner/registers.py); for the rest (aggregates, both
+variables on one side, FILTERs inside the pattern or under +) the relaxed automaton enumerates
+every valuation that satisfies the rest of the pattern (strategy ALL, no CONSUME BY, WITHIN
+applied), each result is kept when every such FILTER holds on its events (the reference
+evaluator's own check, so the two cannot drift apart), and CONSUME BY, the projection and the
+strategy are then applied end by end as DESIGN.md 4.3 orders them. The filter is part of the
+pattern, so strategies choose among results that pass. A FILTER under + or :+ is checked on
+each repetition, which the relaxed automaton marks by its first event (``_owns``).
 
 The cost is the relaxed pattern's: every ALL result it has is enumerated (up to
 ``kernel.candidate_limit`` at one event) and the predicates are evaluated once per result and
@@ -22,6 +25,7 @@ broad pattern; ``cerql.explain`` says so.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections import defaultdict
 
@@ -32,18 +36,25 @@ from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
 
 
-def _own(bound: frozenset[str], marker: str, v: Valuation) -> Valuation | None:
-    """A FILTER's own valuation within a result (see ``_passes``), or None if it took no part."""
-    mine = {p for var, p in v.labels if var == marker}
+def _owns(bound: frozenset[str], marker: str, first: str | None, v: Valuation) -> list[Valuation]:
+    """A FILTER's own valuations within a result: the events its pattern matched (``marker``)
+    with the labels of the variables that pattern binds; none if it took no part (another OR
+    branch). Under + or :+ one per repetition: repetitions follow one another, so the events
+    from one first event (``first``) up to the next are one repetition's."""
+    mine = sorted(p for var, p in v.labels if var == marker)
     if not mine:
-        return None
-    return Valuation(v.start, v.end, frozenset((var, p) for var, p in v.labels if p in mine and var in bound))
-
-
-def _passes(sub: reference.Substream, condition, own: Valuation | None) -> bool:
-    """Whether a FILTER holds on a result, given its own valuation there (``_own``): a result
-    the FILTER's pattern took no part in (another OR branch) is not constrained by it."""
-    return own is None or sub.holds(condition, own)
+        return []
+    groups = [mine]
+    if first is not None:
+        starts = sorted(p for var, p in v.labels if var == first)
+        cuts = [bisect.bisect_left(mine, s) for s in starts[1:]]
+        groups = [mine[a:b] for a, b in zip([0] + cuts, cuts + [len(mine)])]
+    owns = []
+    for group in groups:
+        inside = set(group)
+        owns.append(Valuation(group[0], group[-1],
+                              frozenset((var, p) for var, p in v.labels if p in inside and var in bound)))
+    return owns
 
 
 def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_BATCH) -> list[Result]:
@@ -53,20 +64,21 @@ def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_B
     by_substream: dict[int, dict[int, list[Valuation]]] = defaultdict(lambda: defaultdict(list))
     for r in driver.match_arrays(relaxed, stream, batch_size).results():
         by_substream[r.substream][r.end].append(Valuation(r.start, r.end, r.labels))
-    checks = [(f.condition, bound, marker) for f, marker, bound in plan.post_filters]
+    checks = [(f.condition, bound, marker, first) for f, marker, bound, first in plan.post_filters]
     results: list[Result] = []
     for k in sorted(by_substream):
         lo, hi = stream.bounds[k]
         sub = reference.Substream(plan, stream, lo, hi)
         results_k = [v for vs in by_substream[k].values() for v in vs]
         owns = []
-        for condition, bound, marker in checks:  # each FILTER's own valuations, then its
-            own = {id(v): _own(bound, marker, v) for v in results_k}  # predicates all at once
+        for condition, bound, marker, first in checks:  # each FILTER's own valuations, then
+            own = {id(v): _owns(bound, marker, first, v) for v in results_k}  # its predicates at once
             for leaf in ast.walk(condition):
                 if isinstance(leaf, ast.CrossPredicate):
-                    sub.prepare_cross(leaf.expr.text, [o for o in own.values() if o is not None])
+                    sub.prepare_cross(leaf.expr.text, [o for os in own.values() for o in os])
             owns.append((condition, own))
-        kept = {end: [v for v in valuations if all(_passes(sub, cond, own[id(v)]) for cond, own in owns)]
+        kept = {end: [v for v in valuations
+                      if all(sub.holds(cond, o) for cond, own in owns for o in own[id(v)])]
                 for end, valuations in by_substream[k].items()}
         results.extend(reference.choose(plan, k, kept))
     return results

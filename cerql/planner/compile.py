@@ -44,6 +44,7 @@ class _Builder:
     n_states: int = 0
     edges: list[_Edge] = field(default_factory=list)
     relax_cross: bool = False  # a predicate across variables constrains nothing (checked later)
+    first_marks: dict = field(default_factory=dict)  # AS variable -> variable marking its first events
 
     def state(self) -> int:
         self.n_states += 1
@@ -66,11 +67,13 @@ class _Builder:
             return entry, exit_
         if isinstance(node, ast.As):
             first = len(self.edges)
-            fragment = self.build(node.pattern)
+            entry, exit_ = self.build(node.pattern)
+            if node.var in self.first_marks:
+                entry = self.mark_first(entry, self.first_marks[node.var])
             for e in self.edges[first:]:
                 if e.required:  # atom transitions only, never gaps
                     e.marks = e.marks | {node.var}
-            return fragment
+            return entry, exit_
         if isinstance(node, ast.Filter):
             return self.filter(node.pattern, node.condition)
         if isinstance(node, (ast.Seq, ast.Contiguous)):
@@ -96,6 +99,24 @@ class _Builder:
                 self.epsilon(s_exit, exit_)
             return entry, exit_
         raise TypeError(f"not a pattern node: {type(node).__name__}")  # pragma: no cover
+
+    def mark_first(self, entry: int, var: str) -> int:
+        """A new entry for the fragment at ``entry`` whose transitions are copies of the
+        fragment's first ones, marking ``var`` too: so ``var`` holds the first event of every
+        match of the fragment, not the events its own loops go back to ``entry`` for. A fragment
+        consumes at least one event, so its exit is not in ``entry``'s closure and edges added
+        later around the fragment do not change which transitions are first."""
+        closure, todo = {entry}, [entry]
+        while todo:
+            s = todo.pop()
+            for e in self.edges:
+                if e.epsilon and e.source == s and e.target not in closure:
+                    closure.add(e.target)
+                    todo.append(e.target)
+        new = self.state()
+        for e in [e for e in self.edges if e.required and e.source in closure]:
+            self.edges.append(_Edge(new, e.target, required=e.required, marks=e.marks | {var}))
+        return new
 
     def filter(self, pattern, condition) -> tuple[int, int]:
         if isinstance(condition, ast.FilterOr):
@@ -138,11 +159,13 @@ def _limit_error(message: str, error_class: str, hint: str, pattern) -> Unsuppor
                             line=span.line if span else None, column=span.column if span else None)
 
 
-def compile_pattern(pattern, selected, relax_cross: bool = False) -> Automaton:
+def compile_pattern(pattern, selected, relax_cross: bool = False, first_marks=None) -> Automaton:
     """The CEA of ``pattern`` projected on the ``selected`` variables (see module docstring).
     With ``relax_cross``, predicates across variables are taken as true: the automaton then
-    accepts a superset of the valuations, which the caller filters (exec/post_filter.py)."""
-    b = _Builder(relax_cross=relax_cross)
+    accepts a superset of the valuations, which the caller filters (exec/post_filter.py).
+    ``first_marks`` maps an AS variable to one that marks only the first event of each match of
+    its pattern (``_Builder.mark_first``), which tells a filter the repetitions of a ``+`` apart."""
+    b = _Builder(relax_cross=relax_cross, first_marks=dict(first_marks or {}))
     initial = b.state()
     b.edges.append(_Edge(initial, initial))  # a match may start anywhere
     entry, exit_ = b.build(pattern)

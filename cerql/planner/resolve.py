@@ -16,7 +16,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import ast
-from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
+from cerql.errors import AnalysisError, CeqlError, position_of
 from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import (MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan, QueryPlan,
@@ -46,19 +46,22 @@ def _condition_variables(condition) -> set[str]:
     return out
 
 
-def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], tuple[ast.CrossPredicate, str] | None]:
-    """The FILTERs with a predicate across variables, and the first one the automaton cannot run
-    by filtering its enumerated results, with why (None when it can run them all).
+def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], frozenset[int]]:
+    """The FILTERs with a predicate across variables, and the ids of those repeated by + or :+.
 
     Filtering a result checks a FILTER on its own valuation, the result's events that the
-    FILTER's pattern matched (``relaxed_automaton`` marks them). That is one valuation unless the
-    FILTER is repeated by + or :+ (each repetition has its own, which a result does not keep)."""
-    found: list[tuple[ast.Filter, bool]] = []
+    FILTER's pattern matched (``relaxed_automaton`` marks them). A repeated FILTER has one
+    valuation per repetition, which the relaxed automaton tells apart by marking the first
+    event of each (exec/post_filter.py splits the FILTER's events there)."""
+    found: list[ast.Filter] = []
+    repeated_ids: set[int] = set()
 
     def visit(node, repeated: bool) -> None:
         if isinstance(node, ast.Filter):
             if _has_cross(node.condition):
-                found.append((node, repeated))
+                found.append(node)
+                if repeated:
+                    repeated_ids.add(id(node))
             visit(node.pattern, repeated)
         elif isinstance(node, (ast.KleenePlus, ast.ContiguousPlus)):
             visit(node.pattern, True)
@@ -69,16 +72,25 @@ def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], tuple[ast.CrossPredi
             visit(node.right, repeated)
 
     visit(pattern, False)
-    for node, repeated in found:
-        if repeated:
-            first = next(leaf for leaf in ast.walk(node.condition) if isinstance(leaf, ast.CrossPredicate))
-            return tuple(f for f, _ in found), (first, "it is under + or :+")
-    return tuple(f for f, _ in found), None
+    return tuple(found), frozenset(repeated_ids)
 
 
 def filter_marker(k: int) -> str:
     """The variable the relaxed automaton binds to every event of the k-th post-filtered FILTER."""
     return f"__cerql_filter{k}"
+
+
+def first_marker(k: int) -> str:
+    """The variable the relaxed automaton binds to the first event of each repetition of the
+    k-th post-filtered FILTER, when it is under + or :+."""
+    return f"__cerql_filter{k}_first"
+
+
+def post_filter_specs(filters, repeated: frozenset[int]) -> tuple:
+    """(FILTER, marker, variables its pattern binds, first-event marker or None) per FILTER the
+    local engine checks on enumerated results (plan.post_filters)."""
+    return tuple((f, filter_marker(k), frozenset(pattern_variables(f.pattern)),
+                  first_marker(k) if id(f) in repeated else None) for k, f in enumerate(filters))
 
 
 def _marked(node, markers: dict[int, str]):
@@ -93,27 +105,29 @@ def _marked(node, markers: dict[int, str]):
 
 
 def pattern_automaton(pattern, selected):
-    """(automaton, FILTERs it is filtered by, blocker) of a pattern: the plain automaton when no
-    FILTER compares variables; else the relaxed one (``relaxed_automaton``) with those FILTERs;
-    else, when ``cross_filters`` finds one it cannot run, no automaton and (predicate, why)."""
-    filters, blocked = cross_filters(pattern)
+    """(automaton, post-filter specs) of a pattern: the plain automaton when no FILTER compares
+    variables, else the relaxed one (``relaxed_automaton``) and its FILTERs
+    (``post_filter_specs``)."""
+    filters, repeated = cross_filters(pattern)
     if not filters:
-        return compile_pattern(pattern, selected), (), None
-    if blocked is not None:
-        return None, filters, blocked
-    return relaxed_automaton(pattern, selected, filters), filters, None
+        return compile_pattern(pattern, selected), ()
+    specs = post_filter_specs(filters, repeated)
+    return relaxed_automaton(pattern, selected, specs), specs
 
 
-def relaxed_automaton(pattern, selected, filters):
+def relaxed_automaton(pattern, selected, specs):
     """The automaton the local engine filters the results of (exec/post_filter.py): predicates
     across variables taken as true, and every event of the k-th FILTER's match bound to
     ``filter_marker(k)``, so a result tells which of its events are that FILTER's own valuation
-    (and whether the FILTER's pattern took part at all). It marks the selected variables, the
+    (and whether the FILTER's pattern took part at all); under + or :+ the first event of each
+    repetition is also bound to ``first_marker(k)``. It marks the selected variables, the
     markers and every variable the FILTERs read or bind."""
-    markers = {id(f): filter_marker(k) for k, f in enumerate(filters)}
-    extra = {v for f in filters for v in _condition_variables(f.condition) | set(pattern_variables(f.pattern))}
-    marked = list(selected) + sorted(extra - set(selected)) + list(markers.values())
-    return compile_pattern(_marked(pattern, markers), marked, relax_cross=True)
+    markers = {id(f): marker for f, marker, _, _ in specs}
+    firsts = {marker: first for _, marker, _, first in specs if first is not None}
+    extra = {v for f, _, bound, _ in specs for v in _condition_variables(f.condition) | bound}
+    hidden = [marker for _, marker, _, _ in specs] + list(firsts.values())
+    marked = list(selected) + sorted(extra - set(selected)) + hidden
+    return compile_pattern(_marked(pattern, markers), marked, relax_cross=True, first_marks=firsts)
 
 
 def counts_positions(select: ast.Select) -> bool:
@@ -134,8 +148,7 @@ def automaton_pattern(select: ast.Select, resolve=lambda c: c, keyable=lambda c:
 
 def choose_automaton(select: ast.Select, selected, single: set[str], resolve=lambda c: c, keyable=lambda c: True,
                      register_check=lambda candidate: candidate):
-    """(hidden partition columns, register checks, automaton, FILTERs the post-filter checks,
-    blocker) of a query: equalities that can be partitioning leave the pattern
+    """(hidden partition columns, register checks, automaton, post-filter specs) of a query: equalities that can be partitioning leave the pattern
     (``automaton_pattern``); comparisons between two variables are checked by the
     kernel with registers (planner/registers.py; ``register_check`` compiles one, or None when
     it cannot be); if that leaves no predicate across variables and the automaton marks both
@@ -147,11 +160,10 @@ def choose_automaton(select: ast.Select, selected, single: set[str], resolve=lam
     if checks:
         reduced = without(pattern, {id(leaf) for leaf, _ in checks})
         if not cross_filters(reduced)[0] and all(c.x in selected and c.y in selected for _, c in checks):
-            return join, tuple(c for _, c in checks), compile_pattern(reduced, selected), (), None
-    automaton, filters, blocked = pattern_automaton(pattern, selected)
-    labels = automaton.labels if automaton is not None else ()
-    pruning = tuple(c for _, c in checks if c.x in labels and c.y in labels)
-    return join, pruning, automaton, filters, blocked
+            return join, tuple(c for _, c in checks), compile_pattern(reduced, selected), ()
+    automaton, specs = pattern_automaton(pattern, selected)
+    pruning = tuple(c for _, c in checks if c.x in automaton.labels and c.y in automaton.labels)
+    return join, pruning, automaton, specs
 
 
 class _Resolver:
@@ -440,7 +452,7 @@ class _Resolver:
         window = self.window(kind)
         cross = self.cross_predicates()
         single = {v for v, n in self.a.cardinality.items() if n == 1}
-        join, registers, automaton, filters, blocked = choose_automaton(
+        join, registers, automaton, post_filters = choose_automaton(
             sel, self.a.selected, single, self.column, lambda c: keyable_type(self.union.field(c).type),
             self.register_check)
         return QueryPlan(
@@ -453,24 +465,8 @@ class _Resolver:
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
             max_matches_per_event=max_matches_per_event, uses_positions=counts_positions(sel),
             automaton=automaton, schema=self.union, cross_predicates=cross,
-            post_filters=tuple((f, filter_marker(k), frozenset(pattern_variables(f.pattern)))
-                               for k, f in enumerate(filters)),
-            automaton_blocker=blocked,
+            post_filters=post_filters,
         )
-
-
-def require_automaton(plan: QueryPlan, text: str) -> None:
-    """Refuse, at its predicate, a query the automaton engines cannot run (``cerql.run``,
-    ``cer_sql``, the SQL-cell function): one whose FILTER across variables ``cross_filters``
-    blocks. Only the reference evaluator runs it."""
-    if plan.automaton is not None:
-        return
-    first, why = plan.automaton_blocker
-    line, column = position_of(text, first.span.start if first.span else 0)
-    raise UnsupportedError(
-        f"FILTER predicate across variables '{first.expr.text}' is evaluated only by the reference "
-        f"evaluator when {why}", error_class="CROSS_VARIABLE_FILTER", line=line, column=column, text=text,
-        hint="run it with cerql.run(..., engine='reference') on small inputs, or move the FILTER outside the +")
 
 
 def resolve(analysis: Analysis, schemas: Mapping[str, pa.Schema],
