@@ -155,11 +155,18 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
                      f"split by {', '.join(join)} too and the automaton below does not check them (when the "
                      "column holds integers, strings, booleans, dates or timestamps; otherwise they are "
                      "filtered as the other predicates across variables)")
-    if registers:
-        lines.append(f"comparisons between variables ({', '.join(c.leaf.expr.text for c in registers)}) "
+    compared = [c.leaf.expr.text for c in registers if c.aggregate is None]
+    aggregated = [c.leaf.expr.text for c in registers if c.aggregate is not None]
+    if compared:
+        lines.append(f"comparisons between variables ({', '.join(compared)}) "
                      "are checked by the automaton with registers (seed 002): the values of the events bound so far "
                      "are carried on the run and compared when an event of the other variable is bound (when both "
                      "sides are numbers, dates, timestamps or booleans)" + (", before the filter below" if filters else ""))
+    if aggregated:
+        lines.append(f"aggregates ({', '.join(aggregated)}) are checked by the automaton with registers (seed 004): "
+                     "each run carries the aggregate of the events bound so far and compares it with the constant "
+                     "when it reaches a final state (when the column and the constant are numbers)"
+                     + (", before the filter below" if filters else ""))
     if filters:
         cross = [n.expr.text for f, *_ in filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate)]
         lines.append(f"predicates across variables ({', '.join(cross)}) are checked on each enumerated result "

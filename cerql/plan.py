@@ -106,6 +106,9 @@ class RegisterCheck:
     right_columns: tuple[str, ...]
     floating: bool
     single: bool = True                     # x and y hold at most one event each
+    # count/sum/avg/min/max of ``left`` over x's events (x == y), compared with the constant
+    # ``right``; count_events for count(x), whose ``left`` is unused
+    aggregate: str | None = None
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,8 @@ CASES = {
                                 "FILTER a.g = b.g AND c.g = a.g AND c.price > a.price AND a.d = c.d "
                                 "ORDER BY ts WITHIN 8 [ts] LIMIT 40",
     # comparisons between single-event variables: the kernel's registers, streaming in the task
+    "aggregate_registers": "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER count(b) >= 2 AND sum(b.g) > 3 "
+                           "AND max(b.price) < 80 PARTITION BY [k] ORDER BY ts WITHIN 6 EVENTS",
     "registers": "SELECT * FROM s WHERE A AS a ; B AS b ; C AS c FILTER b.price > a.price AND c.t > a.t "
                  "PARTITION BY [k] ORDER BY ts WITHIN 12 [ts]",
     "registers_then_filter": "SELECT LAST a, c FROM s WHERE (A AS a OR D AS d) ; C AS c FILTER c.price < a.price "

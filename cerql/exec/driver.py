@@ -212,7 +212,7 @@ class Run:
                 self.n_pos, self.n_label, self.n_a, self.n_b, self.n_maxpos, self.n_maxval,
                 self.stack_node, self.stack_len, self.path,
                 *self.res, self.lab_pos, self.lab_mask,
-                regs.count, regs.x_bits, regs.y_bits, regs.ops, regs.floats, regs.singles, *sides,
+                regs.count, regs.kinds, regs.x_bits, regs.y_bits, regs.ops, regs.floats, regs.singles, *sides,
                 self.act_rk, self.act_rf, self.new_rk, self.new_rf)
             if status == kernel.DONE:
                 if st[kernel.NRES] > 0:
@@ -249,12 +249,14 @@ class Run:
 
 class RegisterSpec:
     """The kernel's view of a plan's register checks (``plan.registers``, planner/registers.py):
-    per check, the label bits of its two variables, its operator, whether it compares floats and
-    whether both variables hold one event; ``sides`` computes each event's value of both sides
+    per check, what it is (a comparison or an aggregate), the label bits of its two variables, its
+    operator, whether it compares floats and whether both variables hold one event; ``sides`` computes each event's value of both sides
     for a table of stream rows."""
 
     OPS = {"=": kernel.OP_EQ, "!=": kernel.OP_NE, ">": kernel.OP_GT, ">=": kernel.OP_GE, "<": kernel.OP_LT,
            "<=": kernel.OP_LE}
+    KINDS = {None: kernel.COMPARE, "count_events": kernel.AGG_COUNT_EVENTS, "count": kernel.AGG_COUNT, "sum": kernel.AGG_SUM, "avg": kernel.AGG_AVG,
+             "min": kernel.AGG_MIN, "max": kernel.AGG_MAX}
 
     def __init__(self, checks, labels):
         bit = {v: 1 << (k + 1) for k, v in enumerate(labels)}
@@ -263,6 +265,7 @@ class RegisterSpec:
         self.x_bits = np.array([bit[c.x] for c in self.checks] or [0], np.int64)
         self.y_bits = np.array([bit[c.y] for c in self.checks] or [0], np.int64)
         self.ops = np.array([self.OPS[c.op] for c in self.checks] or [0], np.int64)
+        self.kinds = np.array([self.KINDS[c.aggregate] for c in self.checks] or [0], np.int64)
         self.floats = np.array([c.floating for c in self.checks] or [False], np.bool_)
         self.singles = np.array([c.single for c in self.checks] or [False], np.bool_)
 

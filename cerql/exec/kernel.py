@@ -48,12 +48,20 @@ MIN_CANDIDATES = 1_000_000
 # <, <= the reverse; for = and != the value). An event bound to x is compared with y's value when
 # y has events, then joins x's side; likewise for y. Runs merge only when their deterministic
 # state and registers are equal. Between single-event variables the comparison is done once both
-# are bound and its registers are cleared (DONE), so those runs merge again. At most
-# MAX_REGISTERS comparisons (the planner leaves the others to exec/post_filter.py).
+# are bound and its registers are cleared (DONE), so those runs merge again.
+# An aggregate check ``agg(x) op constant`` (seed 004) uses the same three columns for its
+# accumulator over the events bound to x: how many values (capped where more would not change
+# the answer), the sum or least/greatest value (int64, or the bits of a float64 with the float
+# beside it). It is compared with the constant (the right side's value at any event) when the
+# run is in a final state: a run that fails it gives no result. At most MAX_REGISTERS checks
+# (the planner leaves the others to exec/post_filter.py).
 MAX_REGISTERS = 4
 X_HAS, X_BAD, Y_HAS, Y_BAD, DONE_BOTH = 1, 2, 4, 8, 16
 OP_EQ, OP_NE, OP_GT, OP_GE, OP_LT, OP_LE = 0, 1, 2, 3, 4, 5
-REGISTER_COLUMNS = 3 * MAX_REGISTERS  # per comparison: flags, x's value, y's value
+# what a register check is: a comparison between two variables, or an aggregate of one
+COMPARE, AGG_COUNT_EVENTS, AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX = 0, 1, 2, 3, 4, 5, 6
+REGISTER_COLUMNS = 3 * MAX_REGISTERS  # per check: flags, x's value, y's value (or count, accumulator)
+BIG = 1 << 62
 _KEY = types.UniTuple(types.int64, 1 + REGISTER_COLUMNS)
 
 
@@ -325,13 +333,101 @@ def _bind(p, x_side, op, is_float, ok, vk, vn, regs_k, regs_f):
 
 
 @njit(nogil=True, cache=True)
-def _step_registers(k, lab, i, n_regs, reg_x, reg_y, reg_op, reg_float, reg_single, fx_key, fx_num, fx_ok,
-                    gy_key, gy_num, gy_ok, act_rk, act_rf, tmp_k, tmp_f):
+def _count_cap(kind, is_float, gk, gn):
+    """How far an aggregate check keeps counting values: a count compared with k is on the same
+    side of k for every value above k, so it stops at k + 1; sum, min and max only need to know
+    whether there is a value; avg needs every one."""
+    if kind == AGG_AVG:
+        return BIG
+    if kind != AGG_COUNT_EVENTS and kind != AGG_COUNT:
+        return 1
+    if is_float:
+        if not gn == gn or gn < 0.0:
+            return 1
+        if gn >= 1e18:
+            return BIG
+        return np.int64(np.floor(gn)) + 1
+    if gk < 0:
+        return 1
+    return min(gk, BIG) + 1
+
+
+@njit(nogil=True, cache=True)
+def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf):
+    """Add one event's value (ok, vk, vn) to aggregate check p's accumulator in regs_*."""
+    if kind == AGG_COUNT_EVENTS:
+        ok = True
+    if not ok:
+        return
+    n = regs_k[3 * p]
+    if kind == AGG_SUM or kind == AGG_AVG:
+        if is_float or kind == AGG_AVG:
+            regs_f[3 * p + 1] = (regs_f[3 * p + 1] + vn) if n > 0 else vn
+        else:
+            regs_k[3 * p + 1] = (regs_k[3 * p + 1] + vk) if n > 0 else vk
+    elif kind == AGG_MIN or kind == AGG_MAX:
+        if is_float:  # NaN is above every number, as Spark orders it
+            acc = regs_f[3 * p + 1]
+            if n == 0:
+                acc = vn
+            elif kind == AGG_MAX:
+                if vn != vn or (acc == acc and vn > acc):
+                    acc = vn
+            elif acc != acc or (vn == vn and vn < acc):
+                acc = vn
+            regs_f[3 * p + 1] = acc
+        else:
+            acc = regs_k[3 * p + 1]
+            if n == 0 or (vk > acc if kind == AGG_MAX else vk < acc):
+                regs_k[3 * p + 1] = vk
+    if is_float or kind == AGG_AVG:  # the run key holds the float's bits
+        fbuf[0] = regs_f[3 * p + 1]
+        regs_k[3 * p + 1] = kbuf[0]
+    regs_k[3 * p] = min(n + 1, cap)
+
+
+@njit(nogil=True, cache=True)
+def _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok, act_rk, act_rf):
+    """Whether run k's aggregates pass their checks (at a final state, at event i)."""
+    for p in range(n_regs):
+        kind = reg_kind[p]
+        if kind == COMPARE:
+            continue
+        if not gy_ok[i, p]:
+            return False
+        n = act_rk[k, 3 * p]
+        is_float = reg_float[p]
+        if kind == AGG_COUNT_EVENTS or kind == AGG_COUNT:
+            vk, vn = n, np.float64(n)
+        else:
+            if n == 0:  # no values: NULL, which fails
+                return False
+            vk, vn = act_rk[k, 3 * p + 1], act_rf[k, 3 * p + 1]
+            if kind == AGG_AVG:
+                vn = vn / n
+                is_float = True
+            elif not is_float:
+                vn = np.float64(vk)
+        if not _holds(reg_op[p], is_float, vk, vn, gy_key[i, p], gy_num[i, p]):
+            return False
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _step_registers(k, lab, i, n_regs, reg_kind, reg_x, reg_y, reg_op, reg_float, reg_single, fx_key, fx_num,
+                    fx_ok, gy_key, gy_num, gy_ok, act_rk, act_rf, tmp_k, tmp_f, fbuf, kbuf):
     """The registers of active run k after a transition marking ``lab`` on event i, in tmp_*;
     False when a comparison fails on a pair of its events (the transition is dropped)."""
     for c in range(REGISTER_COLUMNS):
         tmp_k[c], tmp_f[c] = act_rk[k, c], act_rf[k, c]
     for p in range(n_regs):
+        kind = reg_kind[p]
+        if kind != COMPARE:
+            if lab & reg_x[p] != 0:
+                cap = _count_cap(kind, reg_float[p], gy_key[i, p], gy_num[i, p])
+                _accumulate(p, kind, reg_float[p], fx_ok[i, p], fx_key[i, p], fx_num[i, p], cap, tmp_k, tmp_f,
+                            fbuf, kbuf)
+            continue
         if tmp_k[3 * p] & DONE_BOTH:
             continue
         op, is_float = reg_op[p], reg_float[p]
@@ -361,8 +457,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
               st, act_ds, act_node, new_ds, new_node, slot, cut,
               n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
               res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask,
-              n_regs, reg_x, reg_y, reg_op, reg_float, reg_single, fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok,
-              act_rk, act_rf, new_rk, new_rf):
+              n_regs, reg_kind, reg_x, reg_y, reg_op, reg_float, reg_single, fx_key, fx_num, fx_ok, gy_key, gy_num,
+              gy_ok, act_rk, act_rf, new_rk, new_rf):
     """Run events st[CURSOR].. of one batch; return a status (see module docstring).
 
     An *inert* symbol fires no transition but the TRUE gaps; when every active state is a
@@ -376,6 +472,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
     meet = Dict.empty(key_type=_KEY, value_type=types.int64)
     tmp_k = np.zeros(REGISTER_COLUMNS, np.int64)
     tmp_f = np.zeros(REGISTER_COLUMNS, np.float64)
+    fbuf = np.zeros(1, np.float64)
+    kbuf = fbuf.view(np.int64)
     while st[CURSOR] < n_events:
         i = st[CURSOR]
         s = sym[i]
@@ -428,9 +526,9 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                     lab = tr_label[j]
                     d2 = tr_target[j]
                     if n_regs > 0:
-                        if not _step_registers(k, lab, i, n_regs, reg_x, reg_y, reg_op, reg_float, reg_single,
-                                               fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok, act_rk, act_rf,
-                                               tmp_k, tmp_f):
+                        if not _step_registers(k, lab, i, n_regs, reg_kind, reg_x, reg_y, reg_op, reg_float,
+                                               reg_single, fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok, act_rk,
+                                               act_rf, tmp_k, tmp_f, fbuf, kbuf):
                             continue
                     if lab == 0:
                         x = node
@@ -496,7 +594,9 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
         for k in range(st[NACT]):
             if strategy == ANY and st[NRES] > r0:
                 break
-            if ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval):
+            if ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
+                    n_regs == 0 or _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok,
+                                                    act_rk, act_rf)):
                 code = _enumerate(act_node[k], i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
                                   n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
                                   res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)

@@ -23,6 +23,14 @@ A conjunct qualifies when it is:
   under =), so the registers stay one value per side. An unbound variable leaves it vacuously
   true, as the kernel never compares then; NULL on either side of a pair fails it.
 
+An aggregate compared with a constant, ``sum(b.volume) > 10000``, ``count(b) >= 3``,
+``avg(b.price) <= 2.5`` (count, sum, avg, min, max; the aggregate alone on one side, no column on
+the other), in the same AND-conjuncts, is one too (seed 004's registers, digest 4.3): the run
+carries the aggregate's accumulator over the variable's events bound so far (count, sum or
+least/greatest value, and how many values it has; a count compared with k stops counting past
+k + 1, which every later event leaves on the same side of k), and the kernel compares it with the
+constant when the run reaches a final state; the variable may hold any number of events.
+
 At most ``kernel.MAX_REGISTERS`` per query; the others stay with the post-filter.
 """
 
@@ -37,6 +45,8 @@ from cerql.planner.equality import conjuncts, top_filters
 
 MAX_REGISTERS = 4  # exec/kernel.py MAX_REGISTERS (the planner does not import the kernel)
 OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+FLIPPED = {"=": "=", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}  # a op b == b FLIPPED[op] a
+AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,9 @@ class Candidate:
     left: exp.Expression
     right: exp.Expression
     single: bool                            # x and y hold at most one event each
+    aggregate: str | None = None            # count/sum/avg/min/max of ``left`` over x (x == y),
+                                            # compared with the constant ``right``; ``left`` is
+                                            # None for count(x)
 
 
 def _only_variable(side: exp.Expression) -> str | None:
@@ -60,6 +73,25 @@ def _only_variable(side: exp.Expression) -> str | None:
     if len(qualifiers) != 1 or "" in qualifiers:
         return None
     return qualifiers.pop()
+
+
+def _aggregate(tree: exp.Expression, op: str, leaf) -> Candidate | None:
+    """``agg(x.col) op constant`` (either way round) as a Candidate, else None."""
+    for call, other, op_ in ((tree.this, tree.expression, op), (tree.expression, tree.this, FLIPPED[op])):
+        while isinstance(call, exp.Paren):
+            call = call.this
+        kind = AGGREGATES.get(type(call))
+        arg = call.this if kind else None
+        if not isinstance(arg, exp.Column) or any(k not in ("this", "big_int") for k, v in call.args.items() if v):
+            continue
+        if next(other.find_all(exp.Column), None) is not None or next(other.find_all(exp.AggFunc), None) is not None:
+            continue
+        x = arg.table or arg.name
+        column = arg if arg.table else None
+        if column is None and kind != "count":
+            continue
+        return Candidate(leaf, op_, x, x, column, other, False, kind)
+    return None
 
 
 def candidates(pattern, single: set[str]) -> list[Candidate]:
@@ -75,8 +107,12 @@ def candidates(pattern, single: set[str]) -> list[Candidate]:
                 tree = tree.this
             if type(tree) not in OPS:
                 continue
-            x, y = _only_variable(tree.this), _only_variable(tree.expression)
             op = OPS[type(tree)]
+            found = _aggregate(tree, op, leaf)
+            if found is not None:
+                out.append(found)
+                continue
+            x, y = _only_variable(tree.this), _only_variable(tree.expression)
             if x is None or y is None or x == y or (op == "!=" and not (x in single and y in single)):
                 continue
             out.append(Candidate(leaf, op, x, y, tree.this, tree.expression, x in single and y in single))

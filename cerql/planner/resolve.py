@@ -362,6 +362,8 @@ class _Resolver:
     def register_check(self, candidate) -> RegisterCheck | None:
         """The kernel's check of a register candidate, or None when its sides do not compare as
         int64 or float64 (strings, decimals, mixed kinds: left to the post-filter)."""
+        if candidate.aggregate is not None:
+            return self.aggregate_check(candidate)
         sides = []
         for tree in (candidate.left, candidate.right):
             source = candidate.leaf.expr
@@ -380,6 +382,33 @@ class _Resolver:
             return None
         return RegisterCheck(candidate.leaf.expr.text, candidate.op, candidate.x, candidate.y,
                              left, lcols, right, rcols, floating, candidate.single)
+
+    def aggregate_check(self, candidate) -> RegisterCheck | None:
+        """The kernel's check of ``agg(x.col) op constant``, or None unless the column (for
+        count(x.col), sum, avg, min, max) and the constant are numbers (not unsigned 64-bit)."""
+        source = candidate.leaf.expr
+
+        def compiled(tree):
+            sql = ast.SqlExpr(tree.sql(dialect="spark"), tree, source.source, source.offset, source.span)
+            return self.qualified(sql, boolean=False, what="FILTER")
+
+        number = lambda t: (pa.types.is_integer(t) and not pa.types.is_uint64(t)) or pa.types.is_floating(t)  # noqa: E731
+        constant, _, constant_type = compiled(candidate.right)
+        if not number(constant_type):
+            return None
+        kind = candidate.aggregate
+        if candidate.left is None:  # count(x): the events, no column
+            left, columns, floating = constant, (), pa.types.is_floating(constant_type)
+            kind = "count_events"
+        else:
+            left, used, column_type = compiled(candidate.left)
+            if not number(column_type):
+                return None
+            columns = tuple(col for _, col in used)
+            value_floats = kind == "avg" or pa.types.is_floating(column_type)
+            floating = value_floats or pa.types.is_floating(constant_type)
+        return RegisterCheck(source.text, candidate.op, candidate.x, candidate.x, left, columns, constant, (),
+                             floating, single=False, aggregate=kind)
 
     def cross_predicates(self) -> dict[str, CrossPlan]:
         out = {}

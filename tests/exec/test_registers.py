@@ -186,6 +186,73 @@ def test_null_in_a_kleene_variable_fails_only_with_the_other_side_bound():
     assert match_sets(out) == [(0, 1), (0, 1, 2), (0, 2)]
 
 
+# ------------------------------------------------ aggregates compared with a constant (seed 004)
+def test_count_of_a_kleene_variable():
+    # b ⊆ {1, 2, 3} with two or more events: four sets; the count stops at 3 (= 2 + 1) on the run
+    out = run("A B B B", "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER count(b) >= 2 ORDER BY ts",
+              ["COUNT(b) >= 2"])
+    assert match_sets(out) == [(0, 1, 2), (0, 1, 2, 3), (0, 1, 3), (0, 2, 3)]
+    # at most two: every set but {1, 2, 3}; a constant on the left reads the same
+    out = run("A B B B", "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER 2 >= count(b) ORDER BY ts",
+              ["2 >= COUNT(b)"])
+    assert match_sets(out) == [(0, 1), (0, 1, 2), (0, 1, 3), (0, 2), (0, 2, 3), (0, 3)]
+
+
+def test_sum_over_a_contiguous_run_skips_nulls():
+    # runs from 1: {1} 4, {1,2} 4 (NULL skipped), {1,2,3} 7; from 2: NULL only (no value: fails),
+    # {2,3} 3; from 3: 3. Above 3: {1}, {1,2}, {1,2,3}
+    out = run("A B B B", "SELECT * FROM s WHERE A AS a : (B :+) AS b FILTER sum(b.v) > 3 ORDER BY ts",
+              ["SUM(b.v) > 3"], v=[0, 4, None, 3])
+    assert match_sets(out) == [(0, 1), (0, 1, 2), (0, 1, 2, 3)]
+    # a run of NULLs has no sum: not even sum(b.v) IS NULL-like comparisons hold
+    out = run("A B B", "SELECT * FROM s WHERE A AS a : (B :+) AS b FILTER sum(b.v) < 100 ORDER BY ts",
+              ["SUM(b.v) < 100"], v=[0, None, None])
+    assert match_sets(out) == []
+
+
+def run_nan(query: str, registers, p) -> list:
+    """``run`` over an Arrow table of B events whose p keeps NaN apart from NULL (pandas would
+    make NaN NULL)."""
+    table = pa.table({"type": ["B"] * len(p), "ts": list(range(len(p))), "p": pa.array(p, pa.float64())})
+    assert [r.text for r in plan_of(query, table).registers] == registers
+    ref = cerql.run(query, {"s": table}, engine="reference")
+    local = cerql.run(query, {"s": table}, engine="local")  # the rows hold NaN: compare sets and ids
+    assert match_sets(ref) == match_sets(local) and list(ref["match_id"]) == list(local["match_id"])
+    return match_sets(ref)
+
+
+def test_avg_min_and_max_of_floats_with_nan():
+    # b ⊆ {0, 1, 2}, p = 1.0, NaN, 3.0. max is NaN once a NaN is in (Spark orders NaN highest),
+    # and NaN compares false: max(b.p) < 5 keeps the sets without 1
+    query = "SELECT * FROM s WHERE B+ AS b FILTER max(b.p) < 5 ORDER BY ts"
+    assert run_nan(query, ["MAX(b.p) < 5"], [1.0, float("nan"), 3.0]) == [(0,), (0, 2), (2,)]
+    # min skips the NaN unless there is nothing else: every set but {1}
+    query = "SELECT * FROM s WHERE B+ AS b FILTER min(b.p) < 5 ORDER BY ts"
+    assert run_nan(query, ["MIN(b.p) < 5"], [1.0, float("nan"), 3.0]) == [
+        (0,), (0, 1), (0, 1, 2), (0, 2), (1, 2), (2,)]
+    # a sum with a NaN is NaN, which != holds for: sum(b.p) != 4 fails {0, 2} alone
+    query = "SELECT * FROM s WHERE B+ AS b FILTER sum(b.p) != 4 ORDER BY ts"
+    assert run_nan(query, ["SUM(b.p) <> 4"], [1.0, float("nan"), 3.0]) == [
+        (0,), (0, 1), (0, 1, 2), (1,), (1, 2), (2,)]
+    # avg over integers is a double: {0} 1, {0,1} 1.5, {0,1,2} 2, {0,2} 2, {1} 2, {1,2} 2.5, {2} 3
+    query = "SELECT * FROM s WHERE B+ AS b FILTER avg(b.q) = 2 ORDER BY ts"
+    assert match_sets(run("B B B", query, ["AVG(b.q) = 2"], q=[1, 2, 3])) == [(0, 1, 2), (0, 2), (1,)]
+
+
+def test_aggregate_of_an_unbound_variable_is_the_aggregate_of_no_rows():
+    # the C branch binds no a: count(a) is 0, so count(a) = 0 keeps it and the A branch fails
+    query = "SELECT * FROM s WHERE (A AS a OR C AS c) ; B AS b FILTER count(a) = 0 ORDER BY ts"
+    assert match_sets(run("A C B", query, ["COUNT(a) = 0"])) == [(1, 2)]
+
+
+def test_aggregates_with_strategies_and_comparisons():
+    # every b above a, at least two of them, LAST among those: a = 0 (p 1); b ⊆ {1, 3, 4} (2, 3, 5;
+    # 2 is p 0). Pairs and more ending at 4: {1,4}, {3,4}, {1,3,4}; LAST: {1,3,4}
+    out = run("A B B B B", "SELECT LAST * FROM s WHERE A AS a ; B+ AS b FILTER b.p > a.p AND count(b) >= 2 "
+              "ORDER BY ts", ["b.p > a.p", "COUNT(b) >= 2"], p=[1, 2, 0, 3, 5])
+    assert match_sets(out) == [(0, 1, 3), (0, 1, 3, 4)]
+
+
 @pytest.mark.parametrize("query", [
     "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER b.p != a.p ORDER BY ts",          # != over several events
     "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.p > a.p) ; C AS c ORDER BY ts",  # not over the whole pattern
@@ -201,11 +268,19 @@ def test_left_to_the_post_filter(query):
 def test_explain_says_the_kernel_checks_it():
     text = cerql.explain("SELECT * FROM s WHERE A AS a ; B AS b FILTER b.p > a.p ORDER BY ts")
     assert "checked by the automaton with registers" in text and "__cerql_filter" not in text
+    text = cerql.explain("SELECT * FROM s WHERE A AS a ; B+ AS b FILTER count(b) >= 3 ORDER BY ts")
+    assert "aggregates (COUNT(b) >= 3) are checked by the automaton with registers" in text
+    assert "__cerql_filter" not in text
 
 
 # ----------------------------------------------------------------- random queries against the oracle
 SIDES = ["{x}.v", "{x}.v + 1", "{x}.f", "{x}.ts", "{x}.w * 2"]
 OPS = ["=", "!=", "<", "<=", ">", ">="]
+# aggregates compared with a constant (seed 004): NULLs in v, NaN in f, either side of the operator
+AGGREGATES = ["count({x})", "count({x}.v)", "sum({x}.v)", "sum({x}.f)", "avg({x}.v)", "avg({x}.w)",
+              "min({x}.f)", "max({x}.f)", "min({x}.v)", "max({x}.w)", "count({x}.f)"]
+CONSTANTS = ["0", "1", "2", "3", "1.5", "-1", "2.0"]
+FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "=": "=", "!=": "!="}
 
 
 @st.composite
@@ -234,6 +309,10 @@ def register_cases(draw):
         if ("ts" in left) != ("ts" in right):
             left, right = f"{x}.v", f"{y}.w"
         terms.append(f"{left} {draw(st.sampled_from(OPS))} {right}")
+    for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
+        call = draw(st.sampled_from(AGGREGATES)).format(x=draw(st.sampled_from(bound)))
+        term = [call, draw(st.sampled_from(OPS)), draw(st.sampled_from(CONSTANTS))]
+        terms.append(" ".join(term if draw(st.booleans()) else term[::-1]))
     if draw(st.integers(0, 4)) == 0:
         x, y = draw(st.permutations(bound))[:2]
         terms.append(f"{x}.v + {y}.v <= 3")  # not one variable a side: post-filter
@@ -266,8 +345,9 @@ def test_kernel_registers_give_the_reference_results(case):
     except cerql.CeqlError:
         return
     event(f"{len(plan.registers)} register checks" + (", then post-filter" if plan.post_filters else ""))
-    if plan.automaton is not None:
-        same_rows_as_reference(text, df)
+    if any(c.aggregate for c in plan.registers):
+        event("aggregates in registers")
+    same_rows_as_reference(text, df)
 
 
 @_settings(150)
@@ -295,3 +375,49 @@ def test_registers_are_carried_across_batches(case, batch_size):
         return
     if not plan.join_columns:
         assert canonical(ref) == whole
+
+
+@st.composite
+def aggregate_cases(draw):
+    """A pattern with a set variable b (and single-event a, c) under a FILTER of 1-2 aggregates of
+    b or a compared with constants, sometimes with a comparison between variables too: queries
+    that have results on most streams, so a wrong accumulator shows."""
+    pattern = draw(st.sampled_from([
+        "A AS a ; B+ AS b", "A AS a : (B :+) AS b", "B+ AS b ; C AS c", "A AS a ; (B OR C)+ AS b ; C AS c",
+        "(A AS a ; B+ AS b) OR (C+ AS b)", "(B :+) AS b", "A AS a ; B+ AS b ; B+ AS b"]))
+    bound = [v for v in ("a", "b", "c") if f"AS {v}" in pattern]
+    terms = []
+    for _ in range(draw(st.sampled_from([1, 1, 2]))):
+        call = draw(st.sampled_from(AGGREGATES)).format(x=draw(st.sampled_from(["b", "b", bound[0]])))
+        op = draw(st.sampled_from([">=", "<=", ">", "<", ">=", "<=", "=", "!="]))
+        term = [call, op, draw(st.sampled_from(["1", "2", "3", "2", "1.5", "4", "-1"]))]
+        terms.append(" ".join(term) if draw(st.booleans()) else f"{term[2]} {FLIP[op]} {call}")
+    if len(bound) > 1 and draw(st.integers(0, 3)) == 0:
+        terms.append(f"b.v > {bound[0] if bound[0] != 'b' else bound[1]}.w")
+    strategy = draw(st.sampled_from(["ALL", "ALL", "ALL", "NEXT", "LAST", "MAX", "ANY"]))
+    within = draw(st.sampled_from(["", "WITHIN 4 [ts]", "WITHIN 5 EVENTS"]))
+    consume = draw(st.sampled_from(["", "", "", "CONSUME BY PARTITION"]))
+    shown = ", ".join(f"{v}[ts, v, w]" for v in bound)  # not f: NaN != NaN in the rows compared
+    text = (f"SELECT {strategy} {shown} FROM s WHERE {pattern} FILTER {' AND '.join(terms)} "
+            f"PARTITION BY [k] ORDER BY ts {within} {consume}")
+    size = draw(st.integers(6, 10))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    v = pd.array(rng.integers(0, 4, size), dtype="Int64")
+    v[rng.random(size) < 0.1] = pd.NA
+    df = pd.DataFrame({"type": rng.choice(["A", "B", "B", "B", "C"], size), "v": v,
+                       "w": rng.integers(0, 3, size), "ts": np.arange(size, dtype=float),
+                       "k": rng.integers(0, 2, size) if draw(st.booleans()) else np.zeros(size, np.int64)})
+    f = rng.choice([0.0, 0.5, 1.0, 2.0, np.nan], size, p=[0.22, 0.22, 0.22, 0.22, 0.12])
+    f = pa.array(f, mask=rng.random(size) < 0.1)  # NaN (kept apart from NULL, as pandas would not) and NULL
+    return text, pa.Table.from_pandas(df, preserve_index=False).append_column("f", f)
+
+
+@_settings(400)
+@given(aggregate_cases())
+def test_kernel_aggregates_give_the_reference_results(case):
+    text, df = case
+    plan = plan_of(text, df)
+    assert any(c.aggregate for c in plan.registers), text
+    event("with a post-filter" if plan.post_filters else "registers alone")
+    event("has results" if len(cerql.run(text, {"s": df}, engine="reference")) else "no results")
+    same_rows_as_reference(text, df)
