@@ -250,13 +250,13 @@ class Run:
 class RegisterSpec:
     """The kernel's view of a plan's register checks (``plan.registers``, planner/registers.py):
     per check, what it is (a comparison or an aggregate), the label bits of its two variables, its
-    operator, whether it compares floats and whether both variables hold one event; ``sides`` computes each event's value of both sides
-    for a table of stream rows."""
+    operator, whether it compares floats and whether both variables hold one event; ``sides``
+    computes each event's value of both sides for a table of stream rows."""
 
     OPS = {"=": kernel.OP_EQ, "!=": kernel.OP_NE, ">": kernel.OP_GT, ">=": kernel.OP_GE, "<": kernel.OP_LT,
            "<=": kernel.OP_LE}
-    KINDS = {None: kernel.COMPARE, "count_events": kernel.AGG_COUNT_EVENTS, "count": kernel.AGG_COUNT, "sum": kernel.AGG_SUM, "avg": kernel.AGG_AVG,
-             "min": kernel.AGG_MIN, "max": kernel.AGG_MAX}
+    KINDS = {None: kernel.COMPARE, "count_events": kernel.AGG_COUNT_EVENTS, "count": kernel.AGG_COUNT,
+             "sum": kernel.AGG_SUM, "avg": kernel.AGG_AVG, "min": kernel.AGG_MIN, "max": kernel.AGG_MAX}
 
     def __init__(self, checks, labels):
         bit = {v: 1 << (k + 1) for k, v in enumerate(labels)}

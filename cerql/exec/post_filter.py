@@ -64,19 +64,18 @@ def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_B
     by_substream: dict[int, dict[int, list[Valuation]]] = defaultdict(lambda: defaultdict(list))
     for r in driver.match_arrays(relaxed, stream, batch_size).results():
         by_substream[r.substream][r.end].append(Valuation(r.start, r.end, r.labels))
-    checks = [(f.condition, bound, marker, first) for f, marker, bound, first in plan.post_filters]
     results: list[Result] = []
     for k in sorted(by_substream):
         lo, hi = stream.bounds[k]
         sub = reference.Substream(plan, stream, lo, hi)
         results_k = [v for vs in by_substream[k].values() for v in vs]
         owns = []
-        for condition, bound, marker, first in checks:  # each FILTER's own valuations, then
+        for f, marker, bound, first in plan.post_filters:  # each FILTER's own valuations, then
             own = {id(v): _owns(bound, marker, first, v) for v in results_k}  # its predicates at once
-            for leaf in ast.walk(condition):
+            for leaf in ast.walk(f.condition):
                 if isinstance(leaf, ast.CrossPredicate):
                     sub.prepare_cross(leaf.expr.text, [o for os in own.values() for o in os])
-            owns.append((condition, own))
+            owns.append((f.condition, own))
         kept = {end: [v for v in valuations
                       if all(sub.holds(cond, o) for cond, own in owns for o in own[id(v)])]
                 for end, valuations in by_substream[k].items()}

@@ -106,13 +106,7 @@ class _Builder:
         match of the fragment, not the events its own loops go back to ``entry`` for. A fragment
         consumes at least one event, so its exit is not in ``entry``'s closure and edges added
         later around the fragment do not change which transitions are first."""
-        closure, todo = {entry}, [entry]
-        while todo:
-            s = todo.pop()
-            for e in self.edges:
-                if e.epsilon and e.source == s and e.target not in closure:
-                    closure.add(e.target)
-                    todo.append(e.target)
+        closure = _closures(self.n_states, self.edges)[entry]
         new = self.state()
         for e in [e for e in self.edges if e.required and e.source in closure]:
             self.edges.append(_Edge(new, e.target, required=e.required, marks=e.marks | {var}))

@@ -41,12 +41,13 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from cerql import ast
+from cerql.planner.aggregates import KINDS
 from cerql.planner.equality import conjuncts, top_filters
 
 MAX_REGISTERS = 4  # exec/kernel.py MAX_REGISTERS (the planner does not import the kernel)
 OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
 FLIPPED = {"=": "=", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}  # a op b == b FLIPPED[op] a
-AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+IN_REGISTERS = ("count", "sum", "avg", "min", "max")  # aggregates.KINDS the kernel accumulates
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,9 @@ def _aggregate(tree: exp.Expression, op: str, leaf) -> Candidate | None:
     for call, other, op_ in ((tree.this, tree.expression, op), (tree.expression, tree.this, FLIPPED[op])):
         while isinstance(call, exp.Paren):
             call = call.this
-        kind = AGGREGATES.get(type(call))
-        arg = call.this if kind else None
-        if not isinstance(arg, exp.Column) or any(k not in ("this", "big_int") for k, v in call.args.items() if v):
+        kind = KINDS.get(type(call))
+        arg = call.this if kind in IN_REGISTERS else None
+        if not isinstance(arg, exp.Column):  # the analysis refused other arguments (aggregates.check)
             continue
         if next(other.find_all(exp.Column), None) is not None or next(other.find_all(exp.AggFunc), None) is not None:
             continue

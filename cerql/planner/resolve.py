@@ -148,8 +148,8 @@ def automaton_pattern(select: ast.Select, resolve=lambda c: c, keyable=lambda c:
 
 def choose_automaton(select: ast.Select, selected, single: set[str], resolve=lambda c: c, keyable=lambda c: True,
                      register_check=lambda candidate: candidate):
-    """(hidden partition columns, register checks, automaton, post-filter specs) of a query: equalities that can be partitioning leave the pattern
-    (``automaton_pattern``); comparisons between two variables are checked by the
+    """(hidden partition columns, register checks, automaton, post-filter specs) of a query:
+    equalities that can be partitioning leave the pattern (``automaton_pattern``); comparisons between two variables are checked by the
     kernel with registers (planner/registers.py; ``register_check`` compiles one, or None when
     it cannot be); if that leaves no predicate across variables and the automaton marks both
     variables of each, the plain automaton runs the rest, else ``pattern_automaton`` decides and
@@ -364,13 +364,8 @@ class _Resolver:
         int64 or float64 (strings, decimals, mixed kinds: left to the post-filter)."""
         if candidate.aggregate is not None:
             return self.aggregate_check(candidate)
-        sides = []
-        for tree in (candidate.left, candidate.right):
-            source = candidate.leaf.expr
-            sql = ast.SqlExpr(tree.sql(dialect="spark"), tree, source.source, source.offset, source.span)
-            fn, used, kind = self.qualified(sql, boolean=False, what="FILTER")
-            sides.append((fn, tuple(col for _, col in used), kind))
-        (left, lcols, lt), (right, rcols, rt) = sides
+        (left, lcols, lt), (right, rcols, rt) = (self.register_side(candidate, t)
+                                                 for t in (candidate.left, candidate.right))
         number = lambda t: pa.types.is_integer(t) or pa.types.is_floating(t)  # noqa: E731
         if number(lt) and number(rt):
             if pa.types.is_uint64(lt) or pa.types.is_uint64(rt):
@@ -383,17 +378,19 @@ class _Resolver:
         return RegisterCheck(candidate.leaf.expr.text, candidate.op, candidate.x, candidate.y,
                              left, lcols, right, rcols, floating, candidate.single)
 
+    def register_side(self, candidate, tree: exp.Expression) -> tuple:
+        """(function, columns it reads, value type) of one side of a register candidate, an
+        expression over "var.col" columns taken from the candidate's FILTER predicate."""
+        source = candidate.leaf.expr
+        sql = ast.SqlExpr(tree.sql(dialect="spark"), tree, source.source, source.offset, source.span)
+        fn, used, kind = self.qualified(sql, boolean=False, what="FILTER")
+        return fn, tuple(col for _, col in used), kind
+
     def aggregate_check(self, candidate) -> RegisterCheck | None:
         """The kernel's check of ``agg(x.col) op constant``, or None unless the column (for
         count(x.col), sum, avg, min, max) and the constant are numbers (not unsigned 64-bit)."""
-        source = candidate.leaf.expr
-
-        def compiled(tree):
-            sql = ast.SqlExpr(tree.sql(dialect="spark"), tree, source.source, source.offset, source.span)
-            return self.qualified(sql, boolean=False, what="FILTER")
-
         number = lambda t: (pa.types.is_integer(t) and not pa.types.is_uint64(t)) or pa.types.is_floating(t)  # noqa: E731
-        constant, _, constant_type = compiled(candidate.right)
+        constant, _, constant_type = self.register_side(candidate, candidate.right)
         if not number(constant_type):
             return None
         kind = candidate.aggregate
@@ -401,13 +398,12 @@ class _Resolver:
             left, columns, floating = constant, (), pa.types.is_floating(constant_type)
             kind = "count_events"
         else:
-            left, used, column_type = compiled(candidate.left)
+            left, columns, column_type = self.register_side(candidate, candidate.left)
             if not number(column_type):
                 return None
-            columns = tuple(col for _, col in used)
             value_floats = kind == "avg" or pa.types.is_floating(column_type)
             floating = value_floats or pa.types.is_floating(constant_type)
-        return RegisterCheck(source.text, candidate.op, candidate.x, candidate.x, left, columns, constant, (),
+        return RegisterCheck(candidate.leaf.expr.text, candidate.op, candidate.x, candidate.x, left, columns, constant, (),
                              floating, single=False, aggregate=kind)
 
     def cross_predicates(self) -> dict[str, CrossPlan]:
