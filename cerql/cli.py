@@ -1,9 +1,11 @@
 """The ``cerql`` command line (DESIGN.md section 1): ``demo``, ``run`` and ``explain``.
 
 Input: the arguments. Output: text on stdout, result files, and an exit code: 0 on success,
-2 for a query error (a :class:`cerql.CeqlError`, printed as its message with the caret and the
-hint, never a traceback) or a usage error, 1 when a file cannot be read or written or Spark fails
-for a reason that is not the query's.
+2 for a query error (a :class:`cerql.CeqlError`, also one raised inside a Spark task, printed as
+its message with the caret and the hint, never a traceback) or a usage error (an ``--out`` that
+cerql refuses to replace included), 1 when a file cannot be read or written, Spark fails for a
+reason that is not the query's, or cerql itself fails (one line naming the exception; the
+traceback only with ``CERQL_TRACEBACK=1``).
 
 ``run`` and ``demo`` use Spark by default (``--engine spark``), on a session from
 :mod:`cerql.spark_runtime`: a local one started for the command, or the one already active in
@@ -12,7 +14,8 @@ before Spark starts, so a typo costs no JVM start-up. ``--engine local`` (the nu
 engine) and ``--engine reference`` run without Spark.
 
 ``run`` reads its tables from ``--table name=path`` files and writes the result to ``--out`` or
-prints it; which formats are read and written, and how, is in :mod:`cerql.tables_io`. While
+prints it; which formats are read and written, and how, is in :mod:`cerql.tables_io`, and so
+is which ``--out`` may be replaced (never an input, and only with ``--overwrite``). While
 Spark works, ``--progress`` shows the running stages on stderr (:mod:`cerql.spark_runtime`).
 """
 
@@ -32,8 +35,8 @@ from cerql.errors import CeqlError
 from cerql.session import first_line, task_error
 from cerql.spark_runtime import parse_conf, progress, spark_session
 from cerql.tables_io import (
-    OUT_SUFFIXES, CliError, check_spark_out, read_spark_table, read_table, show_text, table_specs,
-    write_result, write_spark_result,
+    OUT_SUFFIXES, CliError, OutputRefused, check_out, read_spark_table, read_table, show_text,
+    table_specs, write_result, write_spark_result,
 )
 
 DEMO_ROWS = 20_000  # the default of ``cerql demo``; cerql.demo.DEFAULT_ROWS, without importing it
@@ -125,15 +128,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``cerql run``: evaluate a query file over table files, print or write the result.
 
     Everything that can be checked without data is checked before an engine starts: the query
-    file, the table files and their formats, the ``--out`` suffix, and the query itself.
+    file, the table files and their formats, the ``--out`` suffix and whether it may be written
+    (:func:`cerql.tables_io.check_out`), and the query itself.
     """
     text = read_query(args.query)
     specs = table_specs(args.table or [])
     out = out_path(args.out)
+    if out is not None:
+        check_out(out, [Path(args.query), *(path for _, path, _ in specs)], args.overwrite)
     if args.engine == "spark":
         check_sources(cerql.analyze(text), [name for name, _, _ in specs])
-        if out is not None:
-            check_spark_out(out)
         return run_spark(args, text, specs, out)
     tables = {name: read_table(path, fmt) for name, path, fmt in specs}
     result = evaluate(text, tables, args.engine)
@@ -193,7 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a source of the query: name=path.parquet or name=path.csv, or a "
                      "directory of either (repeatable)")
     run.add_argument("--out", metavar="PATH", help="write the result to .parquet, .csv or .json "
-                     "(Spark writes a directory of part files)")
+                     "(Spark writes a directory of part files); an existing PATH is refused")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace an existing --out: a file, an empty directory or a previous "
+                     "Spark result (never an input, nor a directory holding other files)")
     run.add_argument("--show", type=int, default=SHOW_ROWS, metavar="N",
                      help=f"matches printed without --out, on Spark (default {SHOW_ROWS})")
     run.add_argument("--truncate", type=int, default=SHOW_TRUNCATE, metavar="N",
@@ -211,6 +218,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def query_error(err: BaseException) -> CeqlError | None:
+    """The CeqlError behind an exception: itself, the one it was raised from (``raise … from``,
+    or lark's ``VisitError.orig_exc``), or one a Spark task raised (:func:`cerql.session.task_error`
+    reads it from the failure Spark reports); None when the failure is not the query's."""
+    seen: set[int] = set()
+    inner: BaseException | None = err
+    while inner is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        if isinstance(inner, CeqlError):
+            return inner
+        wrapped = getattr(inner, "orig_exc", None)
+        inner = wrapped if isinstance(wrapped, BaseException) else inner.__cause__
+    return task_error(err)
+
+
+def report(err: Exception) -> int:
+    """Print the error a command ended with as a short message on stderr and return the exit code
+    (module docstring): the query's errors with their caret and hint, Spark's first line, and
+    anything else as one line naming it (``CERQL_TRACEBACK=1`` re-raises it, for a bug report)."""
+    from pyspark.errors import AnalysisException, PySparkException
+
+    cause = query_error(err)
+    if cause is not None:
+        print(f"cerql: {cause.error_class}: {cause}", file=sys.stderr)
+        if "maxMatchesPerEvent" in cause.message:
+            print("cerql: on the command line: --conf cerql.maxMatchesPerEvent=N", file=sys.stderr)
+        return 2
+    if isinstance(err, PySparkException):
+        # Spark's analyzer rejecting a fragment of the query is a query error; anything else
+        # (memory, a corrupt file) is not.
+        print(f"cerql: spark error: {first_line(err)}", file=sys.stderr)
+        return 2 if isinstance(err, AnalysisException) else 1
+    if os.environ.get("CERQL_TRACEBACK"):
+        raise err
+    print(f"cerql: internal error: {type(err).__name__}: {first_line(err)} "
+          "(CERQL_TRACEBACK=1 shows where; please report it)", file=sys.stderr)
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``cerql`` and ``python -m cerql``.
 
@@ -222,8 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit code: 0 on success, 2 for a query error, 1 for a file error or a Spark failure
-        that is not the query's. (Usage errors exit with 2 from argparse itself.)
+        The exit code: 0 on success, 2 for a query error or a refused ``--out``, 1 for a file
+        error, a Spark failure that is not the query's, or a failure of cerql itself. (Usage
+        errors exit with 2 from argparse itself.)
 
     Examples
     --------
@@ -232,28 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     cerql: error: /no/such/query.sql: cannot read query: No such file or directory
     1
     """
-    from pyspark.errors import AnalysisException, PySparkException
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except CeqlError as err:
+    except OutputRefused as err:
         print(f"cerql: {err.error_class}: {err}", file=sys.stderr)
         return 2
     except CliError as err:
         print(f"cerql: error: {err}", file=sys.stderr)
         return 1
-    except PySparkException as err:
-        cause = task_error(err)
-        if cause is not None:
-            print(f"cerql: {cause.error_class}: {cause}", file=sys.stderr)
-            if "maxMatchesPerEvent" in cause.message:
-                print("cerql: on the command line: --conf cerql.maxMatchesPerEvent=N", file=sys.stderr)
-            return 2
-        # Spark's analyzer rejecting a fragment of the query is a query error; anything else
-        # (memory, a corrupt file) is not.
-        print(f"cerql: spark error: {first_line(err)}", file=sys.stderr)
-        return 2 if isinstance(err, AnalysisException) else 1
     except KeyboardInterrupt:
         print("cerql: interrupted", file=sys.stderr)
         return 130
@@ -261,3 +295,5 @@ def main(argv: list[str] | None = None) -> int:
         # `cerql demo | head`: the reader left; stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except Exception as err:  # noqa: BLE001 - every other failure becomes one message
+        return report(err)

@@ -27,6 +27,15 @@ object per match). Spark writes each as a directory of part files, as it writes 
 large result is written in parallel and never collected on the driver; pandas, pyarrow and Spark
 all read such a directory as one table. The local engines write a single file. Without ``--out``,
 Spark prints the first ``--show`` matches (``DataFrame.show``) and the local engines print all.
+
+``--out`` never deletes or replaces what cerql did not write (:func:`check_out`): an existing path
+is refused unless ``--overwrite`` is given (``OUTPUT_EXISTS``), a path that is, lies inside or
+holds one of the command's inputs is refused even with it (``OUTPUT_IS_INPUT``), and with it only
+a regular file (or a link, replaced as a link), an empty directory or a directory of Spark's own
+part files with its ``_SUCCESS`` marker is replaced. Anything else (``.env``, ``_config.yml``, a
+``part-0.csv`` of one's own) makes the directory not a previous result (``OUTPUT_NOT_REPLACEABLE``).
+Results are written beside ``--out`` under a hidden name and moved there only once complete, so a
+query that fails leaves the previous file as it was.
 """
 
 from __future__ import annotations
@@ -35,7 +44,11 @@ import contextlib
 import datetime
 import io
 import json
+import os
+import re
+import shutil
 import sys
+import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +69,16 @@ class CliError(Exception):
     Defined here, the first module to raise it, so that :mod:`cerql.spark_runtime` (a bad
     ``--conf``) and :mod:`cerql.cli` (a bad argument) share it without importing the CLI.
     """
+
+
+class OutputRefused(CliError):
+    """``--out`` would replace what cerql did not write, or an input: refused before anything
+    runs, with exit code 2 (a usage error, like argparse's) and an upper-case ``error_class``.
+    """
+
+    def __init__(self, message: str, error_class: str):
+        super().__init__(message)
+        self.error_class = error_class
 
 
 def note(message: str) -> None:
@@ -247,60 +270,186 @@ def _plain(value):
     return value
 
 
+# ------------------------------------------------------------------------------- --out safety
+# The names Spark gives the files of a table it writes: part files
+# (part-00000-<job uuid>-c000.snappy.parquet), the _SUCCESS marker, and Hadoop's checksum of
+# each (.<name>.crc). Nothing looser: `.env`, `_config.yml` or a `part-0.csv` of one's own are not
+# Spark's.
+SPARK_PART = re.compile(r"part-\d{5,}-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?:-c\d{3})?(?:\.\w+)*")
+
+
+def _spark_file(name: str) -> bool:
+    """Whether a file name is one Spark gives a file of a table it writes."""
+    if name.startswith(".") and name.endswith(".crc"):
+        name = name[1:-len(".crc")]
+    return name == "_SUCCESS" or SPARK_PART.fullmatch(name) is not None
+
+
+def previous_result(path: Path) -> bool:
+    """Whether a directory is empty or a finished Spark result: its ``_SUCCESS`` marker and
+    nothing but regular files with Spark's names. Only such a directory may be replaced, since
+    replacing a directory deletes everything in it."""
+    entries = list(path.iterdir())
+    return not entries or (
+        any(e.name == "_SUCCESS" for e in entries)
+        and all(e.is_file() and not e.is_symlink() and _spark_file(e.name) for e in entries))
+
+
+def _replaceable(path: Path) -> bool:
+    """Whether ``--overwrite`` may replace what is at ``path``: a regular file, a link (replaced
+    as a link, its target untouched) or a directory :func:`previous_result` accepts."""
+    if path.is_symlink() or path.is_file():
+        return True
+    return path.is_dir() and previous_result(path)
+
+
+def _overlap(out: Path, given: Path) -> str | None:
+    """How ``--out`` meets an input (``"is"``, ``"lies inside"``, ``"holds"``), or None: by their
+    resolved paths (links followed) and, for an existing file, by identity (a hard link)."""
+    a, b = out.resolve(), given.resolve()
+    if a == b or _same_file(out, given):
+        return "is"
+    if b in a.parents:
+        return "lies inside"
+    if a in b.parents:
+        return "holds"
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two existing paths are one file (a hard link too); False when either is absent."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_out(path: Path, inputs: list[Path], overwrite: bool) -> None:
+    """Refuse an ``--out`` that would delete or replace what cerql did not write, before
+    anything runs (rules: module docstring).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The ``--out`` path.
+    inputs : list of pathlib.Path
+        Every file the command reads (the query and the ``--table`` paths): ``--out`` may be
+        none of them, lie inside none and hold none, even with ``--overwrite``.
+    overwrite : bool
+        Whether ``--overwrite`` was given.
+
+    Raises
+    ------
+    OutputRefused
+        ``OUTPUT_IS_INPUT``, ``OUTPUT_EXISTS`` or ``OUTPUT_NOT_REPLACEABLE``.
+    """
+    for given in inputs:
+        how = _overlap(path, given)
+        if how is not None:
+            raise OutputRefused(f"--out {path}: it {how} the input {given}, which cerql never "
+                                "replaces; write the result to another path", "OUTPUT_IS_INPUT")
+    if not os.path.lexists(path):
+        return
+    if not overwrite:
+        raise OutputRefused(f"--out {path}: it already exists; give --overwrite to replace it, "
+                            "or choose a new path", "OUTPUT_EXISTS")
+    if not _replaceable(path):
+        raise OutputRefused(f"--out {path}: not a previous result (it holds files Spark did not "
+                            "write), so cerql will not replace it even with --overwrite; choose "
+                            "a new path", "OUTPUT_NOT_REPLACEABLE")
+
+
+def _beside(path: Path, what: str) -> Path:
+    """An unused hidden name in ``path``'s directory, for a result being written or an old one
+    being replaced (same file system, so a rename moves it)."""
+    return path.with_name(f".{path.name}.cerql-{what}-{uuid.uuid4().hex[:12]}")
+
+
+def _discard(path: Path) -> None:
+    """Delete a replaced ``--out``: a file or link, or a directory's Spark files and then the
+    directory (a file that appeared in it since the check keeps it, and the error says so)."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink()
+        return
+    for entry in path.iterdir():
+        if entry.is_file() and _spark_file(entry.name):
+            entry.unlink()
+    path.rmdir()
+
+
+def _install(written: Path, path: Path) -> None:
+    """Move a complete result from ``written`` to ``path``, replacing what was there only when
+    :func:`_replaceable` still allows it (it was checked before the query ran)."""
+    if os.path.lexists(path):
+        if not _replaceable(path):
+            raise OutputRefused(f"--out {path}: it changed while the query ran and is not a "
+                                "previous result any more; choose a new path",
+                                "OUTPUT_NOT_REPLACEABLE")
+        old = _beside(path, "old")
+        os.rename(path, old)
+        os.rename(written, path)
+        try:
+            _discard(old)
+        except OSError as err:
+            note(f"the previous {path} is kept as {old}: {err.strerror or err}")
+    else:
+        os.rename(written, path)
+
+
+def _delete_partial(written: Path) -> None:
+    """Remove a result cerql began writing under a hidden name and did not finish."""
+    if written.is_dir() and not written.is_symlink():
+        shutil.rmtree(written, ignore_errors=True)
+    elif os.path.lexists(written):
+        written.unlink()
+
+
+def _write_local(result: pd.DataFrame, path: Path, suffix: str) -> None:
+    """One local result file at ``path`` in the format ``suffix`` names."""
+    if suffix == ".parquet":
+        result.to_parquet(path, index=False)
+    elif suffix == ".csv":
+        flat = result.copy()
+        for column in flat.columns:
+            if flat[column].map(lambda v: isinstance(v, (list, dict))).any():
+                flat[column] = flat[column].map(
+                    lambda v: None if v is None else json.dumps(v, default=_json_value))
+        flat.to_csv(path, index=False)
+    else:
+        with path.open("w", encoding="utf-8") as f:
+            for record in result.to_dict("records"):
+                plain = {k: _plain(v) for k, v in record.items()}
+                f.write(json.dumps(plain, default=_json_value) + "\n")
+
+
 def write_result(result: pd.DataFrame, path: Path) -> None:
     """Write a local engine's result to ``.parquet``, ``.csv`` or ``.json`` (one file each;
-    formats in the module docstring).
+    formats in the module docstring), under a hidden name first and then moved to ``path``.
 
     Parameters
     ----------
     result : pandas.DataFrame
         What :func:`cerql.run` returned.
     path : pathlib.Path
-        The output file; its suffix picks the format.
+        The output file, checked by :func:`check_out`; its suffix picks the format.
     """
     suffix = path.suffix.lower()
     if suffix not in OUT_SUFFIXES:
         raise CliError(f"--out {path}: use a .parquet, .csv or .json file")
+    written = _beside(path, "new")
     try:
-        if suffix == ".parquet":
-            result.to_parquet(path, index=False)
-        elif suffix == ".csv":
-            flat = result.copy()
-            for column in flat.columns:
-                if flat[column].map(lambda v: isinstance(v, (list, dict))).any():
-                    flat[column] = flat[column].map(
-                        lambda v: None if v is None else json.dumps(v, default=_json_value))
-            flat.to_csv(path, index=False)
-        else:
-            with path.open("w", encoding="utf-8") as f:
-                for record in result.to_dict("records"):
-                    plain = {k: _plain(v) for k, v in record.items()}
-                    f.write(json.dumps(plain, default=_json_value) + "\n")
+        _write_local(result, written, suffix)
+        _install(written, path)
     except OSError as err:
         raise CliError(f"--out {path}: cannot write: {err.strerror or err}") from err
-
-
-def _replaceable(path: Path) -> bool:
-    """Whether Spark may overwrite ``path``: absent, a file, or a directory holding nothing but
-    what Spark writes (part files, _SUCCESS, checksums). Spark's overwrite deletes the whole
-    directory, so ``--out .`` must not be taken literally."""
-    if not path.exists() or path.is_file():
-        return True
-    return all(p.is_file() and (p.name.startswith(("part-", "_", ".")) or p.suffix == ".crc")
-               for p in path.iterdir())
-
-
-def check_spark_out(path: Path) -> None:
-    """Refuse an ``--out`` that Spark's overwrite would wipe (:func:`_replaceable`)."""
-    if not _replaceable(path):
-        raise CliError(f"--out {path}: a directory that is not a previous result; "
-                       "choose a new path (Spark would delete everything in it)")
+    finally:
+        _delete_partial(written)
 
 
 def write_spark_result(spark, df, path: Path) -> int:
-    """Write a Spark result as a directory of part files (formats: module docstring) and return
-    how many matches it holds (read back from the written files: a second run of the query
-    would cost more).
+    """Write a Spark result as a directory of part files (formats: module docstring), under a
+    hidden name first and then moved to ``path``, and return how many matches it holds (read
+    back from the written files: a second run of the query would cost more).
 
     Parameters
     ----------
@@ -308,7 +457,7 @@ def write_spark_result(spark, df, path: Path) -> int:
     df : pyspark.sql.DataFrame
         What :func:`cerql.cer_sql` returned.
     path : pathlib.Path
-        The output directory; its suffix picks the format.
+        The output directory, checked by :func:`check_out`; its suffix picks the format.
 
     Returns
     -------
@@ -317,17 +466,23 @@ def write_spark_result(spark, df, path: Path) -> int:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, MapType, StructType
 
-    check_spark_out(path)
     fmt = path.suffix.lower()[1:]
     if fmt == "csv":
         nested = (StructType, ArrayType, MapType)
         df = df.select(*[F.to_json(F.col(f"`{f.name}`")).alias(f.name)
                          if isinstance(f.dataType, nested) else F.col(f"`{f.name}`")
                          for f in df.schema.fields])
-    writer = df.write.mode("overwrite")
+    writer = df.write.mode("errorifexists")
     if fmt == "csv":  # RFC 4180 quoting (a quote doubled), which pandas and spreadsheets read
         writer = writer.option("header", True).option("escape", '"')
-    writer.format(fmt).save(str(path))
+    written = _beside(path, "new")
+    try:
+        writer.format(fmt).save(str(written))
+        _install(written, path)
+    except OSError as err:
+        raise CliError(f"--out {path}: cannot write: {err.strerror or err}") from err
+    finally:
+        _delete_partial(written)
     reader = spark.read.option("header", True) if fmt == "csv" else spark.read
     return reader.format(fmt).load(str(path)).count()
 

@@ -234,6 +234,193 @@ def test_local_engine_reads_a_directory_of_csv_parts(stock_files, capsys):
     assert f"({len(expected)} matches)" in capsys.readouterr().out
 
 
+# ------------------------------------------------------------------ --out never loses a file
+def run_into(tmp, query, out, *extra, engine="local"):
+    """``cerql run`` of the stock query over stock.csv into ``out``."""
+    return main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--out", str(out),
+                 "--engine", engine, *extra])
+
+
+def error_class(err: str) -> str:
+    """The error class ``cerql: CLASS: message`` names on stderr."""
+    return re.match(r"cerql: ([A-Z_]+): ", err).group(1)
+
+
+def config_dir(tmp):
+    """Issue 15's directory: conf.json/ holding .env and _config.yml, which Spark's own names
+    resemble (a dot, an underscore)."""
+    conf = tmp / "conf.json"
+    conf.mkdir()
+    (conf / ".env").write_text("SECRET=1\n")
+    (conf / "_config.yml").write_text("title: mine\n")
+    return conf
+
+
+def assert_config_dir_kept(conf):
+    assert sorted(p.name for p in conf.iterdir()) == [".env", "_config.yml"]
+    assert (conf / ".env").read_text() == "SECRET=1\n"
+    assert (conf / "_config.yml").read_text() == "title: mine\n"
+
+
+def no_leftovers(tmp):
+    """No hidden result cerql began (``.NAME.cerql-new-*``) or moved aside is left behind."""
+    return [p.name for p in tmp.iterdir() if ".cerql-" in p.name] == []
+
+
+def test_local_out_over_a_regular_file_is_refused_without_overwrite(stock_files, capsys):
+    tmp, query, expected = stock_files
+    keep = tmp / "keep.csv"
+    keep.write_text("mine\n")
+
+    assert run_into(tmp, query, keep) == 2
+
+    assert error_class(capsys.readouterr().err) == "OUTPUT_EXISTS"
+    assert keep.read_text() == "mine\n"
+    assert run_into(tmp, query, keep, "--overwrite") == 0
+    assert sorted(pd.read_csv(keep)["match_id"]) == sorted(expected["match_id"])
+    assert no_leftovers(tmp)
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]], ids=["plain", "overwrite"])
+def test_local_out_equal_to_its_own_table_is_refused(stock_files, capsys, overwrite):
+    tmp, query, _ = stock_files
+    before = (tmp / "stock.csv").read_bytes()
+
+    assert run_into(tmp, query, tmp / "stock.csv", *overwrite) == 2
+
+    assert error_class(capsys.readouterr().err) == "OUTPUT_IS_INPUT"
+    assert (tmp / "stock.csv").read_bytes() == before
+
+
+@pytest.mark.parametrize("out", ["parts/out.csv", "parts.csv", "link.csv", "hard.csv", "pairs.json"])
+def test_out_inside_holding_or_linked_to_an_input_is_refused(stock_files, capsys, out):
+    """Inside an input directory, a directory holding an input, a symbolic or hard link to an
+    input, and the query file itself (named .json here): never written, even with --overwrite."""
+    tmp, _, _ = stock_files
+    (tmp / "parts").mkdir()
+    (tmp / "parts.csv").mkdir()
+    stock = (tmp / "stock.csv").read_text()
+    (tmp / "parts.csv" / "part-0.csv").write_text(stock)
+    (tmp / "link.csv").symlink_to(tmp / "stock.csv")
+    os.link(tmp / "stock.csv", tmp / "hard.csv")
+    query = tmp / "pairs.json"
+    query.write_text(PAIRS)
+    tables = ["--table", f"stock={tmp / 'stock.csv'}", "--table", f"other={tmp / 'parts'}"]
+    if out == "parts.csv":
+        tables = ["--table", f"stock={tmp / 'parts.csv' / 'part-0.csv'}"]
+
+    code = main(["run", str(query), *tables, "--out", str(tmp / out), "--overwrite", "--engine", "local"])
+
+    assert code == 2
+    assert error_class(capsys.readouterr().err) == "OUTPUT_IS_INPUT"
+    assert (tmp / "stock.csv").read_text() == stock and query.read_text() == PAIRS
+    assert (tmp / "parts.csv" / "part-0.csv").read_text() == stock
+    assert list((tmp / "parts").iterdir()) == []
+
+
+@pytest.mark.parametrize("overwrite, expected", [([], "OUTPUT_EXISTS"), (["--overwrite"], "OUTPUT_NOT_REPLACEABLE")])
+def test_local_out_directory_of_other_files_survives(stock_files, capsys, overwrite, expected):
+    tmp, query, _ = stock_files
+    conf = config_dir(tmp)
+
+    assert run_into(tmp, query, conf, *overwrite) == 2
+
+    assert error_class(capsys.readouterr().err) == expected
+    assert_config_dir_kept(conf)
+
+
+def spark_result_dir(path, name="part-00000-0b2c3d4e-5f60-4718-9a0b-1c2d3e4f5a6b-c000.csv"):
+    """A directory laid out as Spark writes a table (names as Spark 4 gives them)."""
+    path.mkdir()
+    (path / name).write_text("match_id\n1\n")
+    (path / f".{name}.crc").write_bytes(b"crc")
+    (path / "_SUCCESS").write_text("")
+    (path / "._SUCCESS.crc").write_bytes(b"crc")
+    return path
+
+
+def test_previous_result_is_only_an_empty_directory_or_spark_files(tmp_path):
+    assert tables_io.previous_result(spark_result_dir(tmp_path / "spark.csv"))
+    (tmp_path / "empty").mkdir()
+    assert tables_io.previous_result(tmp_path / "empty")
+    mine = spark_result_dir(tmp_path / "mine.csv")
+    (mine / "_config.yml").write_text("x")
+    assert not tables_io.previous_result(mine)
+    unfinished = spark_result_dir(tmp_path / "unfinished.csv")
+    (unfinished / "_SUCCESS").unlink()
+    assert not tables_io.previous_result(unfinished)
+    hand_made = tmp_path / "hand.csv"
+    hand_made.mkdir()
+    (hand_made / "part-0.csv").write_text("x")
+    (hand_made / "_SUCCESS").write_text("")
+    assert not tables_io.previous_result(hand_made)
+    nested = spark_result_dir(tmp_path / "nested.csv")
+    (nested / "part-00001").mkdir()
+    assert not tables_io.previous_result(nested)
+
+
+def test_local_overwrite_replaces_a_previous_spark_result_with_one_file(stock_files):
+    tmp, query, expected = stock_files
+    out = spark_result_dir(tmp / "r.csv")
+
+    assert run_into(tmp, query, out, "--overwrite") == 0
+
+    assert out.is_file()
+    assert sorted(pd.read_csv(out)["match_id"]) == sorted(expected["match_id"])
+    assert no_leftovers(tmp)
+
+
+def test_failed_query_leaves_the_previous_out_and_no_partial_file(stock_files, capsys, monkeypatch):
+    tmp, query, _ = stock_files
+    out = tmp / "r.json"
+    out.write_text("previous\n")
+
+    def fail(result, path, suffix):
+        path.write_text("half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tables_io, "_write_local", fail)
+
+    assert run_into(tmp, query, out, "--overwrite") == 1
+    assert "No space left" in capsys.readouterr().err
+    assert out.read_text() == "previous\n"
+    assert no_leftovers(tmp)
+
+
+# ------------------------------------------------------------- every failure is one message
+def test_ceql_error_wrapped_by_lark_exits_2_with_its_message(stock_files, capsys, monkeypatch):
+    from lark.exceptions import VisitError
+
+    tmp, query, _ = stock_files
+    deep = cerql.errors.ParseError("The query nests too deeply", error_class="QUERY_TOO_DEEP",
+                                   hint="split it")
+
+    monkeypatch.setattr(cli, "evaluate", lambda *a: (_ for _ in ()).throw(VisitError("seq", None, deep)))
+
+    assert main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local"]) == 2
+    err = capsys.readouterr().err
+    assert error_class(err) == "QUERY_TOO_DEEP" and "Hint: split it" in err
+    assert "Traceback" not in err
+
+
+def test_unexpected_exception_is_one_line_exit_1(stock_files, capsys, monkeypatch):
+    tmp, query, _ = stock_files
+
+    def boom(*args):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(cli, "evaluate", boom)
+    monkeypatch.delenv("CERQL_TRACEBACK", raising=False)
+
+    assert main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cerql: internal error: RecursionError: maximum recursion depth exceeded")
+    assert len(err.splitlines()) == 1
+    monkeypatch.setenv("CERQL_TRACEBACK", "1")
+    with pytest.raises(RecursionError):
+        main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local"])
+
+
 # ------------------------------------------------------------------------------------- Spark
 def same_matches(records, expected: pd.DataFrame) -> bool:
     """Spark's match ids number rows by partition, so results are compared without them."""
@@ -297,16 +484,82 @@ def test_spark_run_reads_a_spark_directory_and_writes_csv_and_json(spark, stock_
 
 
 @pytest.mark.spark
-def test_spark_run_refuses_to_overwrite_a_directory_that_is_not_a_result(spark, stock_files, capsys):
+@pytest.mark.parametrize("overwrite, expected", [([], "OUTPUT_EXISTS"), (["--overwrite"], "OUTPUT_NOT_REPLACEABLE")])
+def test_spark_out_directory_of_other_files_survives(spark, stock_files, capsys, overwrite, expected):
+    """Issue 15: `--out conf.json` over conf.json/ holding .env and _config.yml deleted both."""
     tmp, query, _ = stock_files
-    (tmp / "keep.csv").mkdir()
-    (tmp / "keep.csv" / "notes.txt").write_text("mine")
+    conf = config_dir(tmp)
 
-    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--out", str(tmp / "keep.csv")])
+    assert run_into(tmp, query, conf, *overwrite, engine="spark") == 2
 
-    assert code == 1
-    assert "not a previous result" in capsys.readouterr().err
-    assert (tmp / "keep.csv" / "notes.txt").read_text() == "mine"
+    assert error_class(capsys.readouterr().err) == expected
+    assert_config_dir_kept(conf)
+
+
+@pytest.mark.spark
+def test_spark_out_over_a_regular_file(spark, stock_files, capsys):
+    """Refused without --overwrite (the file unchanged); replaced by the directory of part files
+    with it, as asked."""
+    tmp, query, expected = stock_files
+    keep = tmp / "keep.csv"
+    keep.write_text("mine\n")
+
+    assert run_into(tmp, query, keep, engine="spark") == 2
+    assert error_class(capsys.readouterr().err) == "OUTPUT_EXISTS"
+    assert keep.read_text() == "mine\n"
+
+    assert run_into(tmp, query, keep, "--overwrite", engine="spark") == 0
+    assert keep.is_dir() and (keep / "_SUCCESS").exists()
+    assert len(read_csv_parts(keep)) == len(expected)
+    assert no_leftovers(tmp)
+
+
+@pytest.mark.spark
+def test_spark_out_equal_to_its_own_table_is_refused(spark, stock_files, capsys):
+    tmp, query, _ = stock_files
+    parts = tmp / "stock_parts.parquet"
+    spark.createDataFrame(pd.read_csv(tmp / "stock.csv", parse_dates=["ts"])).write.parquet(str(parts))
+    before = sorted((p.name, p.stat().st_size) for p in parts.iterdir())
+
+    code = main(["run", str(query), "--table", f"stock={parts}", "--out", str(parts), "--overwrite"])
+
+    assert code == 2
+    assert error_class(capsys.readouterr().err) == "OUTPUT_IS_INPUT"
+    assert sorted((p.name, p.stat().st_size) for p in parts.iterdir()) == before
+
+
+@pytest.mark.spark
+def test_spark_overwrite_replaces_its_previous_result(spark, stock_files, capsys):
+    tmp, query, expected = stock_files
+    out = tmp / "r.json"
+    assert run_into(tmp, query, out, engine="spark") == 0
+    first = sorted(p.name for p in out.iterdir())
+    assert tables_io.previous_result(out) and any(n.startswith("part-") for n in first)
+
+    assert run_into(tmp, query, out, engine="spark") == 2
+    assert error_class(capsys.readouterr().err) == "OUTPUT_EXISTS"
+    assert run_into(tmp, query, out, "--overwrite", engine="spark") == 0
+
+    assert sorted(p.name for p in out.iterdir()) != first  # a new job's files
+    assert sum(len(p.read_text().splitlines()) for p in out.glob("part-*.json")) == len(expected)
+    assert no_leftovers(tmp)
+
+
+@pytest.mark.spark
+def test_spark_task_failure_while_writing_keeps_the_previous_result(spark, stock_files, capsys):
+    tmp, _, _ = stock_files
+    out = spark_result_dir(tmp / "r.csv")
+    before = sorted(p.name for p in out.iterdir())
+    query = tmp / "all.sql"
+    query.write_text("SELECT * FROM stock WHERE (BUY OR SELL)+ AS t WITHIN 30 EVENTS")
+
+    code = run_into(tmp, query, out, "--overwrite", "--conf", "cerql.maxMatchesPerEvent=5", engine="spark")
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert error_class(err) == "TOO_MANY_MATCHES_PER_EVENT" and "Traceback" not in err
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert no_leftovers(tmp)
 
 
 @pytest.mark.spark
