@@ -35,8 +35,8 @@ from cerql.errors import CeqlError
 from cerql.session import first_line, task_error
 from cerql.spark_runtime import parse_conf, progress, spark_session
 from cerql.tables_io import (
-    OUT_SUFFIXES, CliError, OutputRefused, check_out, read_spark_table, read_table, show_text,
-    table_specs, write_result, write_spark_result,
+    OUT_SUFFIXES, CliError, OutputRefused, check_not_input, check_out, read_spark_table,
+    read_table, show_text, table_specs, write_result, write_spark_result,
 )
 
 DEMO_ROWS = 20_000  # the default of ``cerql demo``; cerql.demo.DEFAULT_ROWS, without importing it
@@ -155,10 +155,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """``cerql explain``: print how cerql understands a query (no data needed); with ``--table``
     also how it runs on Spark over those tables (the sources, bits, pruning and Spark's plan)."""
     text = read_query(args.query)
-    if not args.table:
+    specs = table_specs(args.table)
+    if args.dot is not None:  # rewritten freely, as Graphviz users expect, but never an input
+        check_not_input(Path(args.dot), [Path(args.query), *(path for _, path, _ in specs)], "--dot")
+    if not specs:
         print(cerql.explain(text, dot=args.dot))
         return 0
-    specs = table_specs(args.table)
     cerql.analyze(text)  # query errors before Spark starts
     with spark_session(parse_conf(args.conf)) as spark:
         frames = {name: read_spark_table(spark, path, fmt) for name, path, fmt in specs}

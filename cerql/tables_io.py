@@ -324,6 +324,16 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def check_not_input(path: Path, inputs: list[Path], option: str) -> None:
+    """Refuse an output path (``--out``, ``--dot``) that is, holds or lies inside one of the
+    command's inputs (``OUTPUT_IS_INPUT``): writing it would destroy what the query reads."""
+    for given in inputs:
+        how = _overlap(path, given)
+        if how is not None:
+            raise OutputRefused(f"{option} {path}: it {how} the input {given}, which cerql never "
+                                "replaces; write to another path", "OUTPUT_IS_INPUT")
+
+
 def check_out(path: Path, inputs: list[Path], overwrite: bool) -> None:
     """Refuse an ``--out`` that would delete or replace what cerql did not write, before
     anything runs (rules: module docstring).
@@ -343,11 +353,7 @@ def check_out(path: Path, inputs: list[Path], overwrite: bool) -> None:
     OutputRefused
         ``OUTPUT_IS_INPUT``, ``OUTPUT_EXISTS`` or ``OUTPUT_NOT_REPLACEABLE``.
     """
-    for given in inputs:
-        how = _overlap(path, given)
-        if how is not None:
-            raise OutputRefused(f"--out {path}: it {how} the input {given}, which cerql never "
-                                "replaces; write the result to another path", "OUTPUT_IS_INPUT")
+    check_not_input(path, inputs, "--out")
     if not os.path.lexists(path):
         return
     if not overwrite:

@@ -387,6 +387,16 @@ def test_failed_query_leaves_the_previous_out_and_no_partial_file(stock_files, c
     assert no_leftovers(tmp)
 
 
+def test_explain_dot_may_not_be_the_query_file(tmp_path, capsys):
+    query = tmp_path / "q.sql"
+    query.write_text("select b from stock where sell as s ; buy as b")
+
+    assert main(["explain", str(query), "--dot", str(query)]) == 2
+
+    assert error_class(capsys.readouterr().err) == "OUTPUT_IS_INPUT"
+    assert query.read_text() == "select b from stock where sell as s ; buy as b"
+
+
 # ------------------------------------------------------------- every failure is one message
 def test_ceql_error_wrapped_by_lark_exits_2_with_its_message(stock_files, capsys, monkeypatch):
     from lark.exceptions import VisitError
