@@ -254,6 +254,10 @@ def report(err: Exception) -> int:
         return 2 if isinstance(err, AnalysisException) else 1
     if os.environ.get("CERQL_TRACEBACK"):
         raise err
+    if isinstance(err, MemoryError):
+        print("cerql: out of memory: give the query a LIMIT, a WITHIN, a selection strategy (ANY, "
+              "LAST), or run it on Spark over more memory", file=sys.stderr)
+        return 1
     print(f"cerql: internal error: {type(err).__name__}: {first_line(err)} "
           "(CERQL_TRACEBACK=1 shows where; please report it)", file=sys.stderr)
     return 1

@@ -431,6 +431,16 @@ def test_unexpected_exception_is_one_line_exit_1(stock_files, capsys, monkeypatc
         main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local"])
 
 
+def test_out_of_memory_is_one_line_suggesting_bounds(stock_files, capsys, monkeypatch):
+    tmp, query, _ = stock_files
+    monkeypatch.setattr(cli, "evaluate", lambda *a: (_ for _ in ()).throw(MemoryError()))
+    monkeypatch.delenv("CERQL_TRACEBACK", raising=False)
+
+    assert main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cerql: out of memory:") and "LIMIT" in err and len(err.splitlines()) == 1
+
+
 # ------------------------------------------------------------------------------------- Spark
 def same_matches(records, expected: pd.DataFrame) -> bool:
     """Spark's match ids number rows by partition, so results are compared without them."""
