@@ -24,7 +24,10 @@ from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.driver import RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec.output import match_ids
-from cerql.exec.stream import Stream, window_values
+from cerql.exec.post_filter import CandidateFilter, group_by_substream
+from cerql.exec.post_filter import relaxed as post_filter_relaxed
+from cerql.exec.reference import Substream
+from cerql.exec.stream import window_values
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 
 BITS_COLUMN = "__cerql_bits"
@@ -45,7 +48,9 @@ class MatchTask:
         self.last_key: tuple | None = None
         self.bit_of = {v: k + 1 for k, v in enumerate(plan.automaton.labels)}
         self.bits_dtype = bits_dtype(len(plan.automaton.conditions))
-        self.pending: list[pa.Table] = []      # post-filtered plans: the current substream's rows
+        # post-filtered plans: the candidates' check, and the number of substreams begun so far
+        self.check = CandidateFilter(plan) if plan.post_filters else None
+        self.substreams = 0
 
     # -- substreams
     def _starts(self, table: pa.Table) -> np.ndarray:
@@ -69,14 +74,11 @@ class MatchTask:
         return tuple(table.column(c)[row].as_py() for c in self.plan.substream_columns)
 
     def process(self, batch) -> pa.Table:
-        """Feed one batch; return the results that end in it (with FILTER predicates across
-        variables: the results of the substreams that ended before it)."""
+        """Feed one batch; return the results that end in it."""
         table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
         n = table.num_rows
         if n == 0:
             return self._empty(table)
-        if self.plan.post_filters:
-            return self._process_whole_substreams(table)
         plan = self.plan
         starts = self._starts(table)
         idx = np.arange(n)
@@ -85,8 +87,10 @@ class MatchTask:
         values = self._values(table, positions)
         if self.run is None:
             windowed, amount = window_setup_for(plan, values.dtype)
-            self.run = Run(plan.automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
-                           windowed, amount, values.dtype, RegisterSpec(plan.registers, plan.automaton.labels))
+            run_plan = plan if self.check is None else post_filter_relaxed(plan)
+            self.run = Run(plan.automaton, run_plan.strategy, run_plan.consume != "NONE",
+                           run_plan.max_matches_per_event, windowed, amount, values.dtype,
+                           RegisterSpec(plan.registers, plan.automaton.labels))
         bits = table.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)  # same bits, unsigned
         sides = self.run.registers.sides(table) if plan.registers else None
         chunks = self.run.feed(bits, starts, values, sides)
@@ -94,6 +98,8 @@ class MatchTask:
         kept = self.kept if (self.kept is not None and not starts[0]) else None
         n_kept = kept.num_rows if kept is not None else 0
         combined = pa.concat_tables([kept, table.select(kept.column_names)]) if kept is not None else table
+        if self.check is not None:
+            chunks = self._post_filter(combined, n_kept, starts, sub_start, chunks)
         out = self._results(plan, combined, n_kept, sub_start, chunks)
         self._keep(table, combined, n_kept, starts, sub_start, values)
         self.next_pos = int(self.run.st[kernel.POS])
@@ -101,46 +107,46 @@ class MatchTask:
         return out
 
     def finish(self) -> pa.Table | None:
-        """The results still held back when the input ends (the last substream of a query with
-        FILTER predicates across variables), or None."""
-        return self._flush() if self.pending else None
+        """Results held back when the input ends: none, every result is returned by the batch
+        its last event is in."""
+        return None
 
-    # -- FILTER predicates across variables: whole substreams through exec/post_filter.py
-    def _process_whole_substreams(self, table: pa.Table) -> pa.Table:
-        """Keep the rows of the current substream; when it ends, evaluate it as the local engine
-        does (the relaxed automaton's results, filtered, then CONSUME BY and the strategy). Its
-        rows are all kept until then: memory grows with the substream, not the window."""
+    # -- FILTER predicates across variables: candidates checked as they end (exec/post_filter.py)
+    def _post_filter(self, combined, n_kept, starts, sub_start, chunks) -> list:
+        """The results among the relaxed automaton's candidates of this batch, in the kernel's
+        layout. A candidate's rows are in ``combined`` (the kept rows, then the batch), so the
+        check reads them there: nothing beyond the window is held."""
+        from cerql.exec.driver import Matches
+
+        begun = self.substreams
+        self.substreams += int(starts.sum())
+        end, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
+        if not len(end):
+            return chunks
+        serial = begun + np.cumsum(starts)  # each batch row's substream, numbered from the task's first
+        # a substream is named by the batch row it starts at, -1 for the one going on from before
+        matches = Matches(self.plan.automaton, sub_start[end], end, endpos, start, off, length, lab_pos, lab_mask)
+        first_pos = self.next_pos  # position of batch row 0 in the substream going on
         out = []
-        prev = 0
-        for cut in np.flatnonzero(self._starts(table)).tolist():
-            if cut > prev:
-                self.pending.append(table.slice(prev, cut - prev))
-            if self.pending:
-                out.append(self._flush())
-            prev = cut
-        self.pending.append(table.slice(prev))
-        self.last_key = self._key(table, table.num_rows - 1)
-        return pa.concat_tables(out) if out else self._empty(table)
+        for k, by_end in group_by_substream(matches.results()).items():
+            rows = combined.slice(n_kept + k) if k >= 0 else combined
+            offset = 0 if k >= 0 else self.kept_pos0
+            view = Substream.rows(self.plan, rows, self._predicates(rows), offset)
+            results = self.check.choose(int(serial[k]) if k >= 0 else begun, view, by_end)
+            if results:
+                shift = k if k >= 0 else -first_pos  # batch row of a position
+                out.append(self._chunk(results, shift))
+        return out
 
-    def _flush(self) -> pa.Table:
-        from cerql.exec import post_filter  # only queries with FILTERs across variables need it
+    def _predicates(self, rows: pa.Table) -> dict:
+        """Each FILTER predicate's value per row, from the condition bits Spark computed."""
+        bits = rows.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)
+        return {cond: (bits >> k) & 1 == 1 for k, cond in enumerate(self.plan.automaton.conditions)
+                if not isinstance(cond, ast.Atom)}
 
-        sub = pa.concat_tables(self.pending).combine_chunks()
-        self.pending = []
-        n = sub.num_rows
-        bits = sub.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)
-        atoms, predicates = {}, {}
-        for k, cond in enumerate(self.plan.automaton.conditions):
-            rows = (bits >> k) & 1 == 1
-            (atoms if isinstance(cond, ast.Atom) else predicates)[cond] = rows
-        w = self.plan.window
-        values = window_values(self.plan, sub) if w is not None and w.kind != "events" else None
-        stream = Stream(sub, [(0, n)], [self._key(sub, 0)], atoms, predicates, values)
-        results = post_filter.evaluate(self.plan, stream)
-        return self._results(self.plan, sub, 0, np.zeros(n, np.int64), [self._chunk(results)])
-
-    def _chunk(self, results) -> list[np.ndarray]:
-        """Results of one substream in the kernel's output layout (see driver.Run._take)."""
+    def _chunk(self, results, shift: int) -> list[np.ndarray]:
+        """Results of one substream in the kernel's output layout (see driver.Run._take); the
+        batch row of a position is the position + ``shift``."""
         end, start, off, length, lab_pos, lab_mask = [], [], [], [], [], []
         for r in results:
             masks: dict[int, int] = {}
@@ -153,7 +159,8 @@ class MatchTask:
             for p in sorted(masks):
                 lab_pos.append(p)
                 lab_mask.append(masks[p])
-        return [np.array(a, np.int64) for a in (end, end, start, off, length, lab_pos, lab_mask)]
+        end_row = np.array(end, np.int64) + shift
+        return [end_row] + [np.array(a, np.int64) for a in (end, start, off, length, lab_pos, lab_mask)]
 
     def _values(self, table: pa.Table, positions: np.ndarray) -> np.ndarray:
         w = self.plan.window

@@ -380,8 +380,9 @@ class Matches:
         return out
 
 
-def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> Matches:
-    """Run the automaton over the stream in batches of ``batch_size`` rows."""
+def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH):
+    """Run the automaton over the stream in batches of ``batch_size`` rows, yielding each
+    batch's results as :class:`Matches` (results ending in it, in stream order)."""
     automaton = plan.automaton
     n = stream.table.num_rows
     windowed, amount, values = window_setup(plan, stream)
@@ -393,16 +394,26 @@ def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATC
     starts = np.zeros(n, np.bool_)
     sub_starts = np.array([lo for lo, _ in stream.bounds], np.int64)
     starts[sub_starts] = True
-    chunks = []
     for b0 in range(0, n, batch_size):
         b1 = min(n, b0 + batch_size)
         batch_sides = None if sides is None else tuple(a[b0:b1] for a in sides)
-        for chunk in run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1], batch_sides):
+        chunks = run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1], batch_sides)
+        for chunk in chunks:
             chunk[0] += b0
-            chunks.append(chunk)
-    end_row, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
-    substream = np.searchsorted(sub_starts, end_row, side="right") - 1
-    return Matches(automaton, substream, end_row, endpos, start, off, length, lab_pos, lab_mask)
+        end_row, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
+        substream = np.searchsorted(sub_starts, end_row, side="right") - 1
+        yield Matches(automaton, substream, end_row, endpos, start, off, length, lab_pos, lab_mask)
+
+
+def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> Matches:
+    """Run the automaton over the whole stream: every result as one :class:`Matches`."""
+    parts = [m for m in match_batches(plan, stream, batch_size) if len(m)]
+    if len(parts) == 1:
+        return parts[0]
+    arrays = concat_chunks([(m.end_row, m.end, m.start, m.offset, m.length, m.label_pos, m.label_mask)
+                            for m in parts])
+    substream = (np.concatenate([m.substream for m in parts]) if parts else np.zeros(0, np.int64))
+    return Matches(plan.automaton, substream, *arrays)
 
 
 def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> list[Result]:

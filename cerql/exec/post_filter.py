@@ -35,6 +35,8 @@ from cerql.exec.reference import Result, Valuation
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
 
+BATCH = 1 << 13  # rows per kernel call: a batch's candidates are held until they are checked
+
 
 def _owns(bound: frozenset[str], marker: str, first: str | None, v: Valuation) -> list[Valuation]:
     """A FILTER's own valuations within a result: the events its pattern matched (``marker``)
@@ -57,27 +59,68 @@ def _owns(bound: frozenset[str], marker: str, first: str | None, v: Valuation) -
     return owns
 
 
-def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = driver.DEFAULT_BATCH) -> list[Result]:
-    """Every result of the query: the relaxed automaton's results that pass the FILTERs."""
-    relaxed = dataclasses.replace(plan, strategy="ALL", consume="NONE",
-                                  max_matches_per_event=kernel.candidate_limit(plan.max_matches_per_event))
-    by_substream: dict[int, dict[int, list[Valuation]]] = defaultdict(lambda: defaultdict(list))
-    for r in driver.match_arrays(relaxed, stream, batch_size).results():
-        by_substream[r.substream][r.end].append(Valuation(r.start, r.end, r.labels))
-    results: list[Result] = []
-    for k in sorted(by_substream):
-        lo, hi = stream.bounds[k]
-        sub = reference.Substream(plan, stream, lo, hi)
-        results_k = [v for vs in by_substream[k].values() for v in vs]
+def relaxed(plan: QueryPlan) -> QueryPlan:
+    """What the kernel runs for a post-filtered plan: every candidate (ALL, nothing consumed),
+    up to the candidate limit at one event; CONSUME BY and the strategy come after the check."""
+    return dataclasses.replace(plan, strategy="ALL", consume="NONE",
+                               max_matches_per_event=kernel.candidate_limit(plan.max_matches_per_event))
+
+
+class CandidateFilter:
+    """Checks the relaxed automaton's candidates as the kernel enumerates them, then applies
+    CONSUME BY, the projection and the strategy end by end.
+
+    Candidates are checked in the batch whose event completes them, and forgotten once
+    checked: an end position's candidates all come in one batch, and CONSUME BY only carries
+    the last consumed position of the current substream forward. So memory holds one batch's
+    candidates and the rows the window can reach, never the substream's candidates."""
+
+    def __init__(self, plan: QueryPlan):
+        self.plan = plan
+        self.substream: object = None
+        self.consumed = -1
+
+    def choose(self, k, view: reference.Substream, by_end: dict[int, list[Valuation]]) -> list[Result]:
+        """The results among substream k's candidates ``by_end`` (end position -> valuations,
+        positions within the substream), checked on ``view``'s rows. Substreams come in order."""
+        if k != self.substream:
+            self.substream, self.consumed = k, -1
+        candidates = [v for vs in by_end.values() for v in vs]
         owns = []
-        for f, marker, bound, first in plan.post_filters:  # each FILTER's own valuations, then
-            own = {id(v): _owns(bound, marker, first, v) for v in results_k}  # its predicates at once
+        for f, marker, bound, first in self.plan.post_filters:  # each FILTER's own valuations, then
+            own = {id(v): _owns(bound, marker, first, v) for v in candidates}  # its predicates at once
             for leaf in ast.walk(f.condition):
                 if isinstance(leaf, ast.CrossPredicate):
-                    sub.prepare_cross(leaf.expr.text, [o for os in own.values() for o in os])
+                    view.prepare_cross(leaf.expr.text, [o for os in own.values() for o in os])
             owns.append((f.condition, own))
         kept = {end: [v for v in valuations
-                      if all(sub.holds(cond, o) for cond, own in owns for o in own[id(v)])]
-                for end, valuations in by_substream[k].items()}
-        results.extend(reference.choose(plan, k, kept))
+                      if all(view.holds(cond, o) for cond, own in owns for o in own[id(v)])]
+                for end, valuations in by_end.items()}
+        view.known.clear()  # the cache of this batch's values: memory stays with the batch
+        view.count = 0
+        results, self.consumed = reference.choose_from(self.plan, k, kept, self.consumed)
+        return results
+
+
+def group_by_substream(results) -> dict[int, dict[int, list[Valuation]]]:
+    """Results as substream -> end position -> valuations, substreams in order of appearance."""
+    out: dict[int, dict[int, list[Valuation]]] = {}
+    for r in results:
+        out.setdefault(r.substream, defaultdict(list))[r.end].append(Valuation(r.start, r.end, r.labels))
+    return out
+
+
+def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = BATCH) -> list[Result]:
+    """Every result of the query: the relaxed automaton's results that pass the FILTERs,
+    checked batch by batch (see :class:`CandidateFilter`)."""
+    check = CandidateFilter(plan)
+    views: dict[int, reference.Substream] = {}
+    results: list[Result] = []
+    for matches in driver.match_batches(relaxed(plan), stream, batch_size):
+        for k, by_end in group_by_substream(matches.results()).items():
+            if k not in views:
+                views.clear()  # substreams come in order: an earlier one has no candidates left
+                lo, hi = stream.bounds[k]
+                views[k] = reference.Substream(plan, stream, lo, hi)
+            results.extend(check.choose(k, views[k], by_end))
     return results

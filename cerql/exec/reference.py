@@ -69,6 +69,17 @@ class Substream:
         values = stream.window_values
         self.values = None if values is None else values[lo:hi]
         self.count = 0
+        self.offset = 0  # the position of table's first row
+
+    @classmethod
+    def rows(cls, plan: QueryPlan, table: pa.Table, preds: dict, offset: int) -> "Substream":
+        """The substream's rows from position ``offset`` on, with each FILTER predicate's value
+        per row: enough for ``holds`` on valuations inside them. A Spark task keeps only the
+        rows its window can still reach (exec/post_filter.py)."""
+        self = cls.__new__(cls)
+        self.plan, self.n, self.atoms, self.preds, self.table = plan, None, {}, preds, table
+        self.known, self.values, self.count, self.offset = {}, None, 0, offset
+        return self
 
     def within(self, start: int, end: int) -> bool:
         w = self.plan.window
@@ -150,8 +161,8 @@ class Substream:
             if known is not None:
                 return known
             return self.cross_holds(self.plan.cross_predicates[cond.expr.text], v)
-        rows = self.preds[cond.predicate.text]
-        return all(rows[p] for var, p in v.labels if var == cond.var)
+        rows, at = self.preds[cond.predicate.text], self.offset
+        return all(rows[p - at] for var, p in v.labels if var == cond.var)
 
     def prepare_cross(self, text: str, valuations: list[Valuation]) -> None:
         """Evaluate one predicate across variables for many valuations at once, where that is
@@ -175,7 +186,7 @@ class Substream:
                 todo.append(v)
         if not todo:
             return
-        positions = np.array(rows, dtype=np.int64)
+        positions = np.array(rows, dtype=np.int64) - self.offset
         table = pa.table({f"{var}.{col}": self.table.column(col).take(positions[:, variables.index(var)])
                           for var, col in cross.columns})
         for v, value in zip(todo, evaluate_predicate(cross.fn, table).tolist()):
@@ -195,14 +206,14 @@ class Substream:
             return True
         columns, rows = {}, 1  # no variable outside aggregates: one row
         if variables:
-            combos = np.array(list(itertools.product(*events)), dtype=np.int64)
+            combos = np.array(list(itertools.product(*events)), dtype=np.int64) - self.offset
             self._guard(len(combos))
             rows = len(combos)
             columns = {f"{var}.{col}": self.table.column(col).take(combos[:, variables.index(var)])
                        for var, col in cross.columns}
         for k, agg in enumerate(cross.aggregates):
             positions = events_of.get(agg.var, [])
-            taken = pa.array(positions, pa.int64())
+            taken = pa.array(np.array(positions, np.int64) - self.offset, pa.int64())
             values = None if agg.column is None else self.table.column(agg.column).take(taken).to_pylist()
             columns[f"__agg{k}"] = pa.array([aggregate.value(agg.kind, positions, values)] * rows, agg.type)
         table = pa.table(columns) if columns else pa.table({"row": [0]})  # a constant: one row
@@ -265,10 +276,16 @@ def select_strategy(strategy: str, results: list[Result]) -> list[Result]:
 
 def choose(plan: QueryPlan, k: int, by_end: dict[int, list[Valuation]]) -> list[Result]:
     """CONSUME BY, the projection and the strategy, end by end (DESIGN.md 4.3), over the
-    valuations of substream k grouped by end position. Shared with exec/post_filter.py."""
+    valuations of substream k grouped by end position."""
+    return choose_from(plan, k, by_end, -1)[0]
+
+
+def choose_from(plan: QueryPlan, k: int, by_end: dict[int, list[Valuation]],
+                consumed: int) -> tuple[list[Result], int]:
+    """``choose`` for a part of substream k's end positions, after the parts before it: takes
+    and returns the last consumed position. exec/post_filter.py calls it batch by batch."""
     selected = set(plan.selected)
     results: list[Result] = []
-    consumed = -1
     for end in sorted(by_end):
         found = set()
         for v in by_end[end]:
@@ -283,7 +300,7 @@ def choose(plan: QueryPlan, k: int, by_end: dict[int, list[Valuation]]) -> list[
         if chosen and plan.consume != "NONE":
             consumed = end
         results.extend(chosen)
-    return results
+    return results, consumed
 
 
 def evaluate(plan: QueryPlan, stream: Stream) -> list[Result]:
