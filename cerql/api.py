@@ -9,6 +9,7 @@ the query text attached.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, MutableMapping
 
 import pandas as pd
@@ -18,12 +19,25 @@ from cerql.errors import AnalysisError, CeqlError, UnsupportedError
 from cerql.exec import driver, output, post_filter, reference
 from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
+from cerql.parser.depth import room_to_recurse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
 from cerql.planner.resolve import choose_automaton, resolve
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
+
+
+def _deep(fn):
+    """Run ``fn(text, ...)`` with room for deeply nested queries (parser/depth.py): every stage
+    recurses as deep as the query nests, and too deep is QUERY_TOO_COMPLEX, not a traceback."""
+
+    @functools.wraps(fn)
+    def run_deep(text, *args, **kwargs):
+        with room_to_recurse(text):
+            return fn(text, *args, **kwargs)
+
+    return run_deep
 
 
 def parse(text: str) -> ast.Query:
@@ -41,6 +55,7 @@ def parse(text: str) -> ast.Query:
     return _parse(text)
 
 
+@_deep
 def analyze(text: str) -> Analysis:
     """Parse and check a query without data (DESIGN.md section 8)."""
     try:
@@ -49,6 +64,7 @@ def analyze(text: str) -> Analysis:
         raise err.with_text(text)
 
 
+@_deep
 def run(
     text: str,
     tables: MutableMapping[str, Any],
@@ -113,6 +129,7 @@ def run(
     return frame
 
 
+@_deep
 def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> str:
     """The query as cerql understands it: canonical text, variables, outputs and the automaton.
 

@@ -4,12 +4,18 @@ Input: the kind of aggregate and the column's values at the variable's events, i
 (None for ``count(var)``, which gets the events). Output: the value Spark's aggregate of the same
 name gives over those rows, so that ``cerql.run`` and ``cer_sql`` agree: NULLs skipped by sum,
 avg, min, max, count(col) and collect_list, kept by first and last; NaN above every number for
-min and max, as Spark orders it.
+min and max, as Spark orders it. A sum of integers is a BIGINT that must not overflow: Spark 4
+(ANSI mode) raises ARITHMETIC_OVERFLOW when an addition in stream order leaves the BIGINT range,
+and so does this module (Python's integers would otherwise grow past what Arrow can hold).
 """
 
 from __future__ import annotations
 
 import math
+
+from cerql.errors import ExecutionError
+
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 
 
 def _is_nan(v) -> bool:
@@ -35,6 +41,11 @@ def value(kind: str, events: list, values: list | None):
         total = present[0]
         for v in present[1:]:
             total = total + v
+            if isinstance(total, int) and not BIGINT_MIN <= total <= BIGINT_MAX:
+                raise ExecutionError(
+                    f"sum() overflows BIGINT after adding {v} (total {total})", error_class="ARITHMETIC_OVERFLOW",
+                    hint="cast the column to DOUBLE or DECIMAL before the query",
+                    params={"kind": kind})
         return total
     if kind == "avg":
         total = 0.0

@@ -25,7 +25,8 @@ def side_values(fn, var: str, columns, floating: bool, table: pa.Table):
         value = value.combine_chunks()
     valid = np.asarray(value.is_valid().to_numpy(zero_copy_only=False), np.bool_)
     if floating:
-        nums = np.asarray(pc.fill_null(pc.cast(value, pa.float64()), 0.0).to_numpy(zero_copy_only=False),
+        # unchecked: Spark casts a BIGINT above 2**53 to the nearest DOUBLE, Arrow's checked cast refuses
+        nums = np.asarray(pc.fill_null(pc.cast(value, pa.float64(), safe=False), 0.0).to_numpy(zero_copy_only=False),
                           np.float64)
         return nums.view(np.int64).copy(), nums, valid
     kind = value.type

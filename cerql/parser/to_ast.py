@@ -18,6 +18,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from cerql import ast
 from cerql.errors import CeqlError, ParseError, position_of
 from cerql.parser import sqlexpr
+from cerql.parser.depth import check_depth, check_parentheses, room_to_recurse
 
 MICROS_PER_UNIT = {
     "millisecond": 1_000,
@@ -454,13 +455,16 @@ def parse(text: str) -> ast.Query:
     if not body.strip():
         raise ParseError("Empty query", error_class="EMPTY_QUERY", line=1, column=1, text=text,
                          hint="write SELECT ... FROM source WHERE pattern")
+    check_parentheses(body)
     try:
         tree = _parser().parse(body)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text) from None
-    try:
-        return _ToAst(text).transform(tree)
-    except VisitError as exc:
-        if isinstance(exc.orig_exc, CeqlError):
-            raise exc.orig_exc.with_text(text) from None
-        raise
+    check_depth(tree, text)
+    with room_to_recurse(text):  # the transformer and sqlglot recurse as deep as the query nests
+        try:
+            return _ToAst(text).transform(tree)
+        except VisitError as exc:
+            if isinstance(exc.orig_exc, CeqlError):
+                raise exc.orig_exc.with_text(text) from None
+            raise

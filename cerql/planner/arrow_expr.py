@@ -5,6 +5,15 @@ from ``pyarrow.compute`` kernels, for the engines that run without Spark (the re
 evaluator and the local engine). SQL's three-valued logic is kept (``and_kleene``,
 ``or_kleene``); callers treat a NULL predicate as false. Functions outside the supported set
 raise :class:`cerql.errors.UnsupportedError` at compile time, with the position.
+
+Values follow Spark SQL 4 with ANSI mode on, so that the local engines and Spark agree: an
+all-NULL column (Arrow type ``null``, Spark's NullType) is cast to what the function takes;
+an integer against a float is cast to DOUBLE without a range check, but against a decimal
+literal such as ``0.5`` it compares exactly; ``+ - *`` and ``abs`` of integers that overflow,
+and a ``CAST`` that cannot convert a value, raise an :class:`~cerql.errors.ExecutionError`
+(ARITHMETIC_OVERFLOW, CAST_INVALID_INPUT, CAST_OVERFLOW) where ``try_cast`` gives NULL. Such
+errors happen while evaluating: the compiled function raises :class:`ExprError`, which
+:func:`guard` turns into the positioned error.
 """
 
 from __future__ import annotations
@@ -13,19 +22,21 @@ from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from decimal import Decimal, InvalidOperation
+
 from sqlglot import exp
 
-from cerql.errors import UnsupportedError
+from cerql.errors import ExecutionError, UnsupportedError
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 Compiled = Callable[[pa.Table], Value]
 
 _COMPARE = {exp.EQ: pc.equal, exp.NEQ: pc.not_equal, exp.GT: pc.greater,
             exp.GTE: pc.greater_equal, exp.LT: pc.less, exp.LTE: pc.less_equal}
-_ARITH = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply}
-_UNARY_FUNCS = {exp.Abs: pc.abs, exp.Lower: pc.utf8_lower, exp.Upper: pc.utf8_upper,
-                exp.Length: pc.utf8_length, exp.Floor: pc.floor, exp.Ceil: pc.ceil,
-                exp.Sqrt: pc.sqrt, exp.Ln: pc.ln, exp.Exp: pc.exp}
+_ARITH = {exp.Add: pc.add_checked, exp.Sub: pc.subtract_checked, exp.Mul: pc.multiply_checked}
+_STRING_FUNCS = {exp.Lower: pc.utf8_lower, exp.Upper: pc.utf8_upper, exp.Length: pc.utf8_length}
+_NUMBER_FUNCS = {exp.Abs: pc.abs_checked, exp.Floor: pc.floor, exp.Ceil: pc.ceil,
+                 exp.Sqrt: pc.sqrt, exp.Ln: pc.ln, exp.Exp: pc.exp}
 _CAST_TYPES = {
     "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(), "BIGINT": pa.int64(),
     "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DECIMAL": pa.float64(),
@@ -47,8 +58,81 @@ def _type(value: Value) -> pa.DataType:
     return value.type
 
 
+def _typed(value: Value, kind: pa.DataType) -> Value:
+    """An all-NULL value (Arrow type null, Spark's NullType) as ``kind``, the type the function
+    takes: Spark casts NullType implicitly, so ``upper(s)`` of a NULL-only column is NULL."""
+    return pc.cast(value, kind) if pa.types.is_null(value.type) else value
+
+
+def _float(value: Value) -> Value:
+    """An integer as DOUBLE the way Spark casts it: to the nearest double, never an error (Arrow
+    refuses integers above 2**53 unless the cast is unchecked)."""
+    if pa.types.is_integer(value.type) or pa.types.is_null(value.type):
+        return pc.cast(value, pa.float64(), safe=False)
+    return value
+
+
+def _promote(left: Value, right: Value) -> tuple[Value, Value]:
+    """Spark's numeric widening where Arrow's would fail: an integer against a float is DOUBLE."""
+    lt, rt = left.type, right.type
+    if pa.types.is_integer(lt) and pa.types.is_floating(rt):
+        return _float(left), right
+    if pa.types.is_floating(lt) and pa.types.is_integer(rt):
+        return left, _float(right)
+    return left, right
+
+
+def _overflow(fn, node: exp.Expression):
+    """``fn`` with Arrow's integer overflow raised as Spark's ARITHMETIC_OVERFLOW."""
+
+    def checked(*args):
+        try:
+            return fn(*args)
+        except pa.ArrowInvalid as err:
+            if "overflow" not in str(err).lower():
+                raise
+            raise ExprError(ExecutionError, f"Integer overflow in '{node.sql(dialect='spark')}'", node,
+                            "ARITHMETIC_OVERFLOW", "cast to DOUBLE or DECIMAL first, or use try_add, "
+                            "try_subtract or try_multiply, which give NULL") from None
+
+    return checked
+
+
+def _decimal_literal(node: exp.Expression) -> pa.Scalar | None:
+    """A number literal Spark types as DECIMAL (digits with a point, no exponent: ``0.5``,
+    ``-2.25``), as an exact Arrow decimal; None for anything else."""
+    sign = ""
+    if isinstance(node, exp.Neg):
+        sign, node = "-", node.this
+    if not isinstance(node, exp.Literal) or node.is_string or "." not in node.this or "e" in node.this.lower():
+        return None
+    try:
+        value = Decimal(sign + node.this)
+    except InvalidOperation:
+        return None
+    return pa.scalar(value) if len(value.as_tuple().digits) <= 38 else None
+
+
+def _compare(fn, node, left: Compiled, right: Compiled) -> Compiled:
+    """A comparison; an integer against a decimal literal compares exactly, as Spark does
+    (``x > 0.5`` on a BIGINT above 2**53 is not rounded through DOUBLE)."""
+    exact = (_decimal_literal(node.this), _decimal_literal(node.expression))
+
+    def compare(t):
+        a, b = left(t), right(t)
+        if exact[1] is not None and pa.types.is_integer(a.type):
+            b = exact[1]
+        elif exact[0] is not None and pa.types.is_integer(b.type):
+            a = exact[0]
+        return fn(*_align(a, b))
+
+    return compare
+
+
 def _align(left: Value, right: Value) -> tuple[Value, Value]:
-    """Spark's implicit casts that Arrow lacks: a string literal against a date or timestamp."""
+    """Spark's implicit casts that Arrow lacks: a string literal against a date or timestamp,
+    an integer against a float (``_promote``)."""
+    left, right = _promote(left, right)
     for a, b, flip in ((left, right, False), (right, left, True)):
         if isinstance(b, pa.Scalar) and pa.types.is_string(b.type) and b.is_valid:
             t = _type(a)
@@ -74,7 +158,7 @@ def _literal(node: exp.Literal) -> pa.Scalar:
 
 
 def _as_float(value: Value) -> Value:
-    return pc.cast(value, pa.float64())
+    return pc.cast(_float(value), pa.float64())
 
 
 def _divide(a: Value, b: Value) -> Value:
@@ -85,7 +169,13 @@ def _divide(a: Value, b: Value) -> Value:
 
 
 def _mod(a: Value, b: Value) -> Value:
-    """Spark's ``%``: the sign follows the dividend; NULL when dividing by zero."""
+    """Spark's ``%``: the sign follows the dividend; NULL when dividing by zero. Integers stay
+    exact (Arrow's integer division truncates toward zero, as Spark's remainder needs)."""
+    if pa.types.is_integer(_type(a)) and pa.types.is_integer(_type(b)):
+        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, pa.int64()), pc.cast(b, pa.int64()))
+        a = pc.cast(a, pa.int64())
+        rest = pc.subtract(a, pc.multiply(pc.divide(a, b), b))
+        return pc.if_else(pc.equal(b, -1), pa.scalar(0, pa.int64()), rest)  # Arrow's -2**63 / -1 is 0
     q = pc.trunc(_divide(a, b))
     out = pc.subtract(_as_float(a), pc.multiply(q, _as_float(b)))
     if pa.types.is_integer(_type(a)) and pa.types.is_integer(_type(b)):
@@ -111,8 +201,7 @@ def compile_expr(node: exp.Expression, resolve: Callable[[exp.Column], str]) -> 
     if isinstance(node, exp.Paren):
         return c(node.this)
     if type(node) in _COMPARE:
-        fn, left, right = _COMPARE[type(node)], c(node.this), c(node.expression)
-        return lambda t: fn(*_align(left(t), right(t)))
+        return _compare(_COMPARE[type(node)], node, c(node.this), c(node.expression))
     if isinstance(node, exp.NullSafeEQ):
         left, right = c(node.this), c(node.expression)
 
@@ -124,19 +213,19 @@ def compile_expr(node: exp.Expression, resolve: Callable[[exp.Column], str]) -> 
         return null_safe
     if isinstance(node, exp.And):
         left, right = c(node.this), c(node.expression)
-        return lambda t: pc.and_kleene(left(t), right(t))
+        return lambda t: pc.and_kleene(_typed(left(t), pa.bool_()), _typed(right(t), pa.bool_()))
     if isinstance(node, exp.Or):
         left, right = c(node.this), c(node.expression)
-        return lambda t: pc.or_kleene(left(t), right(t))
+        return lambda t: pc.or_kleene(_typed(left(t), pa.bool_()), _typed(right(t), pa.bool_()))
     if isinstance(node, exp.Not):
         inner = c(node.this)
-        return lambda t: pc.invert(inner(t))
+        return lambda t: pc.invert(_typed(inner(t), pa.bool_()))
     if isinstance(node, exp.Neg):
-        inner = c(node.this)
-        return lambda t: pc.negate(inner(t))
+        inner, negate = c(node.this), _overflow(pc.negate_checked, node)
+        return lambda t: negate(inner(t))
     if type(node) in _ARITH:
-        fn, left, right = _ARITH[type(node)], c(node.this), c(node.expression)
-        return lambda t: fn(left(t), right(t))
+        fn, left, right = _overflow(_ARITH[type(node)], node), c(node.this), c(node.expression)
+        return lambda t: fn(*_promote(left(t), right(t)))
     if isinstance(node, exp.Div):
         left, right = c(node.this), c(node.expression)
         return lambda t: _divide(left(t), right(t))
@@ -163,27 +252,24 @@ def compile_expr(node: exp.Expression, resolve: Callable[[exp.Column], str]) -> 
     if isinstance(node, exp.RegexpLike):
         value = c(node.this)
         pattern = _string_literal(node.expression, "RLIKE")
-        return lambda t: pc.match_substring_regex(value(t), pattern)
+        return lambda t: pc.match_substring_regex(_typed(value(t), pa.string()), pattern)
     if isinstance(node, (exp.Case, exp.If)):
         return _compile_case(node, c)
     if isinstance(node, exp.Coalesce):
         parts = [c(node.this)] + [c(e) for e in node.expressions]
-        return lambda t: pc.coalesce(*[p(t) for p in parts])
+        return lambda t: pc.coalesce(*_common([p(t) for p in parts]))
     if isinstance(node, (exp.Cast, exp.TryCast)):
-        inner = c(node.this)
-        key = node.to.this.name if hasattr(node.to.this, "name") else str(node.to.this)
-        target = _CAST_TYPES.get(key.upper())
-        if target is None:
-            raise ExprError(UnsupportedError, f"CAST to {node.to.sql(dialect='spark')} is not supported by the local engines",
-                            node, "UNSUPPORTED_EXPRESSION")
-        return lambda t: pc.cast(inner(t), target, safe=False)
-    if type(node) in _UNARY_FUNCS:
-        fn, inner = _UNARY_FUNCS[type(node)], c(node.this)
-        return lambda t: fn(inner(t))
+        return _compile_cast(node, c)
+    if type(node) in _STRING_FUNCS:
+        fn, inner = _STRING_FUNCS[type(node)], c(node.this)
+        return lambda t: fn(_typed(inner(t), pa.string()))
+    if type(node) in _NUMBER_FUNCS:
+        fn, inner = _overflow(_NUMBER_FUNCS[type(node)], node), c(node.this)
+        return lambda t: fn(_typed(inner(t), pa.float64()))
     if isinstance(node, exp.Round):
         inner = c(node.this)
         digits = int(node.args["decimals"].this) if node.args.get("decimals") is not None else 0
-        return lambda t: pc.round(inner(t), digits, round_mode="half_up")
+        return lambda t: pc.round(_typed(inner(t), pa.float64()), digits, round_mode="half_up")
     name = node.sql(dialect="spark")
     raise ExprError(
         UnsupportedError, f"'{name}' is not supported by cerql's local engines", node,
@@ -203,7 +289,101 @@ def _compile_like(node, c) -> Compiled:
     value = c(node.this)
     pattern = _string_literal(node.expression, "LIKE")
     ignore_case = isinstance(node, exp.ILike)
-    return lambda t: pc.match_like(value(t), pattern, ignore_case=ignore_case)
+    return lambda t: pc.match_like(_typed(value(t), pa.string()), pattern, ignore_case=ignore_case)
+
+
+def _common(values: list[Value]) -> list[Value]:
+    """COALESCE's arguments in one type: NULL-only ones take the others' type, and integers
+    mixed with floats become DOUBLE."""
+    kinds = [v.type for v in values if not pa.types.is_null(v.type)]
+    if not kinds:
+        return values
+    kind = kinds[0]
+    if any(pa.types.is_floating(k) for k in kinds) and all(pa.types.is_integer(k) or pa.types.is_floating(k)
+                                                          for k in kinds):
+        kind = pa.float64()
+    return [v if v.type == kind else pc.cast(_float(v), kind) for v in values]
+
+
+def _cast_target(node) -> pa.DataType:
+    key = node.to.this.name if hasattr(node.to.this, "name") else str(node.to.this)
+    target = _CAST_TYPES.get(key.upper())
+    if target is None:
+        raise ExprError(UnsupportedError, f"CAST to {node.to.sql(dialect='spark')} is not supported by the local engines",
+                        node, "UNSUPPORTED_EXPRESSION")
+    return target
+
+
+def _compile_cast(node, c) -> Compiled:
+    """CAST as Spark 4 with ANSI mode: strings are trimmed and must parse, numbers must fit the
+    target (floats are truncated toward zero first); otherwise CAST_INVALID_INPUT or
+    CAST_OVERFLOW. ``try_cast`` (sqlglot's TryCast with ``safe``) gives NULL for those values.
+    Other casts (to DOUBLE, between time types) do not check, as Spark does not."""
+    inner, target = c(node.this), _cast_target(node)
+    tolerant = bool(node.args.get("safe"))
+
+    def cast(t):
+        value = inner(t)
+        source = value.type
+        checked = pa.types.is_string(source) or pa.types.is_integer(target)
+        if pa.types.is_string(source) and not pa.types.is_string(target):
+            value = pc.utf8_trim_whitespace(value)
+        if pa.types.is_floating(source) and pa.types.is_integer(target):
+            value = pc.trunc(value)
+        try:
+            return pc.cast(value, target, safe=checked)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            if tolerant:
+                return _cast_each(value, target)
+            raise _cast_error(node, value, target) from None
+
+    return cast
+
+
+def _cast_each(value: Value, target: pa.DataType) -> Value:
+    """try_cast: each value that does not convert is NULL."""
+    if isinstance(value, pa.Scalar):
+        return _cast_each(pa.array([value.as_py()], value.type), target)[0]
+    out = []
+    for item in (value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value):
+        try:
+            out.append(pc.cast(item, target).as_py())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            out.append(None)
+    return pa.array(out, target)
+
+
+def _cast_error(node, value: Value, target: pa.DataType) -> ExprError:
+    """The first value that does not convert, as Spark's error names it."""
+    bad = value
+    if not isinstance(value, pa.Scalar):
+        for item in (value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value):
+            try:
+                pc.cast(item, target)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                bad = item
+                break
+    shown = bad.as_py() if isinstance(bad, pa.Scalar) else "a value"
+    malformed = pa.types.is_string(value.type)
+    return ExprError(
+        ExecutionError,
+        f"The value {shown!r} of '{node.this.sql(dialect='spark')}' cannot be cast to {node.to.sql(dialect='spark')}"
+        + (" because it is malformed" if malformed else " due to an overflow"),
+        node, "CAST_INVALID_INPUT" if malformed else "CAST_OVERFLOW",
+        "use try_cast to get NULL for such values")
+
+
+def guard(fn: Compiled, raise_error: Callable[[ExprError], Exception]) -> Compiled:
+    """``fn`` with the errors it raises while evaluating (:class:`ExprError`, e.g. a CAST of a
+    malformed string) turned into ``raise_error(err)``, a positioned CeqlError."""
+
+    def guarded(t):
+        try:
+            return fn(t)
+        except ExprError as err:
+            raise raise_error(err) from None
+
+    return guarded
 
 
 def _compile_in(node: exp.In, c) -> Compiled:
@@ -249,4 +429,4 @@ def _compile_case(node, c) -> Compiled:
     return case
 
 
-__all__ = ["compile_expr", "ExprError", "Compiled"]
+__all__ = ["compile_expr", "ExprError", "Compiled", "guard"]

@@ -23,7 +23,7 @@ from cerql.plan import (MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPla
                         RegisterCheck, SourcePlan, WindowPlan)
 from cerql.planner import aggregates
 from cerql.planner.analyze import Analysis, OutputVar, find_name, pattern_variables
-from cerql.planner.arrow_expr import ExprError, compile_expr
+from cerql.planner.arrow_expr import ExprError, compile_expr, guard
 from cerql.planner.compile import compile_pattern
 from cerql.planner.equality import equality_keys, keyable_type, without
 from cerql.planner.registers import candidates as register_candidates
@@ -263,11 +263,13 @@ class _Resolver:
 
     # -- expressions
     def compile(self, sql: ast.SqlExpr, resolve):
+        def positioned(err: ExprError) -> CeqlError:
+            return self.error(err.message, err.error_class, err.hint, offset=expr_position(sql, err.node), cls=err.cls)
+
         try:
-            return compile_expr(sql.tree, resolve)
+            return guard(compile_expr(sql.tree, resolve), positioned)  # errors while evaluating, e.g. CAST
         except ExprError as err:
-            raise self.error(err.message, err.error_class, err.hint,
-                             offset=expr_position(sql, err.node), cls=err.cls) from None
+            raise positioned(err) from None
 
     def check(self, fn, sql: ast.SqlExpr, table: pa.Table, boolean: bool, what: str) -> pa.DataType:
         """Run ``fn`` on an empty table of the right schema: type errors surface here. Returns
