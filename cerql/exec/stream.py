@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cerql import ast
-from cerql.exec.values import evaluate_predicate
+from cerql.exec.values import evaluate_predicate, signed_columns
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 
 MICROS_PER_DAY = 86_400_000_000
@@ -38,13 +38,13 @@ class Stream:
 
 
 def as_arrow(table) -> pa.Table:
-    """pandas or Arrow input as an Arrow table."""
+    """pandas or Arrow input as an Arrow table (unsigned 64-bit columns as BIGINT, as Spark)."""
     if isinstance(table, pa.Table):
-        return table
+        return signed_columns(table)
     if isinstance(table, pa.RecordBatch):
-        return pa.Table.from_batches([table])
+        return signed_columns(pa.Table.from_batches([table]))
     if isinstance(table, pd.DataFrame):
-        return pa.Table.from_pandas(table, preserve_index=False)
+        return signed_columns(pa.Table.from_pandas(table, preserve_index=False))
     raise TypeError(f"expected a pandas DataFrame or a pyarrow Table, got {type(table).__name__}")
 
 

@@ -166,6 +166,15 @@ def choose_automaton(select: ast.Select, selected, single: set[str], resolve=lam
     return join, pruning, automaton, specs
 
 
+def bounding(window: WindowPlan | None, order_type: pa.DataType) -> WindowPlan | None:
+    """The window, or None when it bounds nothing: no two positions, timestamps (microseconds)
+    or integers of a BIGINT column are further apart than 2**63 - 1 as the engines measure them,
+    so ``WITHIN 1e21 [ts]`` is no window at all (it used to overflow the kernel's int64)."""
+    if window is None or (window.kind == "column" and not pa.types.is_integer(order_type)):
+        return window
+    return None if float(window.amount) >= 2.0**63 else window  # the driver takes a column's amount as a float
+
+
 class _Resolver:
     def __init__(self, analysis: Analysis, schemas: Mapping[str, pa.Schema]):
         self.a = analysis
@@ -476,7 +485,7 @@ class _Resolver:
         partition = tuple(self.clause_column(c, "PARTITION") for c in sel.partition_by)
         order = self.ordering()
         kind = self.order_kind(order[0])
-        window = self.window(kind)
+        window = bounding(self.window(kind), self.union.field(order[0]).type)
         cross = self.cross_predicates()
         single = {v for v, n in self.a.cardinality.items() if n == 1}
         join, registers, automaton, post_filters = choose_automaton(

@@ -198,3 +198,42 @@ def test_cast_against_spark(spark):
         spark.sql("SELECT CAST('abc' AS INT)").collect()
     assert list(spark.sql("SELECT try_cast('abc' AS INT), CAST(' 7 ' AS INT), CAST(-1.9D AS BIGINT)")
                 .collect()[0]) == [None, 7, -1]
+
+
+# --------------------------------------------------------------------------- unsigned 64-bit
+def test_uint64_column_that_fits_is_bigint(engine):
+    """Spark reads a pandas uint64 column as bigint: the values compare as integers."""
+    frame = pd.DataFrame({"type": ["A", "A"], "ts": [0, 1], "x": np.array([2**63 - 1, 3], dtype=np.uint64)})
+    out = run("SELECT a.x FROM s WHERE A AS a FILTER a[x > 1] ORDER BY ts", frame, engine)
+    assert column(out, "x") == [2**63 - 1, 3]
+
+
+def test_uint64_value_above_bigint_is_refused(engine):
+    """Spark would read 2**63 + 5 as NULL; cerql refuses rather than lose it (was ArrowInvalid)."""
+    frame = pd.DataFrame({"type": ["A", "A"], "ts": [0, 1], "x": np.array([2**63 + 5, 3], dtype=np.uint64)})
+    with pytest.raises(CeqlError) as err:
+        run("SELECT a.x FROM s WHERE A AS a FILTER a[x > 1] ORDER BY ts", frame, engine)
+    assert err.value.error_class == "UNSUPPORTED_COLUMN_TYPE"
+    assert err.value.params["column"] == "x"
+    with pytest.raises(CeqlError):  # Arrow input too
+        cerql.run("SELECT * FROM s WHERE A ORDER BY ts", {"s": pa.Table.from_pandas(frame)}, engine=engine)
+
+
+# --------------------------------------------------------------------------- windows wider than any value
+WIDE = pd.DataFrame({"type": ["A", "A", "A"], "ts": [0, 1, 2**62],
+                     "t": pd.to_datetime([0, 1, 2], unit="s")})
+
+
+@pytest.mark.parametrize("window", ["ORDER BY ts WITHIN 1e21 [ts]", "ORDER BY ts WITHIN 9223372036854775807 [ts]",
+                                    "ORDER BY ts WITHIN 1e21 EVENTS", "ORDER BY t WITHIN 1e21 SECONDS"])
+def test_window_wider_than_the_column_bounds_nothing(engine, window):
+    """No two BIGINTs, timestamps or positions are further apart than 2**63 - 1: every pair
+    of the three A's is a result, as without WITHIN (was OverflowError)."""
+    out = run(f"SELECT a.ts AS x, b.ts AS y FROM s WHERE A AS a ; A AS b {window}", WIDE, engine)
+    assert sorted(zip(column(out, "x"), column(out, "y"))) == [(0, 1), (0, 2**62), (1, 2**62)]
+
+
+def test_window_on_a_double_column_keeps_its_amount(engine):
+    frame = pd.DataFrame({"type": ["A", "A", "A"], "ts": [0.0, 1.0, 1e22]})
+    out = run("SELECT a.ts AS x, b.ts AS y FROM s WHERE A AS a ; A AS b ORDER BY ts WITHIN 1e21 [ts]", frame, engine)
+    assert sorted(zip(column(out, "x"), column(out, "y"))) == [(0.0, 1.0)]
