@@ -136,8 +136,9 @@ class QueryPlan:
     schema: Any = None                    # pyarrow.Schema of the stream columns (the union)
     cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan
     # With predicates across variables, the automaton is relaxed (they count as true) and the
-    # local engine checks these (FILTER, marker variable, variables its pattern binds, marker of
-    # the first event of each repetition or None) on each enumerated result (exec/post_filter.py)
+    # local engine checks these (FILTER, marker variable, {label: variable} of the variables its
+    # pattern binds (a private label for one an AS around binds again), marker of the first event
+    # of each repetition or None) on each enumerated result (exec/post_filter.py)
     post_filters: tuple = ()
     # Hidden partition columns: equalities across variables the automaton engines run as
     # partitioning (planner/equality.py). Substreams are split by them too; results do not show

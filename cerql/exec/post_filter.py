@@ -38,9 +38,11 @@ from cerql.plan import QueryPlan
 BATCH = 1 << 13  # rows per kernel call: a batch's candidates are held until they are checked
 
 
-def _owns(bound: frozenset[str], marker: str, first: str | None, v: Valuation) -> list[Valuation]:
+def _owns(bound: dict[str, str], marker: str, first: str | None, v: Valuation) -> list[Valuation]:
     """A FILTER's own valuations within a result: the events its pattern matched (``marker``)
-    with the labels of the variables that pattern binds; none if it took no part (another OR
+    with the labels of the variables that pattern binds (``bound`` maps a label to the variable
+    it stands for: a variable an AS around the FILTER binds again is read from its private
+    label, planner/resolve.py ``rebound_variables``); none if it took no part (another OR
     branch). Under + or :+ one per repetition: repetitions follow one another, so the events
     from one first event (``first``) up to the next are one repetition's."""
     mine = sorted(p for var, p in v.labels if var == marker)
@@ -55,7 +57,7 @@ def _owns(bound: frozenset[str], marker: str, first: str | None, v: Valuation) -
     for group in groups:
         inside = set(group)
         owns.append(Valuation(group[0], group[-1],
-                              frozenset((var, p) for var, p in v.labels if p in inside and var in bound)))
+                              frozenset((bound[var], p) for var, p in v.labels if p in inside and var in bound)))
     return owns
 
 

@@ -14,7 +14,9 @@ with the distinct register values alive in the window instead of with the candid
 A conjunct qualifies when it is:
 
 - an AND-conjunct of a FILTER over the whole pattern (``top_filters``), so it constrains every
-  valuation and a result's valuation is the FILTER's own;
+  valuation and a result's valuation is the FILTER's own (nothing is around it, so no AS binds
+  its variables again; a FILTER under such an AS stays with the post-filter, which reads the
+  FILTER's own events from private labels, planner/resolve.py ``rebound_variables``);
 - a comparison ``left op right`` (=, !=, <, <=, >, >=, ``==``) whose left side reads columns of
   one variable x only and whose right side of one other variable y only, without aggregates;
 - for !=, over variables that hold at most one event. For the others x and y may hold several

@@ -86,22 +86,76 @@ def first_marker(k: int) -> str:
     return f"__cerql_filter{k}_first"
 
 
-def post_filter_specs(filters, repeated: frozenset[int]) -> tuple:
-    """(FILTER, marker, variables its pattern binds, first-event marker or None) per FILTER the
-    local engine checks on enumerated results (plan.post_filters)."""
-    return tuple((f, filter_marker(k), frozenset(pattern_variables(f.pattern)),
-                  first_marker(k) if id(f) in repeated else None) for k, f in enumerate(filters))
+def rebound_variables(pattern) -> dict[int, frozenset[str]]:
+    """Per FILTER (by id): the variables its condition reads that its pattern binds and an AS
+    around it binds again, as in ``((A AS a ; A AS c) FILTER a.ts < c.ts) AS a``. The FILTER
+    holds on its own valuation (DESIGN.md 4.1), where a is the first A only, but a result's
+    labels give a both A's, from the AS around; so the relaxed automaton gives these variables
+    a private label inside the FILTER (``private_label``). Labels at a position come from its
+    atom and the AS's around that atom, so only an AS around the FILTER can add to them."""
+    out: dict[int, frozenset[str]] = {}
+
+    def visit(node, around: frozenset[str]) -> None:
+        if isinstance(node, ast.Filter):
+            out[id(node)] = around & _condition_variables(node.condition) & set(pattern_variables(node.pattern))
+            visit(node.pattern, around)
+            return
+        if isinstance(node, ast.As):
+            around = around | {node.var}
+        for child in ast.children(node):
+            visit(child, around)
+
+    visit(pattern, frozenset())
+    return out
 
 
-def _marked(node, markers: dict[int, str]):
-    """The pattern with each FILTER in ``markers`` (by identity) wrapped in ``AS marker``."""
+def private_label(k: int, var: str) -> str:
+    """The variable the relaxed automaton binds to the events ``var`` gets inside the k-th
+    post-filtered FILTER, when an AS around that FILTER binds ``var`` again."""
+    return f"__cerql_filter{k}_var_{var}"
+
+
+def post_filter_specs(filters, repeated: frozenset[int], rebound: dict[int, frozenset[str]]) -> tuple:
+    """(FILTER, marker, labels, first-event marker or None) per FILTER the local engine checks on
+    enumerated results (plan.post_filters); labels maps each label of the relaxed automaton
+    that the FILTER's own valuation reads to its variable: the variables its pattern binds,
+    through their private label where an AS around binds them again (``rebound_variables``)."""
+    specs = []
+    for k, f in enumerate(filters):
+        private = rebound.get(id(f), frozenset())
+        labels = {v: v for v in pattern_variables(f.pattern) if v not in private}
+        labels.update((private_label(k, v), v) for v in sorted(private))
+        specs.append((f, filter_marker(k), labels, first_marker(k) if id(f) in repeated else None))
+    return tuple(specs)
+
+
+def _rewritten(node, wrap):
+    """The pattern rebuilt bottom-up, each node's rebuilt copy replaced by ``wrap(node, copy)``."""
     if isinstance(node, ast.Atom):
         out = node
     elif isinstance(node, (ast.As, ast.KleenePlus, ast.ContiguousPlus, ast.Filter)):
-        out = dataclasses.replace(node, pattern=_marked(node.pattern, markers))
+        out = dataclasses.replace(node, pattern=_rewritten(node.pattern, wrap))
     else:  # Seq, Contiguous, Or
-        out = dataclasses.replace(node, left=_marked(node.left, markers), right=_marked(node.right, markers))
-    return ast.As(out, markers[id(node)]) if id(node) in markers else out
+        out = dataclasses.replace(node, left=_rewritten(node.left, wrap), right=_rewritten(node.right, wrap))
+    return wrap(node, out)
+
+
+def _marked(node, markers: dict[int, str], private: dict[int, dict[str, str]]):
+    """The pattern with each FILTER in ``markers`` (by identity) wrapped in ``AS marker``, and
+    inside each FILTER in ``private`` every atom of type v and every ``AS v`` wrapped in ``AS
+    private[id][v]``, so that label holds the events v gets inside that FILTER."""
+    def rebound(labels: dict[str, str]):
+        def wrap(node, copy):
+            name = node.type if isinstance(node, ast.Atom) else node.var if isinstance(node, ast.As) else None
+            return ast.As(copy, labels[name]) if name in labels else copy
+        return wrap
+
+    def wrap(node, copy):
+        if private.get(id(node)):
+            copy = dataclasses.replace(copy, pattern=_rewritten(copy.pattern, rebound(private[id(node)])))
+        return ast.As(copy, markers[id(node)]) if id(node) in markers else copy
+
+    return _rewritten(node, wrap)
 
 
 def pattern_automaton(pattern, selected):
@@ -111,7 +165,7 @@ def pattern_automaton(pattern, selected):
     filters, repeated = cross_filters(pattern)
     if not filters:
         return compile_pattern(pattern, selected), ()
-    specs = post_filter_specs(filters, repeated)
+    specs = post_filter_specs(filters, repeated, rebound_variables(pattern))
     return relaxed_automaton(pattern, selected, specs), specs
 
 
@@ -120,14 +174,16 @@ def relaxed_automaton(pattern, selected, specs):
     across variables taken as true, and every event of the k-th FILTER's match bound to
     ``filter_marker(k)``, so a result tells which of its events are that FILTER's own valuation
     (and whether the FILTER's pattern took part at all); under + or :+ the first event of each
-    repetition is also bound to ``first_marker(k)``. It marks the selected variables, the
+    repetition is also bound to ``first_marker(k)``, and the events of a variable an AS around
+    the FILTER binds again to its ``private_label``. It marks the selected variables, the
     markers and every variable the FILTERs read or bind."""
     markers = {id(f): marker for f, marker, _, _ in specs}
     firsts = {marker: first for _, marker, _, first in specs if first is not None}
-    extra = {v for f, _, bound, _ in specs for v in _condition_variables(f.condition) | bound}
+    private = {id(f): {v: label for label, v in labels.items() if label != v} for f, _, labels, _ in specs}
+    extra = {v for f, _, labels, _ in specs for v in _condition_variables(f.condition) | set(labels)}
     hidden = [marker for _, marker, _, _ in specs] + list(firsts.values())
     marked = list(selected) + sorted(extra - set(selected)) + hidden
-    return compile_pattern(_marked(pattern, markers), marked, relax_cross=True, first_marks=firsts)
+    return compile_pattern(_marked(pattern, markers, private), marked, relax_cross=True, first_marks=firsts)
 
 
 def counts_positions(select: ast.Select) -> bool:

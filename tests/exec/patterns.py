@@ -8,6 +8,8 @@ an integer column ``v``.
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 PREDICATES = ["v > 0", "v > 0", "v > 1", "v >= 1", "v <= 1", "v <= 2", "v < 3", "v = 0", "v = 2",
               "v != 1", "v != 3", "v IN (0, 2)", "v BETWEEN 1 AND 3", "v IS NOT NULL", "v IS NULL"]
 
@@ -50,3 +52,24 @@ def to_ceql(node) -> str:
     if kind == "filter":
         return f"({to_ceql(node[1])} FILTER {condition_text(node[2])})"
     raise AssertionError(kind)
+
+
+# Predicates across variables ({x}, {y}: variables the FILTER's pattern binds) for FILTERs the
+# automaton engines check with registers or on enumerated results (exec/post_filter.py)
+CROSS_TEXTS = ["{x}.v > {y}.v", "{x}.v = {y}.v", "{x}.v + {y}.v <= 3", "{x}.ts < {y}.ts",
+               "{x}.v IS NULL OR {y}.v < 2", "{x}.v != {y}.v", "{x}.v >= 1",
+               # aggregates over a variable's events (NULL-skipping, NULL on no rows)
+               "sum({x}.v) > 2", "count({x}) >= 2", "avg({x}.v) > {y}.v", "max({x}.v) - min({y}.v) <= 1",
+               "count({x}.v) = count({y})", "first({x}.v) < last({y}.v)"]
+
+
+@st.composite
+def cross_conditions(draw, names, depth=2):
+    """A FILTER condition over ``names`` mixing brackets and predicates across variables."""
+    if depth == 0 or draw(st.integers(0, 2)) > 0:
+        if draw(st.integers(0, 3)) == 0:
+            return ("pred", draw(st.sampled_from(names)), "v > 0")
+        text = draw(st.sampled_from(CROSS_TEXTS))
+        return ("cross", text.format(x=draw(st.sampled_from(names)), y=draw(st.sampled_from(names))))
+    return (draw(st.sampled_from(["and", "or"])), draw(cross_conditions(names, depth - 1)),
+            draw(cross_conditions(names, depth - 1)))
