@@ -416,6 +416,12 @@ def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATC
     return Matches(plan.automaton, substream, *arrays)
 
 
+def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH):
+    """The query's results, as the reference evaluator defines them, one list per batch."""
+    for matches in match_batches(plan, stream, batch_size):
+        yield matches.results()
+
+
 def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> list[Result]:
     """Every result of the query, as the reference evaluator defines them, by the automaton."""
-    return match_arrays(plan, stream, batch_size).results()
+    return [r for part in result_batches(plan, stream, batch_size) for r in part]

@@ -1,0 +1,102 @@
+"""What ``cerql.run`` keeps of an engine's results: LIMIT's first rows, and a guard on the rest.
+
+Input: the results of a local engine (:class:`cerql.exec.reference.Result` values), batch by
+batch in stream order: substream after substream, each in increasing end position. Output: the
+results ``cerql.run`` renders.
+
+Why: ``cerql.run`` returns every result as one pandas DataFrame in memory. A query with many
+results (``A ; B`` without a window has a quadratic number) would otherwise grow until the
+process is killed. So results past ``max_output_rows`` (``cerql.maxOutputRows``) fail the query
+with TOO_MANY_OUTPUT_ROWS, a CeqlError that says what to do. With LIMIT n only results that can
+still be among the first n (DESIGN.md 4.6: PARTITION BY columns, match_end, match_start,
+match_id) are held, so a LIMIT bounds memory whatever the query would otherwise return.
+"""
+
+from __future__ import annotations
+
+from cerql.errors import ExecutionError
+from cerql.exec.output import sort_key
+from cerql.exec.reference import Result
+from cerql.exec.stream import Stream
+from cerql.plan import QueryPlan
+
+MAX_OUTPUT_ROWS = 5_000_000
+OUTPUT_CONF = "cerql.maxOutputRows"
+
+
+def too_many_output_rows(limit: int) -> ExecutionError:
+    return ExecutionError(
+        f"[TOO_MANY_OUTPUT_ROWS] The query has more than {limit:,} results, the most "
+        f"cerql.run returns (max_output_rows, {OUTPUT_CONF})",
+        error_class="TOO_MANY_OUTPUT_ROWS",
+        hint="add LIMIT n, a selection strategy (SELECT NEXT/LAST/MAX/ANY) or a shorter WITHIN window; "
+        "run it on Spark (cerql.cer_sql), which writes any number of rows to a table or file; or "
+        "raise the limit with cerql.run(..., max_output_rows=N)",
+        params={"limit": limit, "conf": OUTPUT_CONF},
+    )
+
+
+class Collector:
+    """Results of one query, bounded (see module docstring). With LIMIT n, a substream holding
+    more than 2n results keeps its n first by (match_end, match_start) and every tie of the
+    n-th, and later results beyond that point are dropped as they come; substreams whose
+    partition key comes after n held results are dropped whole. So about 2n results are held
+    (more only when many tie on match_end and match_start), and the guard counts those."""
+
+    def __init__(self, plan: QueryPlan, stream: Stream, max_rows: int = MAX_OUTPUT_ROWS):
+        self.plan, self.stream, self.max_rows = plan, stream, max_rows
+        self.limit = plan.limit
+        self.by_substream: dict[int, list[Result]] = {}
+        self.count = 0
+        self.cutoff: dict[int, tuple] = {}  # substream -> greatest (end, start) key still wanted
+        self.closed: set[int] = set()       # substreams none of whose results can be in LIMIT
+        self._order = stream.table.column(plan.order_columns[0]) if plan.limit is not None else None
+
+    def add(self, results: list[Result]) -> None:
+        if self.limit == 0:
+            return
+        for r in results:
+            k = r.substream
+            if k in self.closed or (k in self.cutoff and self._key(r) > self.cutoff[k]):
+                continue
+            kept = self.by_substream.setdefault(k, [])
+            kept.append(r)
+            self.count += 1
+            if self.limit is not None and len(kept) > 2 * self.limit:
+                self._trim(k)
+        if self.limit is not None and self.count > 2 * self.limit:
+            self._prune()
+        if self.count > self.max_rows:
+            raise too_many_output_rows(self.max_rows)
+
+    def results(self) -> list[Result]:
+        return [r for k in sorted(self.by_substream) for r in self.by_substream[k]]
+
+    # -- LIMIT
+    def _key(self, r: Result) -> tuple:
+        lo = self.stream.bounds[r.substream][0]
+        return sort_key(self._order[lo + r.end].as_py()), sort_key(self._order[lo + r.start].as_py())
+
+    def _trim(self, k: int) -> None:
+        """Keep substream k's first n results by (end, start) and the ties of the n-th."""
+        kept = sorted(self.by_substream[k], key=self._key)
+        self.cutoff[k] = last = self._key(kept[self.limit - 1])
+        trimmed = [r for r in kept if self._key(r) <= last]
+        self.count -= len(kept) - len(trimmed)
+        self.by_substream[k] = trimmed
+
+    def _prune(self) -> None:
+        """Drop the substreams whose partition key comes after keys holding n results."""
+        width = len(self.plan.partition_columns)
+
+        def key(k):
+            return tuple(sort_key(v) for v in self.stream.keys[k][:width])
+
+        before, last_key = 0, None
+        for k in sorted(self.by_substream, key=key):
+            if before >= self.limit and key(k) != last_key:
+                self.count -= len(self.by_substream.pop(k))
+                self.closed.add(k)
+                continue
+            last_key = key(k)
+            before += len(self.by_substream[k])
