@@ -16,7 +16,7 @@ import pandas as pd
 
 from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError
-from cerql.exec import driver, output, post_filter, reference
+from cerql.exec import collect, driver, output, post_filter, reference
 from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.parser.depth import room_to_recurse
@@ -70,6 +70,7 @@ def run(
     tables: MutableMapping[str, Any],
     engine: str | None = None,
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT,
+    max_output_rows: int = collect.MAX_OUTPUT_ROWS,
 ) -> pd.DataFrame:
     """Evaluate a CEQL query over pandas or Arrow tables, without Spark.
 
@@ -86,6 +87,9 @@ def run(
         tests, for tiny inputs only.
     max_matches_per_event : int
         A single event completing more results than this fails the query (DESIGN.md 4.6).
+    max_output_rows : int
+        A query with more results than this (after LIMIT) fails with TOO_MANY_OUTPUT_ROWS
+        instead of filling memory (``cerql.maxOutputRows``, default 5 000 000).
 
     Returns
     -------
@@ -117,10 +121,14 @@ def run(
                             hint="write CREATE OR REPLACE TEMP VIEW", line=1, column=1, text=text)
     try:
         stream = build_stream(plan, {s.key: arrow[s.key] for s in plan.sources})
-        evaluator = reference.evaluate
-        if engine == "local":
-            evaluator = post_filter.evaluate if plan.post_filters else driver.evaluate
-        results = evaluator(plan, stream)
+        if engine == "reference":
+            parts = iter([reference.evaluate(plan, stream)])
+        else:
+            parts = (post_filter if plan.post_filters else driver).result_batches(plan, stream)
+        collector = collect.Collector(plan, stream, max_output_rows)
+        for part in parts:
+            collector.add(part)
+        results = collector.results()
     except CeqlError as err:
         raise err.with_text(text)
     frame = output.render(plan, stream, results)

@@ -65,9 +65,14 @@ def match_ids(start_source, start_ordinal, end_source, end_ordinal,
     return (h >> np.uint64(1)).astype(np.int64)
 
 
-def _sort_key(value):
-    """Order NULLs first and keep values of one column comparable."""
-    return (value is not None, value)
+def sort_key(value):
+    """Order as Spark does ascending: NULLs first, NaN after every number; values of one
+    column stay comparable."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, float) and value != value:
+        return (2, 0)
+    return (1, value)
 
 
 def render(plan: QueryPlan, stream: Stream, results) -> pd.DataFrame:
@@ -105,8 +110,8 @@ def render(plan: QueryPlan, stream: Stream, results) -> pd.DataFrame:
         record["match_id"] = i
 
     # LIMIT's order (DESIGN.md 4.6); without LIMIT it just makes the output stable
-    records.sort(key=lambda rec: tuple(_sort_key(rec[c]) for c in plan.partition_columns)
-                 + (_sort_key(rec["match_end"]), _sort_key(rec["match_start"]), rec["match_id"]))
+    records.sort(key=lambda rec: tuple(sort_key(rec[c]) for c in plan.partition_columns)
+                 + (sort_key(rec["match_end"]), sort_key(rec["match_start"]), rec["match_id"]))
     if plan.limit is not None:
         records = records[: plan.limit]
 

@@ -112,17 +112,22 @@ def group_by_substream(results) -> dict[int, dict[int, list[Valuation]]]:
     return out
 
 
-def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = BATCH) -> list[Result]:
-    """Every result of the query: the relaxed automaton's results that pass the FILTERs,
-    checked batch by batch (see :class:`CandidateFilter`)."""
+def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = BATCH):
+    """The query's results, one list per batch: the relaxed automaton's candidates that pass
+    the FILTERs, checked as they end (see :class:`CandidateFilter`)."""
     check = CandidateFilter(plan)
     views: dict[int, reference.Substream] = {}
-    results: list[Result] = []
     for matches in driver.match_batches(relaxed(plan), stream, batch_size):
+        results: list[Result] = []
         for k, by_end in group_by_substream(matches.results()).items():
             if k not in views:
                 views.clear()  # substreams come in order: an earlier one has no candidates left
                 lo, hi = stream.bounds[k]
                 views[k] = reference.Substream(plan, stream, lo, hi)
             results.extend(check.choose(k, views[k], by_end))
-    return results
+        yield results
+
+
+def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = BATCH) -> list[Result]:
+    """Every result of the query: the relaxed automaton's results that pass the FILTERs."""
+    return [r for part in result_batches(plan, stream, batch_size) for r in part]
