@@ -51,10 +51,11 @@ def as_arrow(table) -> pa.Table:
 def union_sources(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> pa.Table:
     """Union by column name (missing columns are NULL), with source position and row ordinal."""
     lowered = {c.lower(): c for c in plan.columns}
+    exact = set(plan.columns)  # x and X of one source are two columns (resolve.build_union)
     parts = []
     for src in plan.sources:
         t = tables[src.key]
-        t = t.rename_columns([lowered.get(n.lower(), n) for n in t.column_names])
+        t = t.rename_columns([n if n in exact else lowered.get(n.lower(), n) for n in t.column_names])
         t = t.append_column(SOURCE_COLUMN, pa.array(np.full(t.num_rows, src.index, np.int32)))
         t = t.append_column(ORDINAL_COLUMN, pa.array(np.arange(t.num_rows, dtype=np.int64)))
         parts.append(t)

@@ -254,12 +254,17 @@ class _Resolver:
                          f"tables given: {known}", span=source.span)
 
     def build_union(self, keys: list[str]) -> pa.Schema:
-        """Union by column name, case-insensitively; the first spelling seen wins."""
+        """Union by column name, case-insensitively; the first spelling seen wins. Names one
+        source spells two ways (``x`` and ``X``) stay two columns, as Spark keeps both for
+        ``SELECT *``; naming either is AMBIGUOUS_REFERENCE (``column``)."""
         self.canonical: dict[str, str] = {}
+        self.ambiguous = {n.lower() for key in keys for n in self.schemas[key].names
+                          if sum(m.lower() == n.lower() for m in self.schemas[key].names) > 1}
         fields: dict[str, pa.Field] = {}
         for key in keys:
             for f in self.schemas[key]:
-                name = self.canonical.setdefault(f.name.lower(), f.name)
+                lower = f.name.lower()
+                name = f.name if lower in self.ambiguous else self.canonical.setdefault(lower, f.name)
                 if name in fields and fields[name].type != f.type:
                     try:
                         merged = pa.unify_schemas([pa.schema([fields[name]]), pa.schema([f.with_name(name)])],
@@ -274,6 +279,11 @@ class _Resolver:
         return pa.schema(list(fields.values()))
 
     def column(self, name: str, span=None, offset=None) -> str:
+        if name.lower() in self.ambiguous:
+            spellings = ", ".join(f"'{n}'" for n in self.union.names if n.lower() == name.lower())
+            raise self.error(f"Column '{name}' is ambiguous: the stream has {spellings}", "AMBIGUOUS_REFERENCE",
+                             "names match case-insensitively, as in Spark: rename one of the columns before "
+                             "the query", span=span, offset=offset)
         try:
             return self.canonical[name.lower()]
         except KeyError:
@@ -292,7 +302,7 @@ class _Resolver:
         if source.typed_by:
             for f in schema:
                 if f.name.lower() == source.typed_by.lower():
-                    return self.canonical[f.name.lower()]
+                    return self.column(f.name, span=source.span)
             typed = find_name(self.text, "TYPED", source.span.start if source.span else 0) or 0
             raise self.error(f"TYPED BY column '{source.typed_by}' is not a column of '{source.name}'",
                              "UNKNOWN_COLUMN", f"'{source.name}' has {', '.join(schema.names)}",

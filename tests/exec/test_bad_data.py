@@ -237,3 +237,38 @@ def test_window_on_a_double_column_keeps_its_amount(engine):
     frame = pd.DataFrame({"type": ["A", "A", "A"], "ts": [0.0, 1.0, 1e22]})
     out = run("SELECT a.ts AS x, b.ts AS y FROM s WHERE A AS a ; A AS b ORDER BY ts WITHIN 1e21 [ts]", frame, engine)
     assert sorted(zip(column(out, "x"), column(out, "y"))) == [(0.0, 1.0)]
+
+
+# --------------------------------------------------------------------------- names differing in case
+TWINS = pd.DataFrame({"type": ["A", "A"], "ts": [0, 1], "x": [1, 2], "X": [3, 4]})
+
+
+def test_select_star_keeps_both_columns_differing_in_case(engine):
+    """Spark (caseSensitive=false) keeps x and X in SELECT * (was ArrowInvalid duplicate fields)."""
+    out = run("SELECT * FROM s WHERE A AS a ORDER BY ts", TWINS, engine)
+    assert out["a"].tolist() == [{"type": "A", "ts": 0, "x": 1, "X": 3}, {"type": "A", "ts": 1, "x": 2, "X": 4}]
+
+
+@pytest.mark.parametrize("query, column", [
+    ("SELECT a.x FROM s WHERE A AS a ORDER BY ts", 10),
+    ("SELECT * FROM s WHERE A AS a FILTER a[X > 1] ORDER BY ts", 39),
+    ("SELECT * FROM s WHERE A AS a ORDER BY x", 39),
+])
+def test_naming_a_column_spelled_two_ways_is_ambiguous(engine, query, column):
+    with pytest.raises(AnalysisError) as err:
+        run(query, TWINS, engine)
+    assert err.value.error_class == "AMBIGUOUS_REFERENCE"
+    assert (err.value.line, err.value.column) == (1, column)
+
+
+def test_other_columns_of_a_source_with_case_twins_still_resolve(engine):
+    out = run("SELECT a.ts AS t FROM s WHERE A AS a FILTER a[ts > 0] ORDER BY ts", TWINS, engine)
+    assert column(out, "t") == [1]
+
+
+def test_case_twins_in_spark(spark):
+    """What the local engine follows: Spark keeps both in SELECT *, naming one is ambiguous."""
+    spark.createDataFrame(TWINS).createOrReplaceTempView("cerql_twins")
+    assert spark.sql("SELECT * FROM cerql_twins").columns == ["type", "ts", "x", "X"]
+    with pytest.raises(Exception, match="AMBIGUOUS_REFERENCE"):
+        spark.sql("SELECT x FROM cerql_twins").collect()
