@@ -17,6 +17,7 @@ import datetime as dt
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import cerql
@@ -200,3 +201,78 @@ def test_empty_input_gives_empty_result_with_schema(spark, data):
     df = cerql.cer_sql(spark, CASES["kleene"], s=spark.createDataFrame(s, schema=spark.createDataFrame(data["s"]).schema))
     assert df.collect() == []
     assert df.columns == ["k", "match_id", "match_start", "match_end", "a", "b", "c"]
+
+
+# -- issue 15 items 5 and 6: any column name, names differing only in case, aggregates in
+# SELECT expressions next to string literals, NaN and -0.0 in the order and in partition keys
+def _one_partition_frame(spark, table: pa.Table):
+    """``table`` as a Spark DataFrame of one partition in the same row order, so match_id
+    agrees with the local engine's."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    schema = StructType([StructField(f.name, from_arrow_type(f.type), True) for f in table.schema])
+    rows = [tuple(table.column(k)[i].as_py() for k in range(table.num_columns)) for i in range(table.num_rows)]
+    return spark.createDataFrame(rows, schema).coalesce(1)
+
+
+def both_engines(spark, query: str, table: pa.Table) -> list[dict]:
+    """The rows of ``query`` over ``s = table``, checked equal (match_id included) on Spark and
+    on the local engine; in the local engine's order (LIMIT's order, DESIGN.md 4.6)."""
+    local = cerql.run(query, {"s": table}, engine="local")
+    on_spark = cerql.cer_sql(spark, query, s=_one_partition_frame(spark, table))
+    want = local_records(local)
+    assert list(on_spark.columns) == list(local.columns)
+    assert canonical_rows(spark_records(on_spark), drop=()) == canonical_rows(want, drop=())
+    return want
+
+
+def _nan_as_text(value):
+    return "NaN" if value != value else value
+
+
+def test_columns_named_with_a_dot_or_a_backtick(spark):
+    table = pa.table({"type": ["A", "B"], "ts": [0, 1], "a.b": [1, 2], "x`y": [3, 4]})
+    rows = both_engines(spark, "SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts", table)
+    assert [(r["a"], r["b"]) for r in rows] == [({"type": "A", "ts": 0, "a.b": 1, "x`y": 3},
+                                                 {"type": "B", "ts": 1, "a.b": 2, "x`y": 4})]
+    rows = both_engines(spark, "SELECT a.`a.b` AS v, sum(b.`x``y`) AS w FROM s WHERE A AS a ; B+ AS b "
+                               "FILTER a[`a.b` > 0] AND b[`x``y` = 4] ORDER BY ts", table)
+    assert [(r["v"], r["w"]) for r in rows] == [(1, 4)]
+
+
+def test_outputs_differing_only_in_case_are_two_columns(spark):
+    table = pa.table({"type": ["A", "A"], "ts": [0, 1]})
+    rows = both_engines(spark, "SELECT * FROM s WHERE A AS a ; A ORDER BY ts", table)  # DESIGN.md 4.2
+    assert [(r["a"], r["A"]) for r in rows] == [({"type": "A", "ts": 0}, [{"type": "A", "ts": 0}, {"type": "A", "ts": 1}])]
+    rows = both_engines(spark, "SELECT a, A, count(a) AS n, count(A) AS m FROM s WHERE A AS a ; A ORDER BY ts LIMIT 5",
+                        table)
+    assert [(r["n"], r["m"]) for r in rows] == [(1, 2)]
+
+
+@pytest.mark.parametrize("literal", ["'__cerql_agg0'", "'`__cerql_agg0`'", "'(`__cerql_agg0`)'"])
+@pytest.mark.parametrize("aggregate", ["count(a)", "avg(a.x)"])
+def test_aggregate_next_to_a_string_literal_of_its_placeholder(spark, literal, aggregate):
+    table = pa.table({"type": ["A", "B"], "ts": [0, 1], "x": [1, 2]})
+    query = f"SELECT CASE WHEN {aggregate} > 0 THEN {literal} END AS z FROM s WHERE A AS a ; B AS b ORDER BY ts"
+    assert [r["z"] for r in both_engines(spark, query, table)] == [literal.strip("'")]
+
+
+NAN = float("nan")
+
+
+def test_nan_ordering_value_sorts_last(spark):
+    table = pa.table({"type": ["A", "B", "B"], "ts": [1.0, NAN, 2.0]})
+    rows = both_engines(spark, "SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts", table)
+    assert [_nan_as_text(r["match_end"]) for r in rows] == [2.0, "NaN"]  # B@NaN is after A@1.0
+
+
+def test_nan_and_negative_zero_partition_keys(spark):
+    query = "SELECT * FROM s WHERE A AS a ; B AS b PARTITION BY [k] ORDER BY ts"
+    table = pa.table({"type": ["A", "B", "A", "B", "A", "B"], "ts": [0, 1, 2, 3, 4, 5],
+                      "k": [NAN, -NAN, 1.0, 1.0, -0.0, 0.0]})
+    rows = both_engines(spark, query + " LIMIT 1", table)
+    assert [(r["k"], r["match_start"]) for r in rows] == [(0.0, 4)]  # -0.0 and 0.0: one key, before 1.0 and NaN
+    rows = both_engines(spark, query, table)
+    assert [(_nan_as_text(r["k"]), r["match_start"], r["match_end"]) for r in rows] == [(0.0, 4, 5), (1.0, 2, 3),
+                                                                                        ("NaN", 0, 1)]

@@ -17,13 +17,21 @@ DESIGN.md section 5. The pipeline, in order:
    across batches), which emits the result rows itself;
 5. SELECT expressions are evaluated by Spark on the matched events' struct fields, and LIMIT
    takes the first n rows in (keys, match_end, match_start, match_id) order.
+
+Spark resolves names case-insensitively and reads dots and backticks in them (pyspark's own
+``mapInArrow`` looks its input columns up by name), so a source with both ``x`` and ``X``, a
+column ``a.b``, or outputs ``a`` and ``A`` (``SELECT * ... WHERE A AS a ; A``) cannot be
+referred to by name. The plan never does: the sources' columns are renamed by position
+(``toDF``) to ``__cerql_c<k>``, the task sees the real names again (its batches are renamed by
+position), its results come back as ``__cerql_r<k>``, and only the last select names the
+columns as DESIGN.md section 5 does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from functools import reduce
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pyarrow as pa
 from sqlglot import exp
@@ -34,6 +42,9 @@ from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan
 from cerql.planner import aggregates
 
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
+HIDDEN_INPUT = "__cerql_in"        # a source's column k, renamed by position
+HIDDEN_COLUMN = "__cerql_c"        # stream column k (``plan.columns[k]``) on Spark
+HIDDEN_RESULT = "__cerql_r"        # the task's result column k, before the last select
 
 
 def functions_for(frame):
@@ -75,32 +86,58 @@ def row_filter_masks(plan: QueryPlan) -> list[int] | None:
     return None if plan.uses_positions else plan.automaton.firing_masks()
 
 
+def quoted(name: str) -> str:
+    """A name as a Spark SQL identifier, whatever characters it holds (backticks doubled)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _col(F, name: str):
     """A column by its exact name, whatever characters it holds."""
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(quoted(name))
 
 
-def spark_sql(tree: exp.Expression, canonical: Mapping[str, str], qualify=None) -> str:
-    """Spark SQL of a predicate or SELECT expression with every column spelled as the stream
-    spells it (quoted), and ``var.col`` turned into ``qualify(var).col`` when given."""
+def hidden_columns(plan: QueryPlan) -> dict[str, str]:
+    """The Spark name of each stream column (see module docstring)."""
+    return {c: f"{HIDDEN_COLUMN}{k}" for k, c in enumerate(plan.columns)}
+
+
+def speller(names: Mapping[str, str]) -> Callable[[str], str]:
+    """``names`` (stream column -> its name on Spark) looked up as an expression writes a column:
+    the exact spelling first, else case-insensitively (the first column of that spelling, as
+    planner/resolve.py reads it)."""
+    lowered: dict[str, str] = {}
+    for real, spelled in names.items():
+        lowered.setdefault(real.lower(), spelled)
+    return lambda name: names.get(name, lowered.get(name.lower(), name))
+
+
+def spark_sql(tree: exp.Expression, spell: Callable[[str], str], qualify=None) -> str:
+    """Spark SQL of a predicate or SELECT expression with every column spelled by ``spell``
+    (quoted), and ``var.col`` turned into ``qualify(var).col`` when given."""
     def spelled(node: exp.Expression) -> exp.Expression:
         if not isinstance(node, exp.Column):
             return node
         table = qualify(node.table) if (qualify and node.table) else None
-        return exp.column(canonical.get(node.name.lower(), node.name), table=table, quoted=True)
+        return exp.column(spell(node.name), table=table, quoted=True)
 
     return tree.copy().transform(spelled).sql(dialect="spark")
 
 
-def expression_sql(o: OutputPlan, canonical: Mapping[str, str]) -> str:
-    """Spark SQL of a SELECT expression over the tasks' hidden variable columns; each aggregate
-    call becomes Spark SQL over its variable's events (planner/aggregates.py)."""
-    tree = aggregates.as_columns(o.sql.tree, "__cerql_agg")
-    text = spark_sql(tree, canonical, qualify=lambda v: EXPR_STRUCT_PREFIX + v)
-    for k, a in enumerate(o.aggregates):
-        hidden = f"`{EXPR_STRUCT_PREFIX}{a.var}`"
-        text = text.replace(f"`__cerql_agg{k}`", "(" + aggregates.spark_sql(a.kind, hidden, a.column, a.many, a.type) + ")")
-    return text
+def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[str, str]) -> str:
+    """Spark SQL of a SELECT expression over the hidden struct columns of its variables
+    (``structs``: variable -> column name). Each aggregate call is replaced in the sqlglot tree
+    by its Spark SQL over the variable's events (planner/aggregates.py), as a raw-text node, so
+    nothing inside the user's string literals is ever rewritten."""
+    tree = o.sql.tree.copy()
+    for call, a in zip(aggregates.calls(tree), o.aggregates):
+        column = a.column.replace("`", "``") if a.column else None  # aggregates.spark_sql quotes it
+        text = aggregates.spark_sql(a.kind, quoted(structs[a.var]), column, a.many, a.type)
+        node = exp.Paren(this=exp.Var(this=text))
+        if call is tree:
+            tree = node
+        else:
+            call.replace(node)
+    return spark_sql(tree, spell, qualify=lambda v: structs[v])
 
 
 def predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
@@ -113,19 +150,33 @@ def predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
 
 
 # -- step 1: the union of the sources
+def source_field(name: str, fields: list, columns) -> int | None:
+    """The index among a source's ``fields`` of the stream column ``name`` (one of ``columns``):
+    the field spelled exactly so, else the one field equal to it case-insensitively when no
+    other stream column is (the union is by name, case-insensitively, DESIGN.md 3)."""
+    exact = [k for k, f in enumerate(fields) if f.name == name]
+    if exact:
+        return exact[0]
+    if sum(c.lower() == name.lower() for c in columns) > 1:
+        return None
+    similar = [k for k, f in enumerate(fields) if f.name.lower() == name.lower()]
+    return similar[0] if len(similar) == 1 else None
+
+
 def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, spark_type):
+    """One source as the stream's hidden columns, read by position, never by name."""
     F = functions_for(frame)
-    own = {f.name.lower(): f for f in frame.schema.fields}
+    fields = frame.schema.fields
+    frame = frame.toDF(*[f"{HIDDEN_INPUT}{k}" for k in range(len(fields))])
     columns = []
-    for name in plan.columns:
-        f = own.get(name.lower())
-        target = union.field(name).type
-        if f is None:
-            columns.append(F.lit(None).cast(spark_type(target)).alias(name))
-        elif spark_type(target) != f.dataType:
-            columns.append(_col(F, f.name).cast(spark_type(target)).alias(name))
+    for name, hidden in hidden_columns(plan).items():
+        k = source_field(name, fields, plan.columns)
+        target = spark_type(union.field(name).type)
+        if k is None:
+            columns.append(F.lit(None).cast(target).alias(hidden))
         else:
-            columns.append(_col(F, f.name).alias(name))
+            column = F.col(f"{HIDDEN_INPUT}{k}")
+            columns.append((column if fields[k].dataType == target else column.cast(target)).alias(hidden))
     return frame.select(*columns, F.lit(src.index).cast("int").alias(SOURCE_COLUMN),
                         F.monotonically_increasing_id().alias(ORDINAL_COLUMN))
 
@@ -148,7 +199,7 @@ def _condition(F, plan: QueryPlan, cond, predicate_sql: Mapping[str, str]):
         for index, type_column, value in plan.atoms[cond].alternatives:
             term = F.col(SOURCE_COLUMN) == F.lit(index)
             if type_column is not None:
-                term = term & (_col(F, type_column).cast("string") == F.lit(value))
+                term = term & (F.col(hidden_columns(plan)[type_column]).cast("string") == F.lit(value))
             terms.append(term)
         column = reduce(lambda a, b: a | b, terms)
     else:
@@ -164,9 +215,9 @@ def _bit(k: int) -> int:
 def with_bits(plan: QueryPlan, stream):
     """Add ``__cerql_bits``: bit k set when the row satisfies ``automaton.conditions[k]``."""
     F = functions_for(stream)
-    canonical = {c.lower(): c for c in plan.columns}
+    spell = speller(hidden_columns(plan))
     trees = predicate_trees(plan)
-    predicate_sql = {text: spark_sql(tree, canonical) for text, tree in trees.items()}
+    predicate_sql = {text: spark_sql(tree, spell) for text, tree in trees.items()}
     conditions = plan.automaton.conditions
     kind = "short" if len(conditions) <= 15 else "int" if len(conditions) <= 31 else "long"  # fewer bytes to Python
     terms = [F.when(_condition(F, plan, c, predicate_sql), F.lit(_bit(k))).otherwise(F.lit(0)).cast(kind)
@@ -188,9 +239,10 @@ def kept_rows(plan: QueryPlan, stream):
     is gone, and most rows of a selective query never reach Python (the JVM-to-Python hop is
     most of the cost of a query on Spark; docs/benchmarks.md)."""
     F = functions_for(stream)
-    keep = _col(F, plan.order_columns[0]).isNotNull()
+    hidden = hidden_columns(plan)
+    keep = F.col(hidden[plan.order_columns[0]]).isNotNull()
     for c in plan.substream_columns:
-        keep = keep & _col(F, c).isNotNull()
+        keep = keep & F.col(hidden[c]).isNotNull()
     masks = row_filter_masks(plan)
     if masks is not None:
         fires = [F.col(BITS_COLUMN).bitwiseAND(F.lit(_signed(m))) == F.lit(_signed(m)) for m in masks]
@@ -249,20 +301,35 @@ def output_schema(task: QueryPlan, schema):
     return StructType(fields)
 
 
-def _matcher(task: QueryPlan):
+def _matcher(task: QueryPlan, names: list[str], results: list[str]):
+    """The function ``mapInArrow`` runs: batches whose columns are renamed by position to
+    ``names`` (the real ones) through a MatchTask, results renamed by position to ``results``."""
     def cerql_match(batches):  # the name shows in Spark's plan
-        from cerql.exec.arrow_task import MatchTask  # on the executor
+        import pyarrow as pa  # on the executor
+
+        from cerql.exec.arrow_task import MatchTask
+
+        def renamed(out):
+            for b in out.to_batches():
+                yield pa.RecordBatch.from_arrays(b.columns, names=results)
 
         matcher = MatchTask(task)
         for batch in batches:
-            out = matcher.process(batch)
+            out = matcher.process(pa.RecordBatch.from_arrays(batch.columns, names=names))
             if out.num_rows:
-                yield from out.to_batches()
+                yield from renamed(out)
         last = matcher.finish()
         if last is not None and last.num_rows:
-            yield from last.to_batches()
+            yield from renamed(last)
 
     return cerql_match
+
+
+def _renamed(schema, names: list[str]):
+    """A Spark StructType with its top-level fields renamed by position."""
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(n, f.dataType, f.nullable) for f, n in zip(schema.fields, names)])
 
 
 # -- the whole pipeline
@@ -270,25 +337,33 @@ def lower(plan: QueryPlan, frames: Mapping):
     """The lazy Spark DataFrame of the query's results (see module docstring)."""
     stream = kept_rows(plan, with_bits(plan, union_frames(plan, frames)))
     F = functions_for(stream)
+    hidden = hidden_columns(plan)
     # with one source its position is always 0: the task assumes so when the column is absent
     ties = ([SOURCE_COLUMN] if len(plan.sources) > 1 else []) + [ORDINAL_COLUMN]
-    keep = shuffled_columns(plan) + ties + [BITS_COLUMN]
-    stream = stream.select(*[_col(F, c) for c in keep])
-    keys = [_col(F, c) for c in plan.substream_columns]
+    keep = shuffled_columns(plan)
+    stream = stream.select(*[F.col(hidden[c]) for c in keep], *[F.col(c) for c in ties + [BITS_COLUMN]])
+    keys = [F.col(hidden[c]) for c in plan.substream_columns]
     stream = stream.repartition(*keys) if keys else stream.repartition(1)
-    order = [_col(F, c) for c in plan.substream_columns + plan.order_columns + tuple(ties)]
+    order = [F.col(hidden[c]) for c in plan.substream_columns + plan.order_columns] + [F.col(c) for c in ties]
     stream = stream.sortWithinPartitions(*order)
     task = task_plan(plan)
-    matches = stream.mapInArrow(_matcher(task), output_schema(task, stream.schema))
-    canonical = {c.lower(): c for c in plan.columns}
-    selected = [_col(F, c) for c in plan.partition_columns + ("match_id", "match_start", "match_end")]
+    names = keep + ties + [BITS_COLUMN]
+    schema = output_schema(task, _renamed(stream.schema, names))
+    results = [f"{HIDDEN_RESULT}{k}" for k in range(len(schema.fields))]
+    matches = stream.mapInArrow(_matcher(task, names, results), _renamed(schema, results))
+    p = len(plan.partition_columns)
+    if plan.limit is not None:
+        order = results[:p] + [results[p + 2], results[p + 1], results[p]]  # match_end, _start, _id
+        matches = matches.orderBy(*[F.col(c) for c in order]).limit(plan.limit)
+    selected = [F.col(r).alias(f.name) for r, f in zip(results[:p + 3], schema.fields)]
+    # the task's outputs follow: the variables in plan.outputs' order, then the hidden structs
+    shown = iter(results[p + 3:])
+    outputs = {id(o): next(shown) for o in plan.outputs if o.var is not None}
+    structs = {o.var: next(shown) for o in task.outputs[len(outputs):]}
+    spell = speller({c: c for c in plan.columns})  # the structs' fields have the real names
     for o in plan.outputs:
         if o.var is not None:
-            selected.append(_col(F, o.name))
+            selected.append(F.col(outputs[id(o)]).alias(o.name))
         else:
-            selected.append(F.expr(expression_sql(o, canonical)).alias(o.name))
-    out = matches.select(*selected)
-    if plan.limit is not None:
-        names = plan.partition_columns + ("match_end", "match_start", "match_id")
-        out = out.orderBy(*[_col(F, c) for c in names]).limit(plan.limit)
-    return out
+            selected.append(F.expr(expression_sql(o, spell, structs)).alias(o.name))
+    return matches.select(*selected)
