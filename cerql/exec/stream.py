@@ -122,9 +122,22 @@ def _sorted(plan: QueryPlan, table: pa.Table) -> pa.Table:
             ranks = [_key_codes(table.column(c), ranked=True) for c in keys]
             order = np.argsort(ranks[0], kind="stable") if len(ranks) == 1 else np.lexsort(ranks[::-1])
             return table.take(order)
-    # NULLs sort first, as in Spark's ascending order.
     names = keys + plan.order_columns + (SOURCE_COLUMN, ORDINAL_COLUMN)
-    return table.take(pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in names]))
+    return table.take(spark_sort_indices(table, names))
+
+
+def spark_sort_indices(table: pa.Table, names) -> pa.Array:
+    """The rows' order by ``names`` ascending as Spark sorts: NULL first, NaN after every number
+    and equal to itself, -0.0 equal to 0.0. Arrow's ``at_start`` would put NaN first too, so a
+    float column is sorted by whether it is NaN (NULL for NULL), then by value."""
+    columns = []
+    for c in names:
+        col = table.column(c)
+        if pa.types.is_floating(col.type):
+            columns.append(pc.is_nan(col))
+        columns.append(col)
+    keyed = pa.Table.from_arrays(columns, names=[str(k) for k in range(len(columns))])
+    return pc.sort_indices(keyed, sort_keys=[(str(k), "ascending", "at_start") for k in range(len(columns))])
 
 
 def _substreams(plan: QueryPlan, table: pa.Table) -> tuple[list[tuple[int, int]], list[tuple]]:

@@ -82,6 +82,13 @@ def keyed_tables(draw):
     return pa.table(columns), [f"k{i}" for i in range(len(kinds))]
 
 
+def spark_key(value):
+    """Spark's ascending order: NULL first, NaN after every number, -0.0 equal to 0.0."""
+    if value is None:
+        return (0, 0)
+    return (2, 0) if isinstance(value, float) and value != value else (1, value)
+
+
 @settings(max_examples=300, deadline=None)
 @given(keyed_tables())
 def test_time_ordered_input_by_key_is_in_full_sort_order(case):
@@ -92,8 +99,8 @@ def test_time_ordered_input_by_key_is_in_full_sort_order(case):
     valid = table.append_column("__ord", pa.array(np.arange(table.num_rows)))
     for k in keys:
         valid = valid.filter(pa.compute.is_valid(valid.column(k)))
-    order = pa.compute.sort_indices(valid, sort_keys=[(c, "ascending", "at_start") for c in keys + ["ts", "__ord"]])
-    expected = valid.take(order).column("__ord").to_pylist()
+    ordered = sorted(valid.to_pylist(), key=lambda r: tuple(spark_key(r[c]) for c in keys + ["ts", "__ord"]))
+    expected = [r["__ord"] for r in ordered]
     assert s.table.column("__cerql_ordinal").to_pylist() == expected
     rows = list(zip(*(s.table.column(k).to_pylist() for k in keys)))
 
@@ -103,3 +110,31 @@ def test_time_ordered_input_by_key_is_in_full_sort_order(case):
     for (start, end), key in zip(s.bounds, s.keys):
         assert all(same(r, key) for r in rows[start:end])
     assert sum(end - start for start, end in s.bounds) == len(rows)
+
+
+# -- NaN in the order (issue 15 item 6): Spark SQL's order, NaN after every number
+NAN = float("nan")
+
+
+def test_nan_ordering_values_sort_last_as_in_spark():
+    table = pa.table({"type": ["A", "B", "B"], "ts": [1.0, NAN, 2.0]})
+    plan = resolve(cerql.analyze(QUERY), {"s": table.schema})
+    assert build_stream(plan, {"s": table}).table.column("__cerql_ordinal").to_pylist() == [0, 2, 1]
+    out = cerql.run(QUERY, {"s": table}, engine="local")  # B@NaN comes after A@1.0, so it matches
+    assert [(r["a"]["ts"], str(r["b"]["ts"])) for r in out.to_dict("records")] == [(1.0, "2.0"), (1.0, "nan")]
+
+
+def test_nan_partition_key_is_one_substream_taken_last_by_limit():
+    text = "SELECT * FROM s WHERE A AS a ; B AS b PARTITION BY [k] ORDER BY ts LIMIT 1"
+    table = pa.table({"type": ["A", "B", "A", "B"], "ts": [0, 1, 2, 3], "k": [NAN, -NAN, 1.0, 1.0]})
+    out = cerql.run(text, {"s": table}, engine="local")
+    assert [(r["k"], r["match_start"], r["match_end"]) for r in out.to_dict("records")] == [(1.0, 2, 3)]
+    everything = cerql.run(text.replace(" LIMIT 1", ""), {"s": table}, engine="local")
+    assert [r["match_start"] for r in everything.to_dict("records")] == [2, 0]  # NaN's match last
+
+
+def test_negative_zero_partition_key_is_the_substream_of_zero():
+    text = "SELECT * FROM s WHERE A AS a ; B AS b PARTITION BY [k] ORDER BY ts"
+    table = pa.table({"type": ["A", "B"], "ts": [0, 1], "k": [-0.0, 0.0]})
+    out = cerql.run(text, {"s": table}, engine="local")
+    assert [(r["a"]["ts"], r["b"]["ts"]) for r in out.to_dict("records")] == [(0, 1)]
