@@ -276,3 +276,27 @@ def test_nan_and_negative_zero_partition_keys(spark):
     rows = both_engines(spark, query, table)
     assert [(_nan_as_text(r["k"]), r["match_start"], r["match_end"]) for r in rows] == [(0.0, 4, 5), (1.0, 2, 3),
                                                                                         ("NaN", 0, 1)]
+
+
+def test_source_columns_differing_only_in_case(spark):
+    table = pa.table({"type": ["A", "B"], "ts": [0, 1], "x": [1, 2], "X": [3, 4]})
+    rows = both_engines(spark, "SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts", table)
+    assert [(r["a"], r["b"]) for r in rows] == [({"type": "A", "ts": 0, "x": 1, "X": 3},
+                                                 {"type": "B", "ts": 1, "x": 2, "X": 4})]
+    with pytest.raises(cerql.AnalysisError) as err:  # before Spark runs anything
+        cerql.cer_sql(spark, "SELECT a.x AS v FROM s WHERE A AS a ; B AS b ORDER BY ts",
+                      s=_one_partition_frame(spark, table))
+    assert (err.value.error_class, err.value.line, err.value.column) == ("AMBIGUOUS_REFERENCE", 1, 10)
+
+
+def test_two_sources_one_spelling_two_ways(spark):
+    """s spells x two ways: both are columns, and r's X is the X one; r spells ts as TS: one column."""
+    s = pa.table({"type": ["A"], "ts": [0], "x": [1], "X": [2]})
+    r = pa.table({"type": ["B"], "TS": [1], "X": [5]})
+    query = "SELECT * FROM s, r WHERE A AS a ; B AS b ORDER BY ts"
+    local = local_records(cerql.run(query, {"s": s, "r": r}, engine="local"))
+    on_spark = spark_records(cerql.cer_sql(spark, query, s=_one_partition_frame(spark, s),
+                                           r=_one_partition_frame(spark, r)))
+    assert canonical_rows(on_spark) == canonical_rows(local)
+    assert [(x["a"], x["b"]) for x in local] == [({"type": "A", "ts": 0, "x": 1, "X": 2},
+                                                  {"type": "B", "ts": 1, "x": None, "X": 5})]
