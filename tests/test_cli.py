@@ -413,6 +413,29 @@ def test_ceql_error_wrapped_by_lark_exits_2_with_its_message(stock_files, capsys
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_too_deep_query_exits_2_with_the_message(tmp_path, engine):
+    """Issue 15: about 490 chained `;` made the real command exit 1 with a RecursionError's
+    traceback. That query now runs; one past the parser's nesting limit is a CeqlError, exit 2,
+    on either engine (refused before Spark starts)."""
+    pd.DataFrame({"type": ["A", "A"], "ts": [0, 1]}).to_csv(tmp_path / "s.csv", index=False)
+    answers = {}
+    for atoms in (490, 2100) if engine == "local" else (2100,):  # 490 would start a Spark
+        query = tmp_path / f"chain{atoms}.sql"
+        query.write_text("SELECT * FROM s WHERE " + " ; ".join(["A"] * atoms) + " ORDER BY ts")
+        answers[atoms] = subprocess.run(
+            [sys.executable, "-m", "cerql", "run", str(query), "--table", str(tmp_path / "s.csv"),
+             "--engine", engine], capture_output=True, text=True, timeout=300)
+
+    if engine == "local":
+        assert answers[490].returncode == 0, answers[490].stderr
+        assert "(0 matches)" in answers[490].stdout
+    deep = answers[2100]
+    assert deep.returncode == 2
+    assert error_class(deep.stderr) == "QUERY_TOO_COMPLEX" and "^" in deep.stderr
+    assert "Traceback" not in deep.stderr
+
+
 def test_unexpected_exception_is_one_line_exit_1(stock_files, capsys, monkeypatch):
     tmp, query, _ = stock_files
 
