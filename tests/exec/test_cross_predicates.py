@@ -264,13 +264,12 @@ def test_explain_says_who_evaluates_it():
 from hypothesis import event, given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from cerql.errors import ExecutionError  # noqa: E402
-from cerql.exec import driver, post_filter  # noqa: E402
 from tests.exec.patterns import CROSS_TEXTS, cross_conditions, variables  # noqa: E402
 from tests.exec.test_equality_partitioning import same_rows_as_reference  # noqa: E402
 from tests.exec.test_engine_vs_reference import (STRATEGIES, TYPES, WINDOWS, _settings,  # noqa: E402
                                                  check_same, pattern_types, patterns, plan_and_stream,
-                                                 query_text, run_reference, streams, table_for)
+                                                 query_text, run_local, run_reference, streams,
+                                                 table_for)
 
 
 @st.composite
@@ -310,9 +309,4 @@ def test_local_engine_gives_the_reference_results_with_cross_predicates(case):
           "filtered by the automaton engine" if plan.post_filters else "checked by the automaton alone")
     if plan.registers:
         event("registers: " + ("prune before the filter" if plan.post_filters else "the whole check"))
-    try:
-        evaluate = post_filter.evaluate if plan.post_filters else driver.evaluate
-        loc = evaluate(plan, stream, batch_size=5)
-    except ExecutionError as err:
-        loc = err.error_class
-    check_same(text, stream, ref, loc)
+    check_same(text, stream, ref, run_local(plan, stream, batch_size=5))
