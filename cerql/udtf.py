@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections import Counter
 from datetime import timezone
 from typing import Any
 
@@ -203,8 +204,11 @@ class CerqlFunction:
         keys = [PartitioningColumn(_quoted(c)) for c in plan.substream_columns]
         order = list(plan.order_columns)
         types = {f.name: f.dataType for f in table.dataType.fields}
+        # ties broken by the other columns, but those the table spells two ways (x and X): Spark
+        # cannot name them, and they are never named in the query (AMBIGUOUS_REFERENCE)
+        spellings = Counter(n.lower() for n in types)
         order += [c for c in prepared.read if c not in order and c not in plan.substream_columns
-                  and _orderable(types[c])]
+                  and _orderable(types[c]) and spellings[c.lower()] == 1]
         select = ([SelectedColumn(_quoted(c)) for c in prepared.read]
                   if len(prepared.read) < len(table.dataType.fields) else [])
         return CerqlAnalyzeResult(

@@ -300,3 +300,17 @@ def test_two_sources_one_spelling_two_ways(spark):
     assert canonical_rows(on_spark) == canonical_rows(local)
     assert [(x["a"], x["b"]) for x in local] == [({"type": "A", "ts": 0, "x": 1, "X": 2},
                                                   {"type": "B", "ts": 1, "x": None, "X": 5})]
+
+
+@pytest.mark.parametrize("query, table", [
+    ("SELECT * FROM t WHERE A AS a ; B AS b ORDER BY ts", {"type": ["A", "B"], "ts": [0, 1], "x": [1, 2], "X": [3, 4]}),
+    ("SELECT * FROM t WHERE A AS a ; B AS b ORDER BY ts", {"type": ["A", "B"], "ts": [0, 1], "a.b": [1, 2], "x`y": [3, 4]}),
+    ("SELECT * FROM t WHERE A AS a ; A ORDER BY ts", {"type": ["A", "A"], "ts": [0, 1]}),
+])
+def test_sql_cell_reads_any_column_name(spark, query, table):
+    """The SQL-cell function (cerql/udtf.py) gives the local engine's rows on the same names."""
+    table = pa.table(table)
+    cerql.register(spark)
+    _one_partition_frame(spark, table).createOrReplaceTempView("t")
+    got = spark_records(spark.sql("SELECT * FROM cerql(TABLE(t), :q)", args={"q": query}))
+    assert canonical_rows(got, drop=()) == canonical_rows(local_records(cerql.run(query, {"t": table})), drop=())
