@@ -25,8 +25,8 @@ RECURSION_LIMIT = 30_000     # frames, while a query is parsed, analyzed, resolv
 MAX_PATTERN_DEPTH = 2_000    # nested pattern operators: about 4 frames each in the transformer
 MAX_PARENTHESES = 300        # nested ( [ {: sqlglot spends about 32 frames per parenthesis
 
-_HINT = ("split the query: put part of the pattern in a temporary view (CREATE TEMP VIEW), use A+ "
-         "instead of a long chain of the same atom, or IN (...) instead of a long OR of equalities")
+_HINT = ("write it shallower: fewer nested parentheses, A+ instead of a long chain of the same atom, "
+         "IN (...) instead of a long OR of equalities")
 _TOKENS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|--[^\n]*|/\*.*?\*/|[()\[\]{}]", re.S)
 
 
