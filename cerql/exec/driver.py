@@ -20,7 +20,7 @@ import numpy as np
 from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.automaton import Automaton, Determinizer
-from cerql.exec.reference import Result, too_many_candidates, too_many_matches
+from cerql.exec.reference import Result, too_many_candidates, too_many_matches, too_many_runs
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
 
@@ -234,6 +234,8 @@ class Run:
                 raise too_many_matches(f"at least {int(st[kernel.COUNT]):,}", self.max_matches)
             elif status == kernel.TOO_MANY_CANDIDATES:
                 raise too_many_candidates(int(st[kernel.COUNT]), kernel.candidate_limit(self.max_matches))
+            elif status == kernel.TOO_MANY_RUNS:
+                raise too_many_runs(int(st[kernel.COUNT]), self.max_matches)
         return chunks
 
     def _take(self):

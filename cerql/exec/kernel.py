@@ -25,7 +25,7 @@ from numba import njit, types
 from numba.typed import Dict
 
 # status codes returned to the driver
-DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY, TOO_MANY_CANDIDATES, NEED_ACTIVE = 0, 1, 2, 3, 4, 5, 6
+DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY, TOO_MANY_CANDIDATES, NEED_ACTIVE, TOO_MANY_RUNS = range(8)
 # strategy codes
 ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
 # slots of the int64 state vector ``st``
@@ -55,6 +55,12 @@ MIN_CANDIDATES = 1_000_000
 # beside it). It is compared with the constant (the right side's value at any event) when the
 # run is in a final state: a run that fails it gives no result. At most MAX_REGISTERS checks
 # (the planner leaves the others to exec/post_filter.py).
+# Runs with different registers cannot meet, so their number is bounded only by the distinct
+# register values the events in reach can make: a count is capped where more would not change
+# its answer, and a min or max is kept only as its side of the constant (below, equal, above
+# or NaN), since a later value moves it only further that way; a sum or an average over a Kleene
+# variable can take a new value with every subset of events. Past max_matches runs after one
+# event the kernel stops with TOO_MANY_RUNS rather than filling memory.
 MAX_REGISTERS = 4
 X_HAS, X_BAD, Y_HAS, Y_BAD, DONE_BOTH = 1, 2, 4, 8, 16
 OP_EQ, OP_NE, OP_GT, OP_GE, OP_LT, OP_LE = 0, 1, 2, 3, 4, 5
@@ -353,8 +359,24 @@ def _count_cap(kind, is_float, gk, gn):
 
 
 @njit(nogil=True, cache=True)
-def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf):
-    """Add one event's value (ok, vk, vn) to aggregate check p's accumulator in regs_*."""
+def _side_of(kind, is_float, acc_k, acc_f, ck, cn):
+    """A min or max accumulator as its side of the constant (ck, cn): one value that compares
+    with the constant as the accumulator does, and stays so as later values join (see above),
+    so runs that agree on the side meet. NaN, or a NaN constant, is kept as it is."""
+    if is_float:
+        if acc_f != acc_f or cn != cn or acc_f == cn:
+            return acc_k, acc_f
+        rep = -np.inf if acc_f < cn else np.inf
+        return acc_k, rep
+    if acc_k == ck:
+        return acc_k, acc_f
+    return (ck - 1 if acc_k < ck else ck + 1), acc_f
+
+
+@njit(nogil=True, cache=True)
+def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf, const_ok, ck, cn):
+    """Add one event's value (ok, vk, vn) to aggregate check p's accumulator in regs_*; the
+    constant (const_ok, ck, cn) it is compared with lets a min or max keep only its side."""
     if kind == AGG_COUNT_EVENTS:
         ok = True
     if not ok:
@@ -380,6 +402,9 @@ def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf):
             acc = regs_k[3 * p + 1]
             if n == 0 or (vk > acc if kind == AGG_MAX else vk < acc):
                 regs_k[3 * p + 1] = vk
+        if const_ok:
+            regs_k[3 * p + 1], regs_f[3 * p + 1] = _side_of(kind, is_float, regs_k[3 * p + 1], regs_f[3 * p + 1],
+                                                            ck, cn)
     if is_float or kind == AGG_AVG:  # the run key holds the float's bits
         fbuf[0] = regs_f[3 * p + 1]
         regs_k[3 * p + 1] = kbuf[0]
@@ -426,7 +451,7 @@ def _step_registers(k, lab, i, n_regs, reg_kind, reg_x, reg_y, reg_op, reg_float
             if lab & reg_x[p] != 0:
                 cap = _count_cap(kind, reg_float[p], gy_key[i, p], gy_num[i, p])
                 _accumulate(p, kind, reg_float[p], fx_ok[i, p], fx_key[i, p], fx_num[i, p], cap, tmp_k, tmp_f,
-                            fbuf, kbuf)
+                            fbuf, kbuf, gy_ok[i, p], gy_key[i, p], gy_num[i, p])
             continue
         if tmp_k[3 * p] & DONE_BOTH:
             continue
@@ -571,6 +596,9 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                         n_maxpos[u] = max(n_maxpos[y], n_maxpos[x])
                         n_maxval[u] = max(n_maxval[y], n_maxval[x])
                         new_node[at] = u
+            if n_regs > 0 and nn > max_matches:  # runs apart on register values (see MAX_REGISTERS)
+                st[COUNT] = nn
+                return TOO_MANY_RUNS
             moving = 0
             for k in range(nn):
                 if n_regs == 0:

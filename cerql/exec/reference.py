@@ -246,6 +246,20 @@ def too_many_candidates(count: int, limit: int) -> ExecutionError:
     )
 
 
+def too_many_runs(count: int, limit: int) -> ExecutionError:
+    """Runs that carry different register values (kernel.py, MAX_REGISTERS) cannot be merged;
+    the automaton engine fails when one event leaves more than ``limit`` of them."""
+    return ExecutionError(
+        f"[TOO_MANY_RUNS_PER_EVENT] After one event {count:,} partial matches carry different values of a "
+        f"FILTER aggregate or comparison, more than maxMatchesPerEvent ({limit:,})",
+        error_class="TOO_MANY_RUNS_PER_EVENT",
+        hint="a sum or avg over a + variable takes a new value for every subset of its events: add or "
+        "shorten WITHIN, bound the iteration, or raise the limit: the Spark conf cerql.maxMatchesPerEvent, "
+        "or max_matches_per_event= of cerql.run",
+        params={"count": count, "limit": limit, "conf": "cerql.maxMatchesPerEvent"},
+    )
+
+
 # ------------------------------------------------------------------ strategies (DESIGN.md 4.3)
 def _next_greater(d1: frozenset, d2: frozenset, pick) -> bool:
     """d1 < d2 in the order whose deciding position is pick(d1 ^ d2) (min: NEXT, max: LAST)."""
