@@ -316,7 +316,7 @@ def _cast_target(node) -> pa.DataType:
 
 def _compile_cast(node, c) -> Compiled:
     """CAST as Spark 4 with ANSI mode: strings are trimmed and must parse, numbers must fit the
-    target (floats are truncated toward zero first); otherwise CAST_INVALID_INPUT or
+    target (floats and decimals are truncated toward zero first); otherwise CAST_INVALID_INPUT or
     CAST_OVERFLOW. ``try_cast`` (sqlglot's TryCast with ``safe``) gives NULL for those values.
     Other casts (to DOUBLE, between time types) do not check, as Spark does not."""
     inner, target = c(node.this), _cast_target(node)
@@ -328,8 +328,8 @@ def _compile_cast(node, c) -> Compiled:
         checked = pa.types.is_string(source) or pa.types.is_integer(target)
         if pa.types.is_string(source) and not pa.types.is_string(target):
             value = pc.utf8_trim_whitespace(value)
-        if pa.types.is_floating(source) and pa.types.is_integer(target):
-            value = pc.trunc(value)
+        if (pa.types.is_floating(source) or pa.types.is_decimal(source)) and pa.types.is_integer(target):
+            value = pc.round(value, 0, round_mode="towards_zero")
         try:
             return pc.cast(value, target, safe=checked)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

@@ -145,8 +145,6 @@ def test_sum_overflow_in_a_filter_on_the_reference():
     assert err.value.error_class == "ARITHMETIC_OVERFLOW"
 
 
-@pytest.mark.xfail(strict=True, reason="exec/kernel.py adds int64 sum registers with wrap-around (2**62 + 2**62 "
-                   "is negative, so the 2-event result is silently dropped); kernel.py is the lead's to fix")
 def test_sum_overflow_in_a_filter_on_the_local_engine():
     with pytest.raises(ExecutionError) as err:
         run("SELECT * FROM s WHERE A+ AS a FILTER sum(a.x) > 5 ORDER BY ts", SUMS, "local")
@@ -204,8 +202,8 @@ def test_cast_in_a_filter_raises_too(engine):
 def test_cast_against_spark(spark):
     with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
         spark.sql("SELECT CAST('abc' AS INT)").collect()
-    assert list(spark.sql("SELECT try_cast('abc' AS INT), CAST(' 7 ' AS INT), CAST(-1.9D AS BIGINT)")
-                .collect()[0]) == [None, 7, -1]
+    assert list(spark.sql("SELECT try_cast('abc' AS INT), CAST(' 7 ' AS INT), CAST(-1.9D AS BIGINT), "
+                          "CAST(-2.75 AS INT)").collect()[0]) == [None, 7, -1, -2]
 
 
 # --------------------------------------------------------------------------- unsigned 64-bit
@@ -280,3 +278,13 @@ def test_case_twins_in_spark(spark):
     assert spark.sql("SELECT * FROM cerql_twins").columns == ["type", "ts", "x", "X"]
     with pytest.raises(Exception, match="AMBIGUOUS_REFERENCE"):
         spark.sql("SELECT x FROM cerql_twins").collect()
+
+
+def test_cast_of_a_decimal_truncates(engine):
+    """Spark: CAST(1.50 AS INT) = 1, CAST(-2.75 AS INT) = -2 (toward zero, no error)."""
+    from decimal import Decimal
+
+    table = pa.table({"type": ["A", "A"], "ts": [0, 1],
+                      "d": pa.array([Decimal("1.50"), Decimal("-2.75")], pa.decimal128(5, 2))})
+    out = cerql.run("SELECT CAST(a.d AS INT) AS i FROM s WHERE A AS a ORDER BY ts", {"s": table}, engine=engine)
+    assert column(out, "i") == [1, -2]
