@@ -91,11 +91,6 @@ def quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _col(F, name: str):
-    """A column by its exact name, whatever characters it holds."""
-    return F.col(quoted(name))
-
-
 def hidden_columns(plan: QueryPlan) -> dict[str, str]:
     """The Spark name of each stream column (see module docstring)."""
     return {c: f"{HIDDEN_COLUMN}{k}" for k, c in enumerate(plan.columns)}
