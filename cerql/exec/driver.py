@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from cerql import ast
+from cerql.errors import ExecutionError
 from cerql.exec import kernel
 from cerql.exec.automaton import Automaton, Determinizer
 from cerql.exec.reference import Result, too_many_candidates, too_many_matches, too_many_runs
@@ -236,6 +237,10 @@ class Run:
                 raise too_many_candidates(int(st[kernel.COUNT]), kernel.candidate_limit(self.max_matches))
             elif status == kernel.TOO_MANY_RUNS:
                 raise too_many_runs(int(st[kernel.COUNT]), self.max_matches)
+            elif status == kernel.OVERFLOW:
+                raise ExecutionError(
+                    "[ARITHMETIC_OVERFLOW] sum() in a FILTER overflows BIGINT", error_class="ARITHMETIC_OVERFLOW",
+                    hint="cast the column to DOUBLE or DECIMAL before the query")
         return chunks
 
     def _take(self):

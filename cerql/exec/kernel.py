@@ -25,7 +25,8 @@ from numba import njit, types
 from numba.typed import Dict
 
 # status codes returned to the driver
-DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY, TOO_MANY_CANDIDATES, NEED_ACTIVE, TOO_MANY_RUNS = range(8)
+(DONE, NEED_TRANSITION, NEED_ARENA, NEED_OUTPUT, TOO_MANY, TOO_MANY_CANDIDATES, NEED_ACTIVE, TOO_MANY_RUNS,
+ OVERFLOW) = range(9)
 # strategy codes
 ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
 # slots of the int64 state vector ``st``
@@ -66,6 +67,10 @@ X_HAS, X_BAD, Y_HAS, Y_BAD, DONE_BOTH = 1, 2, 4, 8, 16
 OP_EQ, OP_NE, OP_GT, OP_GE, OP_LT, OP_LE = 0, 1, 2, 3, 4, 5
 # what a register check is: a comparison between two variables, or an aggregate of one
 COMPARE, AGG_COUNT_EVENTS, AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX = 0, 1, 2, 3, 4, 5, 6
+# An integer sum that leaves the BIGINT range sets its count to OVERFLOWED: a run that reaches a
+# final state so gives OVERFLOW, as Spark's ANSI sum raises ARITHMETIC_OVERFLOW at that addition.
+OVERFLOWED = -1
+INT64_MAX, INT64_MIN = np.int64(2**63 - 1), np.int64(-(2**63))
 REGISTER_COLUMNS = 3 * MAX_REGISTERS  # per check: flags, x's value, y's value (or count, accumulator)
 BIG = 1 << 62
 _KEY = types.UniTuple(types.int64, 1 + REGISTER_COLUMNS)
@@ -382,11 +387,18 @@ def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf, 
     if not ok:
         return
     n = regs_k[3 * p]
+    if n == OVERFLOWED:
+        return
     if kind == AGG_SUM or kind == AGG_AVG:
         if is_float or kind == AGG_AVG:
             regs_f[3 * p + 1] = (regs_f[3 * p + 1] + vn) if n > 0 else vn
         else:
-            regs_k[3 * p + 1] = (regs_k[3 * p + 1] + vk) if n > 0 else vk
+            acc = regs_k[3 * p + 1]
+            # tested before adding: compiled code may assume a signed sum never wraps around
+            if n > 0 and ((vk > 0 and acc > INT64_MAX - vk) or (vk < 0 and acc < INT64_MIN - vk)):
+                regs_k[3 * p] = OVERFLOWED
+                return
+            regs_k[3 * p + 1] = (acc + vk) if n > 0 else vk
     elif kind == AGG_MIN or kind == AGG_MAX:
         if is_float:  # NaN is above every number, as Spark orders it
             acc = regs_f[3 * p + 1]
@@ -413,13 +425,21 @@ def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf, 
 
 @njit(nogil=True, cache=True)
 def _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok, act_rk, act_rf):
-    """Whether run k's aggregates pass their checks (at a final state, at event i)."""
+    """Whether run k's aggregates pass their checks (at a final state, at event i): 1 if they
+    do, 0 if not, OVERFLOW if an integer sum left the BIGINT range."""
+    for p in range(n_regs):
+        kind = reg_kind[p]
+        if kind == COMPARE:
+            continue
+        n = act_rk[k, 3 * p]
+        if n == OVERFLOWED:
+            return OVERFLOW
     for p in range(n_regs):
         kind = reg_kind[p]
         if kind == COMPARE:
             continue
         if not gy_ok[i, p]:
-            return False
+            return 0
         n = act_rk[k, 3 * p]
         is_float = reg_float[p]
         if kind == AGG_COUNT_EVENTS or kind == AGG_COUNT:
@@ -434,8 +454,8 @@ def _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, 
             elif not is_float:
                 vn = np.float64(vk)
         if not _holds(reg_op[p], is_float, vk, vn, gy_key[i, p], gy_num[i, p]):
-            return False
-    return True
+            return 0
+    return 1
 
 
 @njit(nogil=True, cache=True)
@@ -622,21 +642,27 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
         for k in range(st[NACT]):
             if strategy == ANY and st[NRES] > r0:
                 break
-            if ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
-                    n_regs == 0 or _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok,
-                                                    act_rk, act_rf)):
-                code = _enumerate(act_node[k], i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
-                                  n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
-                                  res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
-                if code == FULL:
-                    st[NRES] = r0
-                    st[NLAB] = l0
-                    return NEED_OUTPUT
-                if code == TOO_MANY:
-                    st[COUNT] = st[NRES] - r0
-                    return TOO_MANY
-                if code == TOO_MANY_CANDIDATES:  # COUNT holds the candidates
-                    return TOO_MANY_CANDIDATES
+            if not (ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval)):
+                continue
+            if n_regs > 0:
+                held = _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok, act_rk,
+                                        act_rf)
+                if held == OVERFLOW:
+                    return OVERFLOW
+                if held == 0:
+                    continue
+            code = _enumerate(act_node[k], i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
+                              n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
+                              res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+            if code == FULL:
+                st[NRES] = r0
+                st[NLAB] = l0
+                return NEED_OUTPUT
+            if code == TOO_MANY:
+                st[COUNT] = st[NRES] - r0
+                return TOO_MANY
+            if code == TOO_MANY_CANDIDATES:  # COUNT holds the candidates
+                return TOO_MANY_CANDIDATES
         count = st[NRES] - r0
         if count > max_matches:
             st[COUNT] = count

@@ -75,3 +75,18 @@ def test_max_side_keeps_nan_apart():
         want = cerql.run(q.format(op=op), {"s": s}, engine="reference")
         assert sorted(map(sorted, got["a"].map(lambda es: [e["ts"] for e in es]))) == sorted(
             map(sorted, want["a"].map(lambda es: [e["ts"] for e in es]))), op
+
+
+@pytest.mark.parametrize("x, overflows", [([2**62, 2**62 - 1], False), ([2**62, 2**62], True),
+                                          ([-(2**62), -(2**62)], False), ([-(2**62), -(2**62) - 1], True)])
+def test_sum_register_at_the_bigint_edge(x, overflows):
+    """The kernel's integer sum stops at BIGINT's range as Spark's ANSI sum does: exactly at the
+    edge it still fits; one past it is ARITHMETIC_OVERFLOW, never a wrapped-around sum."""
+    s = pd.DataFrame({"type": ["A", "A"], "ts": [0, 1], "x": x})
+    q = "SELECT * FROM s WHERE A+ AS a FILTER sum(a.x) != 5 ORDER BY ts"
+    if overflows:
+        with pytest.raises(cerql.CeqlError) as err:
+            cerql.run(q, {"s": s})
+        assert err.value.error_class == "ARITHMETIC_OVERFLOW"
+    else:
+        assert len(cerql.run(q, {"s": s})) == 3
