@@ -66,10 +66,27 @@ def out_path(value: str | None) -> Path | None:
 
 
 # ------------------------------------------------------------------------------------ commands
-def evaluate(text: str, tables: dict[str, pd.DataFrame], engine: str | None) -> pd.DataFrame:
+LOCAL_CONF = {"cerql.maxMatchesPerEvent": "max_matches_per_event", "cerql.maxOutputRows": "max_output_rows"}
+
+
+def local_options(conf: dict[str, str]) -> dict[str, int]:
+    """The ``--conf`` settings the local engines take, as :func:`cerql.run` keywords; Spark's
+    own settings mean nothing there and are ignored."""
+    options = {}
+    for key, name in LOCAL_CONF.items():
+        if key in conf:
+            try:
+                options[name] = int(conf[key])
+            except ValueError:
+                raise CliError(f"--conf {key}={conf[key]}: expected a whole number") from None
+    return options
+
+
+def evaluate(text: str, tables: dict[str, pd.DataFrame], engine: str | None,
+             conf: dict[str, str] | None = None) -> pd.DataFrame:
     """Run a query over pandas tables on a local engine (``local`` or ``reference``); an unknown
     engine is rejected by :func:`cerql.run` with a CeqlError naming the available ones."""
-    return cerql.run(text, tables, engine=engine)
+    return cerql.run(text, tables, engine=engine, **local_options(conf or {}))
 
 
 def check_sources(analysis, names: list[str]) -> None:
@@ -140,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_sources(cerql.analyze(text), [name for name, _, _ in specs])
         return run_spark(args, text, specs, out)
     tables = {name: read_table(path, fmt) for name, path, fmt in specs}
-    result = evaluate(text, tables, args.engine)
+    result = evaluate(text, tables, args.engine, parse_conf(args.conf))
     if out is not None:
         write_result(result, out)
         print(f"{len(result)} matches written to {out}")
@@ -175,7 +192,8 @@ def _spark_options(parser: argparse.ArgumentParser) -> None:
                         "engine, no Spark; reference: the brute-force semantics, tiny inputs only")
     parser.add_argument("--conf", action="append", metavar="KEY=VALUE",
                         help="a Spark setting (repeatable), e.g. spark.driver.memory=4g or "
-                        "cerql.maxMatchesPerEvent=1000000")
+                        "cerql.maxMatchesPerEvent=1000000; the local engines take "
+                        "cerql.maxMatchesPerEvent and cerql.maxOutputRows")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="show running Spark stages on stderr (default: when stderr is a terminal)")
 
@@ -244,8 +262,9 @@ def report(err: Exception) -> int:
     cause = query_error(err)
     if cause is not None:
         print(f"cerql: {cause.error_class}: {cause}", file=sys.stderr)
-        if "maxMatchesPerEvent" in cause.message:
-            print("cerql: on the command line: --conf cerql.maxMatchesPerEvent=N", file=sys.stderr)
+        for conf in LOCAL_CONF:
+            if conf.partition(".")[2] in cause.message:
+                print(f"cerql: on the command line: --conf {conf}=N", file=sys.stderr)
         return 2
     if isinstance(err, PySparkException):
         # Spark's analyzer rejecting a fragment of the query is a query error; anything else

@@ -763,3 +763,26 @@ def test_explain_with_tables_prints_the_spark_plan(spark, stock_files, capsys):
     assert main(["explain", str(query), "--table", f"stock={tmp / 'stock.parquet'}"]) == 0
     out = capsys.readouterr().out
     assert "automaton:" in out and "on spark:" in out and "MapInArrow" in out
+
+
+@pytest.mark.parametrize("pattern, conf, error_class", [
+    ("(BUY OR SELL)+ AS t WITHIN 30 EVENTS", "cerql.maxMatchesPerEvent=5", "TOO_MANY_MATCHES_PER_EVENT"),
+    ("BUY AS b", "cerql.maxOutputRows=3", "TOO_MANY_OUTPUT_ROWS")])
+def test_local_engine_takes_the_guards_conf(stock_files, capsys, pattern, conf, error_class):
+    """The local engine's guards are set with the same --conf keys as Spark's; the failure names it."""
+    tmp, _, _ = stock_files
+    query = tmp / "all.sql"
+    query.write_text(f"SELECT * FROM stock WHERE {pattern}")
+    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local", "--conf", conf])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert error_class in err and f"--conf {conf.split('=')[0]}=N" in err and "Traceback" not in err
+
+
+def test_local_engine_rejects_a_guard_conf_that_is_not_a_number(stock_files, capsys):
+    tmp, _, _ = stock_files
+    query = tmp / "all.sql"
+    query.write_text("SELECT * FROM stock WHERE BUY AS b")
+    code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local",
+                 "--conf", "cerql.maxOutputRows=lots"])
+    assert code == 1 and "expected a whole number" in capsys.readouterr().err  # as every bad option
