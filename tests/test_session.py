@@ -144,6 +144,28 @@ def test_max_matches_per_event_conf_fails_the_run(spark):
     assert cerql.cer_sql(spark, query.replace("A+", "A"), s=spark.createDataFrame(rows)).count() == 30
 
 
+@pytest.mark.parametrize("f, error_class", [("sum(a.x) > 5", "TOO_MANY_RUNS_PER_EVENT"),
+                                            ("sum(a.big) > 5", "ARITHMETIC_OVERFLOW")])
+def test_register_guards_fail_the_run_with_their_class(spark, f, error_class):
+    """Issue 15: register runs that cannot meet (a sum over A+, 2**12 distinct sums) fail the Spark
+    job as they fail cerql.run; so does an integer sum past BIGINT."""
+    rows = pd.DataFrame({"type": ["A"] * 12 + ["B"], "x": [2 ** i for i in range(12)] + [0],
+                         "big": [2 ** 62] * 12 + [0], "ts": range(13)})
+    query = f"SELECT ANY count(a) AS n FROM s WHERE A+ AS a ; B FILTER {f} ORDER BY ts"
+    spark.conf.set("cerql.maxMatchesPerEvent", "1000")
+    try:
+        df = cerql.cer_sql(spark, query, s=spark.createDataFrame(rows))
+        with pytest.raises(Exception, match=error_class) as failure:
+            df.collect()
+        cause = task_error(failure.value)
+        assert isinstance(cause, cerql.ExecutionError) and cause.error_class == error_class
+    finally:
+        spark.conf.unset("cerql.maxMatchesPerEvent")
+    with pytest.raises(cerql.CeqlError) as local:
+        cerql.run(query, {"s": rows}, max_matches_per_event=1000)
+    assert local.value.error_class == error_class
+
+
 def test_task_error_is_none_for_other_failures():
     assert task_error(RuntimeError("boom")) is None
 

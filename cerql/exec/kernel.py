@@ -639,18 +639,20 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
         r0 = st[NRES]
         l0 = st[NLAB]
         st[COUNT] = 0
+        if n_regs > 0:  # a sum past BIGINT in any result fails the query, whichever ANY would pick
+            for k in range(st[NACT]):
+                if ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
+                        _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok, act_rk,
+                                         act_rf) == OVERFLOW):
+                    return OVERFLOW
         for k in range(st[NACT]):
             if strategy == ANY and st[NRES] > r0:
                 break
             if not (ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval)):
                 continue
-            if n_regs > 0:
-                held = _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok, act_rk,
-                                        act_rf)
-                if held == OVERFLOW:
-                    return OVERFLOW
-                if held == 0:
-                    continue
+            if n_regs > 0 and _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok,
+                                               act_rk, act_rf) != 1:
+                continue
             code = _enumerate(act_node[k], i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
                               n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
                               res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
