@@ -232,9 +232,6 @@ class CerqlFunction:
 
     def terminate(self):
         yield from self._flush() or ()
-        last = self.task.finish()  # a substream held back for FILTERs across variables
-        if last is not None and last.num_rows:
-            yield from self._python_rows(last)
 
     # -- one batch through the task
     def _flush(self):

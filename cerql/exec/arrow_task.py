@@ -106,11 +106,6 @@ class MatchTask:
         self.last_key = self._key(table, n - 1)
         return out
 
-    def finish(self) -> pa.Table | None:
-        """Results held back when the input ends: none, every result is returned by the batch
-        its last event is in."""
-        return None
-
     # -- FILTER predicates across variables: candidates checked as they end (exec/post_filter.py)
     def _post_filter(self, combined, n_kept, starts, sub_start, chunks) -> list:
         """The results among the relaxed automaton's candidates of this batch, in the kernel's

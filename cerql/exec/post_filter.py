@@ -3,8 +3,9 @@
 Input: a :class:`cerql.plan.QueryPlan` whose automaton was compiled with those predicates taken
 as true and with every variable their FILTERs read marked (planner/resolve.py), and the
 :class:`cerql.exec.stream.Stream`. Output: the results, as :class:`cerql.exec.reference.Result`
-values, the same as the reference evaluator's. ``cerql.run`` calls it on the whole stream, the
-Spark task (exec/arrow_task.py) on each substream once it has all of its rows.
+values, the same as the reference evaluator's, batch by batch. ``cerql.run`` feeds it the
+kernel's candidates over its stream; the Spark task (exec/arrow_task.py) those of each Arrow
+batch, over the rows it keeps back to the window edge (:class:`CandidateFilter`).
 
 Why this shape: the automaton checks one event at a time, so a predicate between two events
 cannot be one of its conditions. Seed 002's registers carry values along the runs for the

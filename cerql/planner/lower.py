@@ -313,9 +313,6 @@ def _matcher(task: QueryPlan, names: list[str], results: list[str]):
             out = matcher.process(pa.RecordBatch.from_arrays(batch.columns, names=names))
             if out.num_rows:
                 yield from renamed(out)
-        last = matcher.finish()
-        if last is not None and last.num_rows:
-            yield from renamed(last)
 
     return cerql_match
 
