@@ -64,9 +64,9 @@ def cases(rows: int):
          dict(kleene, query=KLEENE.format(f="count(a) > 5", w=20))),
         ("sum(a.x) > 5 over A+, WITHIN 30 EVENTS", dict(kleene, query=KLEENE.format(f="sum(a.x) > 5", w=30)),
          dict(kleene, query=KLEENE.format(f="count(a) > 5", w=30))),
-        ("A AS a ; B AS b, output over maxOutputRows", dict(pair, rows=6000, query=PAIR.split(" FILTER")[0]
+        ("A AS a ; B AS b, output over maxOutputRows", dict(pair, rows=8000, query=PAIR.split(" FILTER")[0]
                                                              + " ORDER BY ts"),
-         dict(pair, rows=6000, query=PAIR.split(" FILTER")[0] + " ORDER BY ts LIMIT 10")),
+         dict(pair, rows=8000, query=PAIR.split(" FILTER")[0] + " ORDER BY ts LIMIT 10")),
     ]
 
 
