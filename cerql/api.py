@@ -89,7 +89,7 @@ def run(
         A single event completing more results than this fails the query (DESIGN.md 4.6).
     max_output_rows : int
         A query with more results than this (after LIMIT) fails with TOO_MANY_OUTPUT_ROWS
-        instead of filling memory (``cerql.maxOutputRows``, default 5 000 000).
+        instead of filling memory (``cerql.maxOutputRows``, default 1 000 000).
 
     Returns
     -------

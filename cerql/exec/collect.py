@@ -6,7 +6,8 @@ results ``cerql.run`` renders.
 
 Why: ``cerql.run`` returns every result as one pandas DataFrame in memory. A query with many
 results (``A ; B`` without a window has a quadratic number) would otherwise grow until the
-process is killed. So results past ``max_output_rows`` (``cerql.maxOutputRows``) fail the query
+process is killed (about 1.4 KB per result today). So results past ``max_output_rows``
+(``cerql.maxOutputRows``, default 1 000 000) fail the query
 with TOO_MANY_OUTPUT_ROWS, a CeqlError that says what to do. With LIMIT n only results that can
 still be among the first n (DESIGN.md 4.6: PARTITION BY columns, match_end, match_start,
 match_id) are held, so a LIMIT bounds memory whatever the query would otherwise return.
@@ -20,7 +21,7 @@ from cerql.exec.reference import Result
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
 
-MAX_OUTPUT_ROWS = 5_000_000
+MAX_OUTPUT_ROWS = 1_000_000
 OUTPUT_CONF = "cerql.maxOutputRows"
 
 
@@ -52,9 +53,15 @@ class Collector:
         self.closed: set[int] = set()       # substreams none of whose results can be in LIMIT
         self._order = stream.table.column(plan.order_columns[0]) if plan.limit is not None else None
 
-    def add(self, results: list[Result]) -> None:
+    def add(self, results) -> None:
+        """Take a part of the results: a list, or an engine's arrays not yet made Python
+        objects (``driver.Matches``), which without LIMIT are counted before they are made."""
         if self.limit == 0:
             return
+        if not isinstance(results, list):
+            if self.limit is None and self.count + len(results) > self.max_rows:
+                raise too_many_output_rows(self.max_rows)
+            results = results.results()
         for r in results:
             k = r.substream
             if k in self.closed or (k in self.cutoff and self._key(r) > self.cutoff[k]):

@@ -30,6 +30,7 @@ STRATEGY_CODES = {"ALL": kernel.ALL, "ANY": kernel.ANY, "NEXT": kernel.NEXT, "LA
 DEFAULT_BATCH = 1 << 16
 LUT_BITS = 16          # up to this many condition bits, symbols come from a lookup table
 MAX_OUTPUT = 1 << 20   # result buffers grow up to this many results, then are flushed
+RESULT_SLICE = 1 << 16  # results turned into Python objects at a time
 
 
 def _grow(array: np.ndarray, size: int, fill=0) -> np.ndarray:
@@ -374,6 +375,17 @@ class Matches:
     def __len__(self) -> int:
         return len(self.end)
 
+    def slices(self, size: int):
+        """The results in parts of at most ``size`` (array views), so that a caller can turn a
+        part into Python objects, and drop it, before the next."""
+        for lo in range(0, len(self), size):
+            hi = min(len(self), lo + size)
+            first = int(self.offset[lo])
+            last = int(self.offset[hi - 1] + self.length[hi - 1])
+            yield Matches(self.automaton, self.substream[lo:hi], self.end_row[lo:hi], self.end[lo:hi],
+                          self.start[lo:hi], self.offset[lo:hi] - first, self.length[lo:hi],
+                          self.label_pos[first:last], self.label_mask[first:last])
+
     def results(self) -> list[Result]:
         """As :class:`cerql.exec.reference.Result` values."""
         out = []
@@ -424,11 +436,12 @@ def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATC
 
 
 def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH):
-    """The query's results, as the reference evaluator defines them, one list per batch."""
+    """The query's results, as the reference evaluator defines them, in parts: :class:`Matches`
+    of at most RESULT_SLICE results each, not yet Python objects (``.results()`` makes them)."""
     for matches in match_batches(plan, stream, batch_size):
-        yield matches.results()
+        yield from matches.slices(RESULT_SLICE)
 
 
 def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> list[Result]:
     """Every result of the query, as the reference evaluator defines them, by the automaton."""
-    return [r for part in result_batches(plan, stream, batch_size) for r in part]
+    return [r for part in result_batches(plan, stream, batch_size) for r in part.results()]

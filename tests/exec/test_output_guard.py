@@ -54,3 +54,18 @@ def test_limit_gives_the_first_rows_of_the_whole_output(n, seed, keys, limit, pa
     whole = cerql.run(q, {"s": s})
     limited = cerql.run(q + f" LIMIT {limit}", {"s": s})  # held results are trimmed past 2 x limit
     pd.testing.assert_frame_equal(limited.reset_index(drop=True), whole.head(limit).reset_index(drop=True))
+
+
+@pytest.mark.parametrize("size", [1, 7, 1000])
+def test_result_slices_are_the_whole_results(size):
+    """cerql.run turns the kernel's arrays into Python results a slice at a time."""
+    from cerql.exec import driver
+    from cerql.exec.stream import as_arrow, build_stream
+    from cerql.planner.resolve import resolve
+
+    s = as_arrow(_stream(80, seed=4, keys=3))
+    q = "SELECT * FROM s WHERE A AS a ; B+ AS b PARTITION BY [k] ORDER BY ts WITHIN 5 [ts]"
+    plan = resolve(cerql.analyze(q), {"s": s.schema})
+    matches = driver.match_arrays(plan, build_stream(plan, {"s": s}))
+    assert len(matches) > 50
+    assert [r for part in matches.slices(size) for r in part.results()] == matches.results()
