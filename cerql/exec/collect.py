@@ -15,6 +15,10 @@ match_id) are held, so a LIMIT bounds memory whatever the query would otherwise 
 
 from __future__ import annotations
 
+import bisect
+
+import numpy as np
+
 from cerql.errors import ExecutionError
 from cerql.exec.output import sort_key
 from cerql.exec.reference import Result
@@ -22,6 +26,7 @@ from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
 
 MAX_OUTPUT_ROWS = 1_000_000
+BIG = np.iinfo(np.int64).max
 OUTPUT_CONF = "cerql.maxOutputRows"
 
 
@@ -50,8 +55,10 @@ class Collector:
         self.by_substream: dict[int, list[Result]] = {}
         self.count = 0
         self.cutoff: dict[int, tuple] = {}  # substream -> greatest (end, start) key still wanted
+        self.cutoff_end: dict[int, int] = {}  # substream -> last position whose value is not past it
         self.closed: set[int] = set()       # substreams none of whose results can be in LIMIT
-        self._order = stream.table.column(plan.order_columns[0]) if plan.limit is not None else None
+        # the first ordering column's values as Python objects: LIMIT compares results by them
+        self._order = stream.table.column(plan.order_columns[0]).to_pylist() if plan.limit is not None else None
 
     def add(self, results) -> None:
         """Take a part of the results: a list, or an engine's arrays not yet made Python
@@ -61,6 +68,8 @@ class Collector:
         if not isinstance(results, list):
             if self.limit is None and self.count + len(results) > self.max_rows:
                 raise too_many_output_rows(self.max_rows)
+            if self.limit is not None and (self.cutoff or self.closed):
+                results = results.subset(self._before_cutoff(results))
             results = results.results()
         for r in results:
             k = r.substream
@@ -82,12 +91,24 @@ class Collector:
     # -- LIMIT
     def _key(self, r: Result) -> tuple:
         lo = self.stream.bounds[r.substream][0]
-        return sort_key(self._order[lo + r.end].as_py()), sort_key(self._order[lo + r.start].as_py())
+        return sort_key(self._order[lo + r.end]), sort_key(self._order[lo + r.start])
+
+    def _before_cutoff(self, matches) -> np.ndarray:
+        """Which of an engine's results (arrays) can still be among LIMIT's first n, told
+        apart on positions before they become objects: the ordering values of a substream do
+        not decrease with position, so a result ending after ``cutoff_end`` of its substream
+        ends at a greater value than the n-th kept result does."""
+        keys = matches.substream.tolist()
+        last = np.array([-1 if k in self.closed else self.cutoff_end.get(k, BIG) for k in keys], np.int64)
+        return matches.end <= last
 
     def _trim(self, k: int) -> None:
         """Keep substream k's first n results by (end, start) and the ties of the n-th."""
         kept = sorted(self.by_substream[k], key=self._key)
         self.cutoff[k] = last = self._key(kept[self.limit - 1])
+        lo, hi = self.stream.bounds[k]
+        self.cutoff_end[k] = bisect.bisect_right(range(lo, hi), last[0],
+                                                 key=lambda row: sort_key(self._order[row])) - 1
         trimmed = [r for r in kept if self._key(r) <= last]
         self.count -= len(kept) - len(trimmed)
         self.by_substream[k] = trimmed

@@ -386,6 +386,16 @@ class Matches:
                           self.start[lo:hi], self.offset[lo:hi] - first, self.length[lo:hi],
                           self.label_pos[first:last], self.label_mask[first:last])
 
+    def subset(self, keep: np.ndarray) -> "Matches":
+        """The results where ``keep`` is True, with their labels."""
+        idx = np.flatnonzero(keep)
+        length = self.length[idx]
+        offset = np.zeros(len(idx), np.int64)
+        np.cumsum(length[:-1], out=offset[1:])
+        gather = np.repeat(self.offset[idx] - offset, length) + np.arange(int(length.sum()), dtype=np.int64)
+        return Matches(self.automaton, self.substream[idx], self.end_row[idx], self.end[idx], self.start[idx],
+                       offset, length, self.label_pos[gather], self.label_mask[gather])
+
     def results(self) -> list[Result]:
         """As :class:`cerql.exec.reference.Result` values."""
         out = []

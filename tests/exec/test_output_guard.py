@@ -52,8 +52,16 @@ def test_limit_gives_the_first_rows_of_the_whole_output(n, seed, keys, limit, pa
     s = _stream(n, seed, keys)
     q = PAIRS.replace(" ORDER BY", " PARTITION BY [k] ORDER BY" if partitioned else " ORDER BY") + " WITHIN 6 [ts]"
     whole = cerql.run(q, {"s": s})
-    limited = cerql.run(q + f" LIMIT {limit}", {"s": s})  # held results are trimmed past 2 x limit
-    pd.testing.assert_frame_equal(limited.reset_index(drop=True), whole.head(limit).reset_index(drop=True))
+    from cerql.exec import driver
+
+    slice_size = driver.RESULT_SLICE
+    for size in (slice_size, 3):  # small slices: later parts are cut on positions before they are objects
+        driver.RESULT_SLICE = size
+        try:
+            limited = cerql.run(q + f" LIMIT {limit}", {"s": s})  # held results are trimmed past 2 x limit
+        finally:
+            driver.RESULT_SLICE = slice_size
+        pd.testing.assert_frame_equal(limited.reset_index(drop=True), whole.head(limit).reset_index(drop=True))
 
 
 @pytest.mark.parametrize("size", [1, 7, 1000])
