@@ -147,9 +147,9 @@ def test_max_matches_per_event_conf_fails_the_run(spark):
 @pytest.mark.parametrize("f, error_class", [("sum(a.x) > 5", "TOO_MANY_RUNS_PER_EVENT"),
                                             ("sum(a.big) > 5", "ARITHMETIC_OVERFLOW")])
 def test_register_guards_fail_the_run_with_their_class(spark, f, error_class):
-    """Issue 15: register runs that cannot meet (a sum over A+, 2**12 distinct sums) fail the Spark
-    job as they fail cerql.run; so does an integer sum past BIGINT."""
-    rows = pd.DataFrame({"type": ["A"] * 12 + ["B"], "x": [2 ** i for i in range(12)] + [0],
+    """Issue 15: register runs that cannot meet (a sum over A+ of values of both signs, 2**12
+    distinct sums) fail the Spark job as they fail cerql.run; so does an integer sum past BIGINT."""
+    rows = pd.DataFrame({"type": ["A"] * 12 + ["B"], "x": [(-2) ** i for i in range(12)] + [0],
                          "big": [2 ** 62] * 12 + [0], "ts": range(13)})
     query = f"SELECT ANY count(a) AS n FROM s WHERE A+ AS a ; B FILTER {f} ORDER BY ts"
     spark.conf.set("cerql.maxMatchesPerEvent", "1000")
@@ -164,6 +164,21 @@ def test_register_guards_fail_the_run_with_their_class(spark, f, error_class):
     with pytest.raises(cerql.CeqlError) as local:
         cerql.run(query, {"s": rows}, max_matches_per_event=1000)
     assert local.value.error_class == error_class
+
+
+def test_sum_of_non_negative_values_meets_on_spark_as_locally(spark):
+    """The same sum over non-negative values: the input's minimum, NaN count and total, one
+    broadcast row, tell each task the sum rises, so its runs meet and it answers as cerql.run."""
+    x = [2 ** i for i in range(30)]
+    rows = pd.DataFrame({"type": ["A"] * 30 + ["B"], "x": x + [0], "ts": range(31)})
+    query = "SELECT ANY count(a) AS n FROM s WHERE A+ AS a ; B FILTER sum(a.x) > 5 ORDER BY ts"
+    spark.conf.set("cerql.maxMatchesPerEvent", "1000")
+    try:
+        got = spark_records(cerql.cer_sql(spark, query, s=spark.createDataFrame(rows)))
+    finally:
+        spark.conf.unset("cerql.maxMatchesPerEvent")
+    want = local_records(cerql.run(query, {"s": rows}, max_matches_per_event=1000))
+    assert canonical_rows(got) == canonical_rows(want) and len(got) == 1
 
 
 def test_task_error_is_none_for_other_failures():

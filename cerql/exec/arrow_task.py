@@ -31,6 +31,7 @@ from cerql.exec.stream import window_values
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 
 BITS_COLUMN = "__cerql_bits"
+RISING_COLUMN = "__cerql_rising"  # the sums known to rise over the whole input (RegisterSpec.rise)
 
 
 class MatchTask:
@@ -88,9 +89,11 @@ class MatchTask:
         if self.run is None:
             windowed, amount = window_setup_for(plan, values.dtype)
             run_plan = plan if self.check is None else post_filter_relaxed(plan)
+            registers = RegisterSpec(plan.registers, plan.automaton.labels)
+            if RISING_COLUMN in table.column_names:
+                registers.rise(int(table.column(RISING_COLUMN)[0].as_py() or 0))
             self.run = Run(plan.automaton, run_plan.strategy, run_plan.consume != "NONE",
-                           run_plan.max_matches_per_event, windowed, amount, values.dtype,
-                           RegisterSpec(plan.registers, plan.automaton.labels))
+                           run_plan.max_matches_per_event, windowed, amount, values.dtype, registers)
         bits = table.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)  # same bits, unsigned
         sides = self.run.registers.sides(table) if plan.registers else None
         chunks = self.run.feed(bits, starts, values, sides)

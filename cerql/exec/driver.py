@@ -281,6 +281,37 @@ class RegisterSpec:
     def none(cls) -> "RegisterSpec":
         return cls((), ())
 
+    def for_stream(self, sides) -> "RegisterSpec":
+        """This spec, with each sum whose values over the whole stream are all non-negative
+        numbers adding up to less than 2**62 (so no sum can overflow) made a rising sum
+        (kernel.AGG_SUM_RISING). Only an engine that sees every value can know it: the local
+        engine here, a Spark task from the column planner/lower.py computes (``rise``)."""
+        mask = 0
+        for p, check in enumerate(self.checks):
+            if check.aggregate != "sum":
+                continue
+            ok, nums = sides[2][:, p], sides[1][:, p]
+            values = nums[ok]
+            if not (np.all(values >= 0.0) and float(values.sum()) < 2.0**62):  # NaN fails >= 0
+                continue
+            if not check.floating and not np.all(sides[0][:, p][ok] >= 0):
+                continue
+            mask |= 1 << p
+        return self.rise(mask)
+
+    def rise(self, mask: int) -> "RegisterSpec":
+        """Make the sums of the checks in ``mask`` (bit p: check p) rising sums."""
+        for p, check in enumerate(self.checks):
+            if check.aggregate == "sum" and mask >> p & 1:
+                self.kinds[p] = kernel.AGG_SUM_RISING
+        return self
+
+    @staticmethod
+    def rising_candidates(checks) -> list[tuple[int, str]]:
+        """(check index, column) of each sum that may be a rising sum: a sum of one column."""
+        return [(p, c.left_columns[0]) for p, c in enumerate(checks)
+                if c.aggregate == "sum" and len(c.left_columns) == 1]
+
     def empty_sides(self):
         shape = (1, kernel.MAX_REGISTERS)
         return (np.zeros(shape, np.int64), np.zeros(shape, np.float64), np.zeros(shape, np.bool_)) * 2
@@ -420,6 +451,8 @@ def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BAT
               windowed, amount, values.dtype, registers)
     bits = condition_bits(automaton, stream)
     sides = registers.sides(stream.table) if registers.count else None
+    if sides is not None:
+        registers.for_stream(sides)
     starts = np.zeros(n, np.bool_)
     sub_starts = np.array([lo for lo, _ in stream.bounds], np.int64)
     starts[sub_starts] = True

@@ -67,6 +67,10 @@ X_HAS, X_BAD, Y_HAS, Y_BAD, DONE_BOTH = 1, 2, 4, 8, 16
 OP_EQ, OP_NE, OP_GT, OP_GE, OP_LT, OP_LE = 0, 1, 2, 3, 4, 5
 # what a register check is: a comparison between two variables, or an aggregate of one
 COMPARE, AGG_COUNT_EVENTS, AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX = 0, 1, 2, 3, 4, 5, 6
+# A sum whose every value is known to be a non-negative number, with no total near BIGINT's edge
+# (the local engine sees the whole stream; driver.RegisterSpec.for_stream): a sum above the
+# constant stays above it as values join, so it is kept as one value above it and runs meet.
+AGG_SUM_RISING = 7
 # An integer sum that leaves the BIGINT range sets its count to OVERFLOWED: a run that reaches a
 # final state so gives OVERFLOW, as Spark's ANSI sum raises ARITHMETIC_OVERFLOW at that addition.
 OVERFLOWED = -1
@@ -389,9 +393,11 @@ def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf, 
     n = regs_k[3 * p]
     if n == OVERFLOWED:
         return
-    if kind == AGG_SUM or kind == AGG_AVG:
+    if kind == AGG_SUM or kind == AGG_AVG or kind == AGG_SUM_RISING:
         if is_float or kind == AGG_AVG:
             regs_f[3 * p + 1] = (regs_f[3 * p + 1] + vn) if n > 0 else vn
+            if kind == AGG_SUM_RISING and const_ok and regs_f[3 * p + 1] > cn:
+                regs_f[3 * p + 1] = np.inf
         else:
             acc = regs_k[3 * p + 1]
             # tested before adding: compiled code may assume a signed sum never wraps around
@@ -399,6 +405,8 @@ def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf, 
                 regs_k[3 * p] = OVERFLOWED
                 return
             regs_k[3 * p + 1] = (acc + vk) if n > 0 else vk
+            if kind == AGG_SUM_RISING and const_ok and regs_k[3 * p + 1] > ck:
+                regs_k[3 * p + 1] = ck + 1
     elif kind == AGG_MIN or kind == AGG_MAX:
         if is_float:  # NaN is above every number, as Spark orders it
             acc = regs_f[3 * p + 1]

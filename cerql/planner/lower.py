@@ -37,7 +37,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import ast
-from cerql.exec.arrow_task import BITS_COLUMN
+from cerql.exec.arrow_task import BITS_COLUMN, RISING_COLUMN
+from cerql.exec.driver import RegisterSpec
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan
 from cerql.planner import aggregates
 
@@ -245,6 +246,28 @@ def kept_rows(plan: QueryPlan, stream):
     return stream.filter(keep)
 
 
+def with_rising_sums(plan: QueryPlan, stream):
+    """Add ``__cerql_rising`` when the kernel checks a sum over a + variable: bit p set when
+    check p's column is a non-negative number on every row, adding up to less than 2**62
+    (driver.RegisterSpec.for_stream, the local engine's rule). Such a sum stays above a
+    constant once above it, so the task lets its runs meet; without it they cannot, and may
+    stop at TOO_MANY_RUNS_PER_EVENT where cerql.run answers. A one-row aggregate over the
+    input, broadcast to every row: lazy, one more scan of the input, for these queries only."""
+    candidates = RegisterSpec.rising_candidates(plan.registers)
+    if not candidates:
+        return stream
+    F = functions_for(stream)
+    hidden = hidden_columns(plan)
+    terms = []
+    for p, column in candidates:
+        value = F.col(hidden[column]).cast("double")
+        rises = ((F.min(value) >= 0) | F.min(value).isNull()) & (F.sum(F.isnan(value).cast("int")) == 0) & (
+            F.coalesce(F.sum(value), F.lit(0.0)) < F.lit(2.0**62))
+        terms.append(F.when(F.coalesce(rises, F.lit(False)), F.lit(1 << p)).otherwise(F.lit(0)))
+    flags = stream.agg(reduce(lambda a, b: a.bitwiseOR(b), terms).cast("long").alias(RISING_COLUMN))
+    return stream.crossJoin(F.broadcast(flags))
+
+
 # -- step 4: the task plan and its output schema
 def task_plan(plan: QueryPlan) -> QueryPlan:
     """What the Spark tasks run: variable outputs only (each variable a SELECT expression reads
@@ -327,19 +350,20 @@ def _renamed(schema, names: list[str]):
 # -- the whole pipeline
 def lower(plan: QueryPlan, frames: Mapping):
     """The lazy Spark DataFrame of the query's results (see module docstring)."""
-    stream = kept_rows(plan, with_bits(plan, union_frames(plan, frames)))
+    stream = kept_rows(plan, with_rising_sums(plan, with_bits(plan, union_frames(plan, frames))))
     F = functions_for(stream)
     hidden = hidden_columns(plan)
     # with one source its position is always 0: the task assumes so when the column is absent
     ties = ([SOURCE_COLUMN] if len(plan.sources) > 1 else []) + [ORDINAL_COLUMN]
+    extra = [RISING_COLUMN] if RISING_COLUMN in stream.columns else []
     keep = shuffled_columns(plan)
-    stream = stream.select(*[F.col(hidden[c]) for c in keep], *[F.col(c) for c in ties + [BITS_COLUMN]])
+    stream = stream.select(*[F.col(hidden[c]) for c in keep], *[F.col(c) for c in ties + [BITS_COLUMN] + extra])
     keys = [F.col(hidden[c]) for c in plan.substream_columns]
     stream = stream.repartition(*keys) if keys else stream.repartition(1)
     order = [F.col(hidden[c]) for c in plan.substream_columns + plan.order_columns] + [F.col(c) for c in ties]
     stream = stream.sortWithinPartitions(*order)
     task = task_plan(plan)
-    names = keep + ties + [BITS_COLUMN]
+    names = keep + ties + [BITS_COLUMN] + extra
     schema = output_schema(task, _renamed(stream.schema, names))
     results = [f"{HIDDEN_RESULT}{k}" for k in range(len(schema.fields))]
     matches = stream.mapInArrow(_matcher(task, names, results), _renamed(schema, results))

@@ -28,11 +28,18 @@ def test_sum_over_kleene_fails_with_its_conf_not_memory():
     assert "cerql.maxMatchesPerEvent" in str(err.value) and "WITHIN" in str(err.value)
 
 
-def test_sum_over_kleene_without_window_fails_early():
-    """40 A's with x = 2**i make 2**40 distinct sums: the guard stops it (it was OOM-killed)."""
-    s = pd.DataFrame({"type": ["A"] * 40 + ["B"], "x": [2 ** i for i in range(40)] + [0], "ts": range(41)})
+def test_sum_over_kleene_without_window():
+    """Issue 15's reproduction: 40 A's with x = 2**i, then a B, no WITHIN (it was OOM-killed).
+    The values are non-negative, so sums above 5 meet and it answers; with alternating signs
+    the 2**40 sums stay apart and the guard stops it."""
+    x = [2 ** i for i in range(40)]
+    q = KLEENE.format(f="sum(a.x) > 5") + " LIMIT 5"
+    s = pd.DataFrame({"type": ["A"] * 40 + ["B"], "x": x + [0], "ts": range(41)})
+    out = cerql.run(q, {"s": s})
+    assert len(out) == 1 and out["match_end"].tolist() == [40]
+    s["x"] = [v if i % 2 == 0 else -v for i, v in enumerate(x)] + [0]
     with pytest.raises(cerql.CeqlError) as err:
-        cerql.run(KLEENE.format(f="sum(a.x) > 5") + " LIMIT 5", {"s": s})
+        cerql.run(q, {"s": s})
     assert err.value.error_class == "TOO_MANY_RUNS_PER_EVENT"
 
 
@@ -90,3 +97,34 @@ def test_sum_register_at_the_bigint_edge(x, overflows):
         assert err.value.error_class == "ARITHMETIC_OVERFLOW"
     else:
         assert len(cerql.run(q, {"s": s})) == 3
+
+
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("column, constant", [("x", 40), ("y", 40.5)])
+def test_sum_of_non_negative_values_rises_so_its_runs_meet(op, column, constant):
+    """Issue 15's sum over A+ with non-negative values: a sum above the constant stays above it,
+    so the local engine keeps it as one value and its runs meet (1000 runs suffice where one per
+    distinct sum would not). The results equal the post-filter's for the same predicate, which
+    registers do not check (``+ 0``)."""
+    rng = np.random.default_rng(5)
+    n = 300
+    s = pd.DataFrame({"type": rng.choice(["A", "B"], n, p=[0.85, 0.15]), "x": rng.integers(0, 30, n),
+                      "ts": np.arange(n)})
+    s["y"] = s["x"] + 0.25
+    q = "SELECT * FROM s WHERE A+ AS a ; B AS b FILTER sum(a.{c}) {op} {k} ORDER BY ts WITHIN 12 EVENTS"
+    got = cerql.run(q.format(c=column, op=op, k=constant), {"s": s}, max_matches_per_event=500_000)
+    want = cerql.run(q.format(c=column, op=op, k=f"{constant} + 0"), {"s": s}, max_matches_per_event=500_000)
+    assert sorted(got["match_id"]) == sorted(want["match_id"]) and len(got) > 0 or op in ("=",)
+    if op in (">", ">=", "!="):  # the sums that pass rise past the constant: runs meet there
+        cerql.run("SELECT ANY count(a) AS n FROM s WHERE A+ AS a ; B FILTER sum(a.{c}) {op} {k} ORDER BY ts"
+                   .format(c=column, op=op, k=constant), {"s": s}, max_matches_per_event=1000)
+
+
+def test_a_negative_value_keeps_sums_exact():
+    """One negative value anywhere in the stream: sums may fall again, so none is kept as 'above'."""
+    s = pd.DataFrame({"type": ["A", "A", "A", "B"], "x": [10, 10, -15, 0], "ts": range(4)})
+    q = "SELECT * FROM s WHERE A+ AS a ; B FILTER sum(a.x) {op} 5 ORDER BY ts"
+    for op in (">", "<", "="):
+        got = cerql.run(q.format(op=op), {"s": s})
+        want = cerql.run(q.format(op=op), {"s": s}, engine="reference")
+        assert sorted(got["match_id"]) == sorted(want["match_id"]), op
