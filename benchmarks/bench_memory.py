@@ -10,14 +10,15 @@ running a query of the same shape that never grew (the kernel-checked form, or a
   the kernel-checked ``a.x > b.x + 998``.
 - ``sum-kleene``: ``SELECT ANY count(a) AS n … A+ AS a ; B FILTER sum(a.x) > 5 WITHIN w EVENTS``
   over 3 000 events, 90 % A with random x: register runs, one per distinct sum; baseline the
-  ``count(a) > 5`` twin. Expected: a TOO_MANY_RUNS error naming ``cerql.maxRunsPerEvent``, fast,
-  not minutes and gigabytes.
+  ``count(a) > 5`` twin. With x ≥ 0 the sums rise, so runs above 5 meet; with x of both signs
+  they cannot, and the query stops at TOO_MANY_RUNS_PER_EVENT (``cerql.maxMatchesPerEvent``),
+  fast, not after minutes and gigabytes.
 - ``output``: ``A AS a ; B AS b`` on a stream whose output exceeds ``cerql.maxOutputRows``:
   expected the TOO_MANY_OUTPUT_ROWS error, not an out-of-memory kill.
 
 A script, not a test (STYLE.md 12):
 
-    .venv/bin/python benchmarks/bench_memory.py              # about a minute
+    .venv/bin/python benchmarks/bench_memory.py              # about two minutes
     .venv/bin/python benchmarks/bench_memory.py --rows 200000
 """
 
@@ -38,7 +39,7 @@ spec = json.loads(sys.argv[1])
 rng = np.random.default_rng(7)
 n = spec["rows"]
 frame = pd.DataFrame({"type": rng.choice(["A", "B"], n, p=[spec["share_a"], 1 - spec["share_a"]]),
-                      "x": rng.integers(0, spec["x_max"], n), "ts": np.arange(n)})
+                      "x": rng.integers(spec.get("x_min", 0), spec["x_max"], n), "ts": np.arange(n)})
 t0 = time.perf_counter()
 try:
     out = cerql.run(spec["query"], {"s": frame}, **spec.get("options", {}))
@@ -64,6 +65,9 @@ def cases(rows: int):
          dict(kleene, query=KLEENE.format(f="count(a) > 5", w=20))),
         ("sum(a.x) > 5 over A+, WITHIN 30 EVENTS", dict(kleene, query=KLEENE.format(f="sum(a.x) > 5", w=30)),
          dict(kleene, query=KLEENE.format(f="count(a) > 5", w=30))),
+        ("sum(a.x) > 5 over A+, x of both signs, WITHIN 30", dict(kleene, x_min=-1000,
+                                                                   query=KLEENE.format(f="sum(a.x) > 5", w=30)),
+         dict(kleene, x_min=-1000, query=KLEENE.format(f="count(a) > 5", w=30))),
         ("A AS a ; B AS b, output over maxOutputRows", dict(pair, rows=8000, query=PAIR.split(" FILTER")[0]
                                                              + " ORDER BY ts"),
          dict(pair, rows=8000, query=PAIR.split(" FILTER")[0] + " ORDER BY ts LIMIT 10")),
