@@ -24,7 +24,7 @@ from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.driver import RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec.output import match_ids
-from cerql.exec.post_filter import CandidateFilter, group_by_substream
+from cerql.exec.post_filter import CandidateFilter, group_by_substream, prune
 from cerql.exec.post_filter import relaxed as post_filter_relaxed
 from cerql.exec.reference import Substream
 from cerql.exec.stream import window_values
@@ -124,6 +124,8 @@ class MatchTask:
         serial = begun + np.cumsum(starts)  # each batch row's substream, numbered from the task's first
         # a substream is named by the batch row it starts at, -1 for the one going on from before
         matches = Matches(self.plan.automaton, sub_start[end], end, endpos, start, off, length, lab_pos, lab_mask)
+        entry_rows = self._row_index(np.repeat(end, length), lab_pos, sub_start, n_kept)
+        matches = matches.subset(prune(self.plan, matches, combined, entry_rows))
         first_pos = self.next_pos  # position of batch row 0 in the substream going on
         out = []
         for k, by_end in group_by_substream(matches.results()).items():

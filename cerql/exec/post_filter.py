@@ -30,10 +30,14 @@ import bisect
 import dataclasses
 from collections import defaultdict
 
+import numpy as np
+import pyarrow as pa
+
 from cerql import ast
 from cerql.exec import driver, kernel, reference
 from cerql.exec.reference import Result, Valuation
 from cerql.exec.stream import Stream
+from cerql.exec.values import evaluate_predicate
 from cerql.plan import QueryPlan
 
 BATCH = 1 << 13  # rows per kernel call: a batch's candidates are held until they are checked
@@ -105,6 +109,62 @@ class CandidateFilter:
         return results
 
 
+def _certainly_false(cond, own_rows, table, plan, n: int):
+    """Which candidates ``cond`` is false for, known from one row per variable: a predicate
+    across variables whose variables each have exactly one event in the FILTER's own valuation
+    is evaluated on those rows at once (an empty variable makes it true, several leave it to the
+    exact check); AND and OR combine; anything else is not known to be false."""
+    if isinstance(cond, ast.FilterAnd):
+        return (_certainly_false(cond.left, own_rows, table, plan, n)
+                | _certainly_false(cond.right, own_rows, table, plan, n))
+    if isinstance(cond, ast.FilterOr):
+        return (_certainly_false(cond.left, own_rows, table, plan, n)
+                & _certainly_false(cond.right, own_rows, table, plan, n))
+    out = np.zeros(n, bool)
+    if not isinstance(cond, ast.CrossPredicate):
+        return out
+    cross = plan.cross_predicates[cond.expr.text]
+    if cross.aggregates or not cross.variables or any(v not in own_rows for v in cross.variables):
+        return out
+    single = np.ones(n, bool)
+    for var in cross.variables:
+        single &= own_rows[var][1] == 1
+    idx = np.flatnonzero(single)
+    if len(idx):
+        columns = {f"{var}.{col}": table.column(col).take(own_rows[var][0][idx]) for var, col in cross.columns}
+        out[idx] = ~evaluate_predicate(cross.fn, pa.table(columns))
+    return out
+
+
+def prune(plan: QueryPlan, matches: "driver.Matches", table: pa.Table, rows: np.ndarray) -> np.ndarray:
+    """Which of the relaxed automaton's candidates (arrays, before they become objects) may
+    pass the FILTERs; ``rows[q]`` is the row of ``table`` of label entry q. A candidate is
+    dropped only when a FILTER over its whole own valuation (not under + or :+) is certainly
+    false on it (``_certainly_false``); the exact check decides the rest. Selective FILTERs
+    over broad patterns keep few candidates, so few become Python objects."""
+    n = len(matches)
+    keep = np.ones(n, bool)
+    if n == 0:
+        return keep
+    bit = {v: 1 << (k + 1) for k, v in enumerate(matches.automaton.labels)}
+    owner = np.repeat(np.arange(n), matches.length)
+    mask = matches.label_mask
+    for f, marker, bound, first in plan.post_filters:
+        if first is not None or marker not in bit:
+            continue
+        own = (mask & bit[marker]) != 0
+        own_rows = {}
+        for var in set(bound.values()):
+            var_bits = sum(bit[label] for label, v in bound.items() if v == var and label in bit)
+            hit = own & ((mask & var_bits) != 0)
+            count = np.bincount(owner[hit], minlength=n)
+            row = np.zeros(n, np.int64)
+            row[owner[hit]] = rows[hit]
+            own_rows[var] = (row, count)
+        keep &= ~_certainly_false(f.condition, own_rows, table, plan, n)
+    return keep
+
+
 def group_by_substream(results) -> dict[int, dict[int, list[Valuation]]]:
     """Results as substream -> end position -> valuations, substreams in order of appearance."""
     out: dict[int, dict[int, list[Valuation]]] = {}
@@ -119,6 +179,9 @@ def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = BATCH):
     check = CandidateFilter(plan)
     views: dict[int, reference.Substream] = {}
     for matches in driver.match_batches(relaxed(plan), stream, batch_size):
+        # a label entry's stream row: its result's end row, less the positions between them
+        entry_end = np.repeat(matches.end_row - matches.end, matches.length)
+        matches = matches.subset(prune(plan, matches, stream.table, entry_end + matches.label_pos))
         results: list[Result] = []
         for k, by_end in group_by_substream(matches.results()).items():
             if k not in views:
