@@ -18,6 +18,13 @@ from cerql.errors import ExecutionError
 BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 
 
+def sum_overflow(detail: str = "") -> ExecutionError:
+    """Spark's ANSI error for a BIGINT sum that leaves the range, raised by this module and by the
+    kernel's sum registers (exec/driver.py)."""
+    return ExecutionError(f"[ARITHMETIC_OVERFLOW] sum() overflows BIGINT{detail}", error_class="ARITHMETIC_OVERFLOW",
+                          hint="cast the column to DOUBLE or DECIMAL before the query", params={"kind": "sum"})
+
+
 def _is_nan(v) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
@@ -42,10 +49,7 @@ def value(kind: str, events: list, values: list | None):
         for v in present[1:]:
             total = total + v
             if isinstance(total, int) and not BIGINT_MIN <= total <= BIGINT_MAX:
-                raise ExecutionError(
-                    f"sum() overflows BIGINT after adding {v} (total {total})", error_class="ARITHMETIC_OVERFLOW",
-                    hint="cast the column to DOUBLE or DECIMAL before the query",
-                    params={"kind": kind})
+                raise sum_overflow(f" after adding {v} (total {total})")
         return total
     if kind == "avg":
         total = 0.0

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from cerql import ast
 from cerql.exec import kernel
-from cerql.exec.driver import RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
+from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec.output import match_ids
 from cerql.exec.post_filter import CandidateFilter, group_by_substream, prune
 from cerql.exec.post_filter import relaxed as post_filter_relaxed
@@ -114,8 +114,6 @@ class MatchTask:
         """The results among the relaxed automaton's candidates of this batch, in the kernel's
         layout. A candidate's rows are in ``combined`` (the kept rows, then the batch), so the
         check reads them there: nothing beyond the window is held."""
-        from cerql.exec.driver import Matches
-
         begun = self.substreams
         self.substreams += int(starts.sum())
         end, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
@@ -127,11 +125,13 @@ class MatchTask:
         entry_rows = self._row_index(np.repeat(end, length), lab_pos, sub_start, n_kept)
         matches = matches.subset(prune(self.plan, matches, combined, entry_rows))
         first_pos = self.next_pos  # position of batch row 0 in the substream going on
+        predicates = self._predicates(combined)  # once: each substream's view slices them
         out = []
         for k, by_end in group_by_substream(matches.results()).items():
-            rows = combined.slice(n_kept + k) if k >= 0 else combined
+            first = n_kept + k if k >= 0 else 0
             offset = 0 if k >= 0 else self.kept_pos0
-            view = Substream.rows(self.plan, rows, self._predicates(rows), offset)
+            view = Substream.rows(self.plan, combined.slice(first),
+                                  {cond: rows[first:] for cond, rows in predicates.items()}, offset)
             results = self.check.choose(int(serial[k]) if k >= 0 else begun, view, by_end)
             if results:
                 shift = k if k >= 0 else -first_pos  # batch row of a position

@@ -18,8 +18,8 @@ import math
 import numpy as np
 
 from cerql import ast
-from cerql.errors import ExecutionError
 from cerql.exec import kernel
+from cerql.exec.aggregate import sum_overflow
 from cerql.exec.automaton import Automaton, Determinizer
 from cerql.exec.reference import Result, too_many_candidates, too_many_matches, too_many_runs
 from cerql.exec.stream import Stream
@@ -239,9 +239,7 @@ class Run:
             elif status == kernel.TOO_MANY_RUNS:
                 raise too_many_runs(int(st[kernel.COUNT]), self.max_matches)
             elif status == kernel.OVERFLOW:
-                raise ExecutionError(
-                    "[ARITHMETIC_OVERFLOW] sum() in a FILTER overflows BIGINT", error_class="ARITHMETIC_OVERFLOW",
-                    hint="cast the column to DOUBLE or DECIMAL before the query")
+                raise sum_overflow(" in a FILTER")
         return chunks
 
     def _take(self):
@@ -290,13 +288,9 @@ class RegisterSpec:
         for p, check in enumerate(self.checks):
             if check.aggregate != "sum":
                 continue
-            ok, nums = sides[2][:, p], sides[1][:, p]
-            values = nums[ok]
-            if not (np.all(values >= 0.0) and float(values.sum()) < 2.0**62):  # NaN fails >= 0
-                continue
-            if not check.floating and not np.all(sides[0][:, p][ok] >= 0):
-                continue
-            mask |= 1 << p
+            values = sides[1][:, p][sides[2][:, p]]  # as float64, integers too (registers.side_values)
+            if np.all(values >= 0.0) and float(values.sum()) < 2.0**62:  # NaN fails >= 0
+                mask |= 1 << p
         return self.rise(mask)
 
     def rise(self, mask: int) -> "RegisterSpec":

@@ -433,21 +433,13 @@ def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf, 
 
 @njit(nogil=True, cache=True)
 def _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok, act_rk, act_rf):
-    """Whether run k's aggregates pass their checks (at a final state, at event i): 1 if they
-    do, 0 if not, OVERFLOW if an integer sum left the BIGINT range."""
-    for p in range(n_regs):
-        kind = reg_kind[p]
-        if kind == COMPARE:
-            continue
-        n = act_rk[k, 3 * p]
-        if n == OVERFLOWED:
-            return OVERFLOW
+    """Whether run k's aggregates pass their checks (at a final state, at event i)."""
     for p in range(n_regs):
         kind = reg_kind[p]
         if kind == COMPARE:
             continue
         if not gy_ok[i, p]:
-            return 0
+            return False
         n = act_rk[k, 3 * p]
         is_float = reg_float[p]
         if kind == AGG_COUNT_EVENTS or kind == AGG_COUNT:
@@ -462,8 +454,17 @@ def _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, 
             elif not is_float:
                 vn = np.float64(vk)
         if not _holds(reg_op[p], is_float, vk, vn, gy_key[i, p], gy_num[i, p]):
-            return 0
-    return 1
+            return False
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _overflowed(k, n_regs, reg_kind, act_rk):
+    """Whether an integer sum of run k left the BIGINT range (its count is OVERFLOWED)."""
+    for p in range(n_regs):
+        if reg_kind[p] != COMPARE and act_rk[k, 3 * p] == OVERFLOWED:
+            return True
+    return False
 
 
 @njit(nogil=True, cache=True)
@@ -650,16 +651,15 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
         if n_regs > 0:  # a sum past BIGINT in any result fails the query, whichever ANY would pick
             for k in range(st[NACT]):
                 if ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
-                        _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok, act_rk,
-                                         act_rf) == OVERFLOW):
+                        _overflowed(k, n_regs, reg_kind, act_rk)):
                     return OVERFLOW
         for k in range(st[NACT]):
             if strategy == ANY and st[NRES] > r0:
                 break
             if not (ds_final[act_ds[k]] and _alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval)):
                 continue
-            if n_regs > 0 and _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok,
-                                               act_rk, act_rf) != 1:
+            if n_regs > 0 and not _aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num,
+                                                   gy_ok, act_rk, act_rf):
                 continue
             code = _enumerate(act_node[k], i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
                               n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,

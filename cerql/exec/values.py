@@ -13,8 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cerql.errors import UnsupportedError
-
-BIGINT_MAX = 2**63 - 1
+from cerql.exec.aggregate import BIGINT_MAX
 
 
 def evaluate(fn: Callable, table: pa.Table) -> pa.Array:
