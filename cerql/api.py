@@ -122,7 +122,7 @@ def run(
     try:
         stream = build_stream(plan, {s.key: arrow[s.key] for s in plan.sources})
         if engine == "reference":
-            parts = iter([reference.evaluate(plan, stream)])
+            parts = [reference.evaluate(plan, stream)]
         else:
             parts = (post_filter if plan.post_filters else driver).result_batches(plan, stream)
         collector = collect.Collector(plan, stream, max_output_rows)

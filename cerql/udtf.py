@@ -38,6 +38,7 @@ from cerql.exec.arrow_task import BITS_COLUMN, MatchTask
 from cerql.exec.stream import atom_rows
 from cerql.exec.values import evaluate, evaluate_predicate
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+from cerql.planner.lower import quoted
 
 FUNCTION_NAME = "cerql"
 BATCH_ROWS = 4096  # rows per MatchTask batch: large enough to amortize Arrow, small for memory
@@ -45,10 +46,6 @@ BATCH_ROWS = 4096  # rows per MatchTask batch: large enough to amortize Arrow, s
 # batch, even an empty one, so for a function that yields on few calls it is slower than the
 # pickled path (docs/benchmarks.md, "SQL cells"). Kept switchable for that measurement.
 ARROW_IO = False
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _error(cls, text: str, message: str, error_class: str, hint: str, offset: int = 0) -> CeqlError:
@@ -201,7 +198,7 @@ class CerqlFunction:
             # user's mistake is in the query, not in cerql's stages.
             raise err.with_traceback(None) from None
         plan = prepared.plan
-        keys = [PartitioningColumn(_quoted(c)) for c in plan.substream_columns]
+        keys = [PartitioningColumn(quoted(c)) for c in plan.substream_columns]
         order = list(plan.order_columns)
         types = {f.name: f.dataType for f in table.dataType.fields}
         # ties broken by the other columns, but those the table spells two ways (x and X): Spark
@@ -209,11 +206,11 @@ class CerqlFunction:
         spellings = Counter(n.lower() for n in types)
         order += [c for c in prepared.read if c not in order and c not in plan.substream_columns
                   and _orderable(types[c]) and spellings[c.lower()] == 1]
-        select = ([SelectedColumn(_quoted(c)) for c in prepared.read]
+        select = ([SelectedColumn(quoted(c)) for c in prepared.read]
                   if len(prepared.read) < len(table.dataType.fields) else [])
         return CerqlAnalyzeResult(
             schema=prepared.schema, withSinglePartition=not keys, partitionBy=keys,
-            orderBy=[OrderingColumn(_quoted(c)) for c in order], select=select,
+            orderBy=[OrderingColumn(quoted(c)) for c in order], select=select,
             query=text, table_schema=schema_json)
 
     def __init__(self, analyze_result: CerqlAnalyzeResult):
