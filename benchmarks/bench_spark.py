@@ -297,7 +297,7 @@ def identity(batches):
 
 
 def timed_matcher(out_dir: str):
-    """A replacement for ``cerql.planner.lower._matcher`` that runs MatchTask as lower's does and
+    """A replacement for ``cerql.spark.lower._matcher`` that runs MatchTask as lower's does and
     writes, per Spark task, the seconds spent waiting for input, in ``process`` and handing
     result batches back, to a JSON file in ``out_dir``."""
     def make(task):
@@ -307,7 +307,7 @@ def timed_matcher(out_dir: str):
             import time as _time
             import uuid
 
-            from cerql.exec.arrow_task import MatchTask
+            from cerql.spark.arrow_task import MatchTask
 
             matcher = MatchTask(task)
             wait = proc = proc_cpu = hand = 0.0
@@ -356,11 +356,11 @@ def task_function(make):
 
 
 def cerql_stream(plan, frames):
-    """cerql's input to mapInArrow: steps 1-3 of ``cerql.planner.lower.lower`` (sources with
+    """cerql's input to mapInArrow: steps 1-3 of ``cerql.spark.lower.lower`` (sources with
     ordinals, condition bits, row pruning, used columns, repartition and sort), as lower does them."""
     from pyspark.sql import functions as F
 
-    from cerql.exec.arrow_task import BITS_COLUMN
+    from cerql.spark.arrow_task import BITS_COLUMN
     from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN
     from cerql.planner import lower as L
 
@@ -374,7 +374,7 @@ def cerql_stream(plan, frames):
 
 
 def planned(spark, text: str, stock):
-    from cerql.session import plan_query
+    from cerql.spark.session import plan_query
 
     _, plan, df = plan_query(spark, text, {"stock": stock})
     return plan, {s.key: stock for s in plan.sources}, df
@@ -563,8 +563,8 @@ class StageTimer:
 
 def run_profile(spark, stock, query: str, rows: int, batch_rows: int, top: int = 20) -> dict:
     """MatchTask.process on the batches Spark would feed it, run here: plain, per stage, cProfile."""
-    from cerql.exec.arrow_task import MatchTask
-    from cerql.planner.lower import task_plan
+    from cerql.spark.arrow_task import MatchTask
+    from cerql.spark.lower import task_plan
 
     plan, frames, _ = planned(spark, query, stock)
     t0 = time.perf_counter()

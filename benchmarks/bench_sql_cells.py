@@ -7,9 +7,9 @@ runs. Figures and their discussion are in docs/benchmarks.md, "SQL cells".
 import os, sys, time
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 from pyspark.sql import SparkSession
-import cerql, cerql.udtf
+import cerql, cerql.spark.sql_cells
 N, REPS = int(os.environ.get("N", 200_000)), int(os.environ.get("REPS", 3))
-cerql.udtf.ARROW_IO = os.environ.get("ARROW_IO") == "1"
+cerql.spark.sql_cells.ARROW_IO = os.environ.get("ARROW_IO") == "1"
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.sql.shuffle.partitions", "4").getOrCreate())
 (spark.range(N).selectExpr("concat('k', id % 100) AS name", "id AS ts", "cast(id % 97 AS double) AS price",

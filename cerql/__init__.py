@@ -11,13 +11,13 @@ The public functions are loaded on first use (PEP 562): Spark's Python workers i
 from importlib import import_module
 
 from cerql.errors import AnalysisError, CeqlError, ExecutionError, ParseError, UnsupportedError
-from cerql.patch import install
+from cerql.spark.patch import install
 
 install()
 
 _LAZY = {
     "analyze": "cerql.api", "explain": "cerql.api", "parse": "cerql.api", "run": "cerql.api",
-    "cer_sql": "cerql.session", "register": "cerql.udtf",
+    "cer_sql": "cerql.spark.session", "register": "cerql.spark.sql_cells",
 }
 
 
@@ -34,8 +34,8 @@ def __dir__():
 
 
 def load_ipython_extension(ipython) -> None:
-    """``%load_ext cerql``: adds the ``%%ceql`` cell magic (see cerql.magic)."""
-    from cerql.magic import load_ipython_extension as load
+    """``%load_ext cerql``: adds the ``%%ceql`` cell magic (see cerql.spark.magic)."""
+    from cerql.spark.magic import load_ipython_extension as load
 
     load(ipython)
 

@@ -203,7 +203,7 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
                          "of each, and every split of a result into repetitions is enumerated")
     lines.append(automaton.describe())
     if spark is not None:
-        from cerql.session import describe_on_spark
+        from cerql.spark.session import describe_on_spark
 
         lines.append(describe_on_spark(spark, text, tables))
     if dot is not None and automaton is not None:

@@ -54,7 +54,7 @@ class SparkEngine:
         self.frames: dict = {}
 
     def __enter__(self) -> "SparkEngine":
-        from cerql.spark_runtime import spark_session
+        from cerql.cli.runtime import spark_session
 
         self.spark = self._stack.enter_context(spark_session())
         self._dir.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import pytest
 
 import cerql
 from tests.conftest import match_sets, positions, typed_stream
-from tests.spark_compare import canonical_rows, local_records, spark_records
+from tests.spark.compare import canonical_rows, local_records, spark_records
 
 
 def run(spec: str, query: str, **columns):

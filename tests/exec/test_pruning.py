@@ -1,5 +1,5 @@
 """Rows that fire no transition but the TRUE gaps can be dropped before matching (Spark does so
-before its shuffle, cerql/planner/lower.py ``kept_rows``) when the query does not count
+before its shuffle, cerql/spark/lower.py ``kept_rows``) when the query does not count
 positions: the results, compared on everything but match_id (which numbers rows), are the same
 with and without those rows. Hypothesis draws the patterns, streams and clauses of the
 engine-vs-reference tests."""
@@ -12,9 +12,9 @@ from hypothesis import assume, given
 import cerql
 from cerql.exec import driver
 from cerql.plan import ORDINAL_COLUMN
-from cerql.planner.lower import row_filter_masks
+from cerql.spark.lower import row_filter_masks
 from tests.exec.test_engine_vs_reference import _settings, cases, plan_and_stream, query_text, table_for
-from tests.spark_compare import canonical_rows, local_records
+from tests.spark.compare import canonical_rows, local_records
 
 
 def fired_rows(plan, stream) -> np.ndarray:

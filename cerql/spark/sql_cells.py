@@ -11,7 +11,7 @@ so every query error is raised before Spark reads a row, and it asks Catalyst fo
 (PARTITION BY columns, else one partition) and the order (ORDER BY columns, then the other
 columns the query reads, so ties are broken by value, not by file order). ``eval`` only buffers
 rows; every ``BATCH_ROWS`` rows they become one Arrow batch that goes through the same
-:class:`cerql.exec.arrow_task.MatchTask` as ``cer_sql`` (condition bits by the local Arrow
+:class:`cerql.spark.arrow_task.MatchTask` as ``cer_sql`` (condition bits by the local Arrow
 helpers, SELECT expressions by the compiled Arrow functions), so memory is bounded by the batch
 plus the window, not by the partition. The price is Spark's per-row conversion between the JVM
 and Python: 4-12x slower than ``cer_sql`` on the same rows (docs/benchmarks.md, "SQL cells").
@@ -34,11 +34,11 @@ from sqlglot import exp
 
 from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
-from cerql.exec.arrow_task import BITS_COLUMN, MatchTask
+from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
 from cerql.exec.stream import atom_rows
 from cerql.exec.values import evaluate, evaluate_predicate
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
-from cerql.planner.lower import quoted
+from cerql.spark.lower import quoted
 
 FUNCTION_NAME = "cerql"
 BATCH_ROWS = 4096  # rows per MatchTask batch: large enough to amortize Arrow, small for memory
@@ -79,7 +79,7 @@ class _Prepared:
 
 
 def _input_schema(text: str, struct) -> pa.Schema:
-    from cerql.planner.lower import UnsupportedColumn, arrow_schema
+    from cerql.spark.lower import UnsupportedColumn, arrow_schema
 
     try:
         return arrow_schema(struct)
@@ -93,7 +93,7 @@ def _input_schema(text: str, struct) -> pa.Schema:
 
 def _read_columns(plan: QueryPlan) -> list[str]:
     """TABLE columns the query reads: keys, ordering, type columns, predicates and outputs."""
-    from cerql.planner.lower import predicate_trees, shuffled_columns
+    from cerql.spark.lower import predicate_trees, shuffled_columns
 
     canonical = {c.lower(): c for c in plan.columns}
     read = set(shuffled_columns(plan))
@@ -112,7 +112,7 @@ def _output_schema(plan: QueryPlan, task: QueryPlan, struct):
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType
 
-    from cerql.planner.lower import output_schema
+    from cerql.spark.lower import output_schema
 
     fields = {f.name: f for f in output_schema(task, struct).fields}
     names = list(plan.partition_columns) + ["match_id", "match_start", "match_end"]
@@ -133,7 +133,7 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     from pyspark.sql.types import StructType, _parse_datatype_json_string
 
     from cerql.api import analyze
-    from cerql.planner.lower import row_filter_masks, task_plan
+    from cerql.spark.lower import row_filter_masks, task_plan
     from cerql.planner.resolve import resolve
 
     struct: StructType = _parse_datatype_json_string(schema_json)
@@ -274,7 +274,7 @@ class CerqlFunction:
     def _python_rows(self, out: pa.Table):
         """Result rows in the output schema: variables as MatchTask built them, expressions
         evaluated on the hidden structs of the variables they read."""
-        from cerql.planner.lower import EXPR_STRUCT_PREFIX
+        from cerql.spark.lower import EXPR_STRUCT_PREFIX
 
         plan = self.prepared.plan
         n = out.num_rows

@@ -11,7 +11,7 @@ import pytest
 
 import cerql
 from cerql import ast
-from cerql.demo import demo_tables, load_queries, sql_dir, tables_for
+from cerql.cli.demo import demo_tables, load_queries, sql_dir, tables_for
 
 QUERIES = load_queries()
 

@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 from typing import Any
 
 import pyarrow as pa
 
 from cerql import ast
-from cerql import errors as _errors
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze
-from cerql.planner.lower import UnsupportedColumn, arrow_schema, lower, row_filter_masks
+from cerql.spark.lower import UnsupportedColumn, arrow_schema, lower, row_filter_masks
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
 
@@ -133,31 +131,3 @@ def describe_on_spark(spark, text: str, tables: dict[str, Any] | None = None) ->
     lines.append("spark plan:")
     lines += ["  " + line for line in buffer.getvalue().rstrip().splitlines()]
     return "\n".join(lines)
-
-
-# -- errors raised inside Spark tasks
-def first_line(err: BaseException) -> str:
-    """An exception's message without JVM or Python stack traces."""
-    text = str(err).strip()
-    return text.split("\n\nJVM stacktrace:")[0].split("\n")[0] if text else type(err).__name__
-
-
-WORKER_ERROR = re.compile(r"^cerql\.errors\.(\w+): ", re.M)  # the last line of the worker's traceback
-
-
-def task_error(err: BaseException) -> CeqlError | None:
-    """The CeqlError a Spark task raised, from the failure Spark reports to the driver (a
-    ``PythonException`` carrying the worker's traceback as text), or None when the failure is not
-    cerql's. The message starts with the error class in brackets; the hint follows it."""
-    text = str(err)
-    heads = list(WORKER_ERROR.finditer(text))
-    if not heads:
-        return None
-    last = heads[-1]  # in a chained traceback, the error that ended the task
-    cls = getattr(_errors, last.group(1), None)
-    cls = cls if isinstance(cls, type) and issubclass(cls, CeqlError) else CeqlError
-    body = re.split(r"\n\s*(?:SQLSTATE:|\tat |JVM stacktrace:)", text[last.end():])[0].strip()
-    message, _, hint = body.partition("\nHint: ")
-    tagged = re.match(r"\[([A-Z_]+)\] ", message)  # errors raised in tasks carry their class
-    name = tagged.group(1) if tagged else re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).upper()
-    return cls(message, error_class=name, hint=hint or None)

@@ -2,7 +2,7 @@
 
 Input: the cell text, the user's namespace and the active Spark session. Output: the result
 DataFrame of ``cerql.cer_sql``, returned so Jupyter displays it, and stored under the name given
-on the magic line when there is one. Load it with ``%load_ext cerql`` (or ``cerql.magic``)::
+on the magic line when there is one. Load it with ``%load_ext cerql`` (or ``cerql.spark.magic``)::
 
     %%ceql matches
     SELECT * FROM stock WHERE SELL AS s ; BUY+ AS b PARTITION BY [name] ORDER BY ts WITHIN 10 EVENTS
@@ -52,7 +52,7 @@ def namespace_frames(text: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
 
 def ceql(line: str, cell: str, namespace: dict[str, Any]):
     """Run the cell as CEQL; store the result as ``namespace[line]`` when a name is given."""
-    from cerql.session import cer_sql
+    from cerql.spark.session import cer_sql
 
     target = line.strip()
     if target and not target.isidentifier():

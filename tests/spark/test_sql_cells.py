@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import cerql
-from tests.spark_compare import canonical_rows, local_records, spark_records
+from tests.spark.compare import canonical_rows, local_records, spark_records
 
 pytestmark = pytest.mark.spark
 
@@ -137,7 +137,7 @@ def test_bad_query_error_shows_the_ceql_error(classic, stock, query):
         except cerql.CeqlError:
             raise
         else:  # valid for cerql.run, refused by the table function: ask it directly
-            from cerql.udtf import _prepare
+            from cerql.spark.sql_cells import _prepare
 
             _prepare(query, classic.table("stock").schema.json())
     assert type(want.value).__name__ in str(got.value)
@@ -174,7 +174,7 @@ def shell(spark, tmp_path, monkeypatch):
         delattr(builtins, name)
 
 
-@pytest.mark.parametrize("extension", ["cerql", "cerql.magic"])
+@pytest.mark.parametrize("extension", ["cerql", "cerql.spark.magic"])
 def test_magic_runs_cell_on_namespace_dataframes(shell, spark, stock, extension):
     shell.run_line_magic("load_ext", extension)
     shell.user_ns["ticks"] = spark.createDataFrame(stock)  # a name Spark's catalog does not know

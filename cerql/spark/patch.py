@@ -3,7 +3,7 @@
 ``import cerql`` calls :func:`install`. It adds ``cer_sql`` to the classic session class, and to
 the Spark Connect session class (a separate class, not a subclass) as soon as
 ``pyspark.sql.connect.session`` is imported, without importing it (and grpc) up front. An
-existing ``cer_sql`` attribute is left alone. The method imports :mod:`cerql.session` when first
+existing ``cer_sql`` attribute is left alone. The method imports :mod:`cerql.spark.session` when first
 called, so that importing cerql stays cheap in Spark's Python workers, which only need the
 engine.
 """
@@ -19,7 +19,7 @@ CONNECT_MODULE = "pyspark.sql.connect.session"
 
 def _method(self, text: str, **tables):
     """Run a CEQL query on this session; see :func:`cerql.cer_sql`."""
-    from cerql.session import cer_sql
+    from cerql.spark.session import cer_sql
 
     return cer_sql(self, text, **tables)
 

@@ -32,8 +32,8 @@ import pandas as pd
 
 import cerql
 from cerql import ast
+from cerql.cli import DEMO_ROWS
 
-DEFAULT_ROWS = 20_000
 START = pd.Timestamp("2024-03-01 09:30:00")
 
 # Stock names with a base price and a per-trade volatility. MSFT trades around 100 and AMZN
@@ -63,7 +63,7 @@ AIRPORT = "JFK Airport"
 TAXIS = 8
 
 
-def stock_stream(n_rows: int = DEFAULT_ROWS, seed: int = 1) -> pd.DataFrame:
+def stock_stream(n_rows: int = DEMO_ROWS, seed: int = 1) -> pd.DataFrame:
     """BUY and SELL trades of five stocks, in arrival order.
 
     Parameters
@@ -82,7 +82,7 @@ def stock_stream(n_rows: int = DEFAULT_ROWS, seed: int = 1) -> pd.DataFrame:
 
     Examples
     --------
-    >>> from cerql.demo import stock_stream
+    >>> from cerql.cli.demo import stock_stream
     >>> df = stock_stream(5)
     >>> list(df.columns)
     ['type', 'name', 'price', 'volume', 'ts']
@@ -108,7 +108,7 @@ def stock_stream(n_rows: int = DEFAULT_ROWS, seed: int = 1) -> pd.DataFrame:
     })
 
 
-def plug_stream(n_rows: int = DEFAULT_ROWS, seed: int = 2) -> pd.DataFrame:
+def plug_stream(n_rows: int = DEMO_ROWS, seed: int = 2) -> pd.DataFrame:
     """Load readings of smart plugs in six households, in time order.
 
     Each plug reports about every 8 seconds. Its device switches between standby (a few watts)
@@ -131,7 +131,7 @@ def plug_stream(n_rows: int = DEFAULT_ROWS, seed: int = 2) -> pd.DataFrame:
 
     Examples
     --------
-    >>> from cerql.demo import plug_stream
+    >>> from cerql.cli.demo import plug_stream
     >>> df = plug_stream(24)
     >>> list(df.columns), len(df)
     (['plug_id', 'household_id', 'load', 'ts'], 24)
@@ -161,7 +161,7 @@ def plug_stream(n_rows: int = DEFAULT_ROWS, seed: int = 2) -> pd.DataFrame:
     return df.astype({"plug_id": np.int64, "household_id": np.int64})
 
 
-def taxi_stream(n_rows: int = DEFAULT_ROWS, seed: int = 3) -> pd.DataFrame:
+def taxi_stream(n_rows: int = DEMO_ROWS, seed: int = 3) -> pd.DataFrame:
     """PICKUP and DROPOFF events of eight taxis in New York zones, in time order.
 
     A taxi picks up where it last dropped off, drives to a nearby zone (mostly the next one
@@ -184,7 +184,7 @@ def taxi_stream(n_rows: int = DEFAULT_ROWS, seed: int = 3) -> pd.DataFrame:
 
     Examples
     --------
-    >>> from cerql.demo import taxi_stream
+    >>> from cerql.cli.demo import taxi_stream
     >>> df = taxi_stream(10)
     >>> sorted(set(df["type"]))
     ['DROPOFF', 'PICKUP']
@@ -230,7 +230,7 @@ DATASETS: dict[str, Callable[..., pd.DataFrame]] = {
 }
 
 
-def demo_tables(n_rows: int = DEFAULT_ROWS) -> dict[str, pd.DataFrame]:
+def demo_tables(n_rows: int = DEMO_ROWS) -> dict[str, pd.DataFrame]:
     """Every demo stream by the table name the queries in ``sql/`` use."""
     return {name: make(n_rows) for name, make in DATASETS.items()}
 
@@ -238,7 +238,7 @@ def demo_tables(n_rows: int = DEFAULT_ROWS) -> dict[str, pd.DataFrame]:
 def sql_dir() -> Path:
     """Where the demo queries live: the repository's ``sql/`` beside the package (a source
     checkout or editable install), else a ``sql/`` inside the package (an installed copy)."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # cerql/, above cerql/cli/
     repository = package.parent / "sql"
     return repository if repository.is_dir() else package / "sql"
 
@@ -303,7 +303,7 @@ def spark_tables(spark, tables: Mapping[str, pd.DataFrame]) -> dict:
 
     Examples
     --------
-    >>> from cerql.demo import demo_tables, spark_tables
+    >>> from cerql.cli.demo import demo_tables, spark_tables
     >>> frames = spark_tables(spark, demo_tables(10))  # doctest: +SKIP
     >>> frames["stock"].schema.simpleString()  # doctest: +SKIP
     'struct<type:string,name:string,price:double,volume:bigint,ts:timestamp>'
@@ -332,7 +332,7 @@ def _evaluate(text: str, used: Mapping[str, pd.DataFrame], engine: str, spark, f
         return len(result), result
     from pyspark.errors import PySparkException
 
-    from cerql.session import first_line, task_error
+    from cerql.spark.task_errors import first_line, task_error
 
     try:
         df = cerql.cer_sql(spark, text, **{name: frames[name] for name in used})
@@ -360,7 +360,7 @@ def summary_table(summaries: list[dict]) -> str:
 
 def run_demo(
     out: Callable[[str], object] = print,
-    n_rows: int = DEFAULT_ROWS,
+    n_rows: int = DEMO_ROWS,
     engine: str = "spark",
     show: int = 3,
     directory: Path | None = None,
@@ -397,7 +397,7 @@ def run_demo(
 
     Examples
     --------
-    >>> from cerql.demo import run_demo
+    >>> from cerql.cli.demo import run_demo
     >>> lines = []
     >>> summaries = run_demo(out=lines.append, engine="local", show=0)  # doctest: +SKIP
     >>> all(s["matches"] > 0 for s in summaries)  # doctest: +SKIP
@@ -405,7 +405,7 @@ def run_demo(
     """
     with contextlib.ExitStack() as stack:
         if engine == "spark" and spark is None:
-            from cerql.spark_runtime import spark_session
+            from cerql.cli.runtime import spark_session
 
             spark = stack.enter_context(spark_session())
         return _run_demo(out, n_rows, engine, show, directory, spark if engine == "spark" else None,

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import cerql
-from cerql.patch import _method, _patch
-from cerql.session import task_error
-from tests.spark_compare import canonical_rows, local_records, spark_records
+from cerql.spark.patch import _method, _patch
+from cerql.spark.task_errors import task_error
+from tests.spark.compare import canonical_rows, local_records, spark_records
 
 pytestmark = pytest.mark.spark
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 import cerql
-from tests.spark_compare import canonical_rows, local_records, spark_records
+from tests.spark.compare import canonical_rows, local_records, spark_records
 
 pytestmark = pytest.mark.spark
 
@@ -308,7 +308,7 @@ def test_two_sources_one_spelling_two_ways(spark):
     ("SELECT * FROM t WHERE A AS a ; A ORDER BY ts", {"type": ["A", "A"], "ts": [0, 1]}),
 ])
 def test_sql_cell_reads_any_column_name(spark, query, table):
-    """The SQL-cell function (cerql/udtf.py) gives the local engine's rows on the same names."""
+    """The SQL-cell function (cerql/spark/sql_cells.py) gives the local engine's rows on the same names."""
     table = pa.table(table)
     cerql.register(spark)
     _one_partition_frame(spark, table).createOrReplaceTempView("t")

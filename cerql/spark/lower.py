@@ -13,7 +13,7 @@ DESIGN.md section 5. The pipeline, in order:
    no atom), and only the columns the rest of the plan reads are kept;
 3. ``repartition`` by the partition keys (one partition without PARTITION BY) and
    ``sortWithinPartitions`` by (keys, ordering columns, source, ordinal);
-4. ``mapInArrow`` runs :class:`cerql.exec.arrow_task.MatchTask` (the numba kernel, state carried
+4. ``mapInArrow`` runs :class:`cerql.spark.arrow_task.MatchTask` (the numba kernel, state carried
    across batches), which emits the result rows itself;
 5. SELECT expressions are evaluated by Spark on the matched events' struct fields, and LIMIT
    takes the first n rows in (keys, match_end, match_start, match_id) order.
@@ -37,7 +37,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import ast
-from cerql.exec.arrow_task import BITS_COLUMN, RISING_COLUMN
+from cerql.spark.arrow_task import BITS_COLUMN, RISING_COLUMN
 from cerql.exec.driver import RegisterSpec
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan
 from cerql.planner import aggregates
@@ -325,7 +325,7 @@ def _matcher(task: QueryPlan, names: list[str], results: list[str]):
     def cerql_match(batches):  # the name shows in Spark's plan
         import pyarrow as pa  # on the executor
 
-        from cerql.exec.arrow_task import MatchTask
+        from cerql.spark.arrow_task import MatchTask
 
         def renamed(out):
             for b in out.to_batches():

@@ -17,7 +17,7 @@ from hypothesis import assume, given
 import cerql
 from tests.exec.test_cross_predicates import cross_cases
 from tests.exec.test_engine_vs_reference import _settings, cases, query_text, table_for
-from tests.spark_compare import canonical_rows, local_records, spark_records
+from tests.spark.compare import canonical_rows, local_records, spark_records
 
 pytestmark = pytest.mark.spark
 

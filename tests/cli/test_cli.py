@@ -19,12 +19,12 @@ import pandas as pd
 import pytest
 
 import cerql
-from cerql import cli, spark_runtime, tables_io
-from cerql.cli import main
-from cerql.demo import load_queries, plug_stream, run_demo, sql_dir, stock_stream
-from cerql.spark_runtime import Progress
-from cerql.tables_io import parse_table_spec, parse_timestamps
-from tests.spark_compare import canonical_rows, local_records
+from cerql.cli import commands as cli, runtime as spark_runtime, tables_io
+from cerql.cli.commands import main
+from cerql.cli.demo import load_queries, plug_stream, run_demo, sql_dir, stock_stream
+from cerql.cli.runtime import Progress
+from cerql.cli.tables_io import parse_table_spec, parse_timestamps
+from tests.spark.compare import canonical_rows, local_records
 
 PAIRS = (sql_dir() / "stock_same_lot_pairs.sql").read_text()
 
@@ -215,11 +215,6 @@ def test_csv_timestamps_are_parsed_by_name_or_content():
     assert str(parsed["day"].dtype).startswith("datetime64")
     assert parsed["name"].tolist() == ["MSFT", "2024-03-01"]
     assert parsed["n"].tolist() == [1, 2]
-
-
-def test_cli_demo_default_matches_the_demo_module():
-    from cerql import cli, demo
-    assert cli.DEMO_ROWS == demo.DEFAULT_ROWS
 
 
 def test_local_engine_reads_a_directory_of_csv_parts(stock_files, capsys):

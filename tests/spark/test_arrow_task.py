@@ -11,7 +11,7 @@ import pytest
 
 import cerql
 from cerql.exec import driver, output, post_filter
-from cerql.exec.arrow_task import BITS_COLUMN, MatchTask
+from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
 from cerql.exec.stream import build_stream
 from cerql.planner.resolve import resolve
 
@@ -92,7 +92,7 @@ def test_output_schema_matches_the_rows():
 
 
 def test_take_rows_reads_across_chunks_in_order():
-    from cerql.exec.arrow_task import take_rows
+    from cerql.spark.arrow_task import take_rows
 
     table = pa.concat_tables([pa.table({"x": list(range(i, i + 3))}) for i in range(0, 30, 3)])
     assert table.column("x").num_chunks == 10

@@ -5,7 +5,7 @@ Output: :func:`spark_session`, a context manager giving the session ``cerql run`
 ``cerql demo`` run on, and :func:`progress`, a context manager reporting Spark's running stages
 on stderr. Kept apart from the commands because the CLI's results depend on session settings
 (time zone, Parquet timestamp type) whichever session runs them, and because the demo
-(:func:`cerql.demo.run_demo`) needs the same session without the command line.
+(:func:`cerql.cli.demo.run_demo`) needs the same session without the command line.
 
 A local SparkSession is started (``local[*]``, UI off, session time zone UTC, Spark's log cut to
 errors), or the session already active in the process is reused (a notebook's, or the test
@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 
 import cerql
-from cerql.session import first_line
-from cerql.tables_io import CliError
+from cerql.spark.task_errors import first_line
+from cerql.cli.tables_io import CliError
 
 # Session settings the CLI's results depend on; also set (and restored) on a reused session.
 # UTC: CSV timestamps without an offset are read, and all timestamps printed, as UTC. Parquet's

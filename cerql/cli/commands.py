@@ -8,15 +8,15 @@ reason that is not the query's, or cerql itself fails (one line naming the excep
 traceback only with ``CERQL_TRACEBACK=1``).
 
 ``run`` and ``demo`` use Spark by default (``--engine spark``), on a session from
-:mod:`cerql.spark_runtime`: a local one started for the command, or the one already active in
+:mod:`cerql.cli.runtime`: a local one started for the command, or the one already active in
 the process (a notebook's, or the test suite's), reused and left running. The query is checked
 before Spark starts, so a typo costs no JVM start-up. ``--engine local`` (the numba automaton
 engine) and ``--engine reference`` run without Spark.
 
 ``run`` reads its tables from ``--table name=path`` files and writes the result to ``--out`` or
-prints it; which formats are read and written, and how, is in :mod:`cerql.tables_io`, and so
+prints it; which formats are read and written, and how, is in :mod:`cerql.cli.tables_io`, and so
 is which ``--out`` may be replaced (never an input, and only with ``--overwrite``). While
-Spark works, ``--progress`` shows the running stages on stderr (:mod:`cerql.spark_runtime`).
+Spark works, ``--progress`` shows the running stages on stderr (:mod:`cerql.cli.runtime`).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ import pandas as pd
 import cerql
 from cerql import errors
 from cerql.errors import CeqlError
-from cerql.session import first_line, task_error
-from cerql.spark_runtime import parse_conf, progress, spark_session
-from cerql.tables_io import (
+from cerql.spark.task_errors import first_line, task_error
+from cerql.cli import DEMO_ROWS
+from cerql.cli.runtime import parse_conf, progress, spark_session
+from cerql.cli.tables_io import (
     OUT_SUFFIXES, CliError, OutputRefused, check_not_input, check_out, read_spark_table,
     read_table, show_text, table_specs, write_result, write_spark_result,
 )
 
-DEMO_ROWS = 20_000  # the default of ``cerql demo``; cerql.demo.DEFAULT_ROWS, without importing it
 
 ENGINES = ("spark", "local", "reference")
 SHOW_ROWS = 20
@@ -126,7 +126,7 @@ def run_spark(args: argparse.Namespace, text: str, specs, out: Path | None) -> i
 def cmd_demo(args: argparse.Namespace) -> int:
     """``cerql demo``: generate the demo streams and run every query in ``sql/``; exit 2 when a
     query failed (each failure is printed where it happened) or there was no query to run."""
-    from cerql.demo import run_demo  # the demo pulls in its generators only when asked
+    from cerql.cli.demo import run_demo  # the demo pulls in its generators only when asked
 
     if args.engine != "spark":
         summaries = run_demo(out=print, n_rows=args.rows, engine=args.engine, show=args.show)
@@ -146,7 +146,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     Everything that can be checked without data is checked before an engine starts: the query
     file, the table files and their formats, the ``--out`` suffix and whether it may be written
-    (:func:`cerql.tables_io.check_out`), and the query itself.
+    (:func:`cerql.cli.tables_io.check_out`), and the query itself.
     """
     text = read_query(args.query)
     specs = table_specs(args.table or [])
@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def query_error(err: BaseException) -> CeqlError | None:
     """The CeqlError behind an exception: itself, the one it was raised from (``raise … from``,
-    or lark's ``VisitError.orig_exc``), or one a Spark task raised (:func:`cerql.session.task_error`
+    or lark's ``VisitError.orig_exc``), or one a Spark task raised (:func:`cerql.spark.task_errors.task_error`
     reads it from the failure Spark reports); None when the failure is not the query's."""
     seen: set[int] = set()
     inner: BaseException | None = err
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
 
     Examples
     --------
-    >>> from cerql.cli import main
+    >>> from cerql.cli.commands import main
     >>> main(["explain", "/no/such/query.sql"])  # doctest: +SKIP
     cerql: error: /no/such/query.sql: cannot read query: No such file or directory
     1

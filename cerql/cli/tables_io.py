@@ -53,7 +53,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cerql.session import first_line
+from cerql.spark.task_errors import first_line
 
 TABLE_SUFFIXES = (".parquet", ".csv")
 OUT_SUFFIXES = (".parquet", ".csv", ".json")
@@ -66,7 +66,7 @@ CSV_TIMESTAMP_FORMAT = "yyyy-MM-dd['T'][' ']HH:mm[:ss][.SSSSSSSSS][XXX]"
 class CliError(Exception):
     """A problem with the command's files or arguments (not with the query): exit code 1.
 
-    Defined here, the first module to raise it, so that :mod:`cerql.spark_runtime` (a bad
+    Defined here, the first module to raise it, so that :mod:`cerql.cli.runtime` (a bad
     ``--conf``) and :mod:`cerql.cli` (a bad argument) share it without importing the CLI.
     """
 
@@ -166,11 +166,6 @@ def read_table(path: Path, fmt: str | None = None) -> pd.DataFrame:
         raise
     except Exception as err:  # pandas and pyarrow raise many kinds; all mean "unreadable"
         raise CliError(f"{path}: cannot read table: {err}") from err
-
-
-def read_tables(specs: list[str]) -> dict[str, pd.DataFrame]:
-    """Every ``--table`` as name -> pandas DataFrame (the local engines)."""
-    return {name: read_table(path, fmt) for name, path, fmt in table_specs(specs)}
 
 
 def _micros(t):

@@ -1,0 +1,18 @@
+"""The ``cerql`` command line: ``cerql demo|run|explain``.
+
+- :mod:`cerql.cli.commands`: the argument parser, the commands and their exit codes.
+- :mod:`cerql.cli.tables_io`: reading tables (parquet, CSV, directories) and writing results.
+- :mod:`cerql.cli.runtime`: the Spark session a command starts, ``--conf`` and ``--progress``.
+- :mod:`cerql.cli.demo`: the generated streams and the demo run by ``make demo``.
+"""
+
+from __future__ import annotations
+
+DEMO_ROWS = 20_000  # rows per generated stream in ``cerql demo`` and :mod:`cerql.cli.demo`
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``cerql`` script's entry point (see :func:`cerql.cli.commands.main`)."""
+    from cerql.cli.commands import main as run
+
+    return run(argv)

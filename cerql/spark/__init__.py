@@ -1,0 +1,12 @@
+"""cerql on Apache Spark: everything that imports pyspark, apart from the command line.
+
+- :mod:`cerql.spark.session`: ``cer_sql`` (parse, analyze, find the sources, resolve, lower).
+- :mod:`cerql.spark.lower`: the physical plan as a Spark plan (union, bits, shuffle, mapInArrow).
+- :mod:`cerql.spark.arrow_task`: the task ``mapInArrow`` runs on each partition (the kernel over
+  Arrow batches, state carried across them).
+- :mod:`cerql.spark.sql_cells`: the ``cerql(TABLE(t), 'query')`` table function for SQL cells.
+- :mod:`cerql.spark.magic`: the ``%%ceql`` cell magic; :mod:`cerql.spark.patch`: ``spark.cer_sql``.
+- :mod:`cerql.spark.task_errors`: CeqlErrors raised in tasks, rebuilt on the driver.
+
+Importing this package imports nothing: Spark's Python workers load only the task module.
+"""
