@@ -45,6 +45,15 @@ class CeqlError(Exception):
         self.params = dict(params or {})
         super().__init__(self._render())
 
+    @classmethod
+    def at(cls, text: str, offset: int, message: str, error_class: str, hint: str | None = None,
+           **params: Any) -> "CeqlError":
+        """The error at a character offset of the query text, with its line and column: the one
+        way every stage builds a positioned error (``AnalysisError.at(text, span.start, ...)``)."""
+        line, column = position_of(text, offset)
+        return cls(message, error_class=error_class, line=line, column=column, hint=hint, text=text,
+                   params=params or None)
+
     def with_text(self, text: str) -> "CeqlError":
         """Attach the query text (for the caret) when the raiser did not have it."""
         if self.text is None:
