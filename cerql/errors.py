@@ -94,6 +94,14 @@ class ExecutionError(CeqlError):
     """Evaluation stopped on purpose: a guard such as ``maxMatchesPerEvent`` was exceeded."""
 
 
+def start_of(span, offset: int | None = None) -> int:
+    """The offset :meth:`CeqlError.at` takes for an AST node: ``offset`` when the caller found
+    a closer one, else where the node's ``ast.Span`` starts, else 0."""
+    if offset is not None:
+        return offset
+    return span.start if span is not None else 0
+
+
 def position_of(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of a 0-based character offset in ``text``."""
     offset = max(0, min(offset, len(text)))

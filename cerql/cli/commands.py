@@ -100,10 +100,9 @@ def check_sources(analysis, names: list[str]) -> None:
     given = {n.lower() for n in names}
     for source in analysis.select.sources:
         if source.name.lower() not in given:
-            line, column = errors.position_of(analysis.text, source.span.start if source.span else 0)
-            raise errors.AnalysisError(
-                f"Unknown source '{source.name}'", error_class="UNKNOWN_SOURCE", line=line,
-                column=column, text=analysis.text, hint=f"give it with --table {source.name}=PATH")
+            raise errors.AnalysisError.at(analysis.text, errors.start_of(source.span),
+                                          f"Unknown source '{source.name}'", "UNKNOWN_SOURCE",
+                                          f"give it with --table {source.name}=PATH")
 
 
 def run_spark(args: argparse.Namespace, text: str, specs, out: Path | None) -> int:

@@ -19,7 +19,7 @@ import contextlib
 import re
 import sys
 
-from cerql.errors import CeqlError, ParseError, position_of
+from cerql.errors import CeqlError, ParseError
 
 RECURSION_LIMIT = 30_000     # frames, while a query is parsed, analyzed, resolved and run
 MAX_PATTERN_DEPTH = 2_000    # nested pattern operators: about 4 frames each in the transformer
@@ -31,9 +31,7 @@ _TOKENS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|--[
 
 
 def too_complex(text: str, offset: int, what: str) -> ParseError:
-    line, column = position_of(text, offset)
-    return ParseError(f"The query is too complex: {what}", error_class="QUERY_TOO_COMPLEX",
-                      line=line, column=column, hint=_HINT, text=text)
+    return ParseError.at(text, offset, f"The query is too complex: {what}", "QUERY_TOO_COMPLEX", _HINT)
 
 
 def check_parentheses(text: str) -> None:

@@ -70,27 +70,13 @@ def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
             line_start = sum(len(s) + 1 for s in lines[: detail["line"] - 1])
             end = line_start + detail.get("col", 1)
             where = offset + max(line_start, end - len(detail.get("highlight") or " "))
-        line, column = position_of(query, where)
         message = (detail.get("description") or str(err)).split("\n")[0]
         if message.startswith("Required keyword"):
             message = "an operand or keyword is missing"
-        raise ParseError(
-            f"Invalid Spark SQL expression: {message}",
-            error_class="INVALID_SQL_EXPRESSION",
-            line=line,
-            column=column,
-            hint="inside FILTER brackets and SELECT items the language is Spark SQL",
-            text=query,
-        ) from None
+        raise ParseError.at(query, where, f"Invalid Spark SQL expression: {message}", "INVALID_SQL_EXPRESSION",
+                            "inside FILTER brackets and SELECT items the language is Spark SQL") from None
     except sqlglot.errors.SqlglotError as err:
-        line, column = position_of(query, offset)
-        raise ParseError(
-            f"Invalid Spark SQL expression: {err}",
-            error_class="INVALID_SQL_EXPRESSION",
-            line=line,
-            column=column,
-            text=query,
-        ) from None
+        raise ParseError.at(query, offset, f"Invalid Spark SQL expression: {err}", "INVALID_SQL_EXPRESSION") from None
     for node in tree.walk():
         node.comments = None  # comments are not part of the canonical text
         if originals and isinstance(node, exp.Identifier) and node.this.startswith(_STAND_IN):
@@ -156,13 +142,9 @@ def _strip_qualifier(tree: exp.Expression, var: str) -> exp.Expression:
 
 
 def _after_filter(query: str, where: int) -> ParseError:
-    line, column = position_of(query, where)
-    return ParseError(
-        "Syntax error: a pattern operator after FILTER", error_class="PATTERN_AFTER_FILTER",
-        line=line, column=column, text=query,
-        hint="FILTER covers everything to its left; put the filtered part in parentheses: "
-        "(p FILTER f) OR q",
-    )
+    return ParseError.at(query, where, "Syntax error: a pattern operator after FILTER", "PATTERN_AFTER_FILTER",
+                         "FILTER covers everything to its left; put the filtered part in parentheses: "
+                         "(p FILTER f) OR q")
 
 
 def parse_condition(text: str, offset: int, query: str) -> ast.Condition:

@@ -16,7 +16,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from cerql import ast
-from cerql.errors import CeqlError, ParseError, position_of
+from cerql.errors import CeqlError, ParseError
 from cerql.parser import sqlexpr
 from cerql.parser.depth import check_depth, check_parentheses, room_to_recurse
 
@@ -54,11 +54,6 @@ def unquote(name: str) -> str:
     return name
 
 
-def _err(text: str, offset: int, message: str, error_class: str, hint: str | None = None):
-    line, column = position_of(text, offset)
-    return ParseError(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
-
-
 _COLUMN_ITEM = re.compile(r"\s*(`(?:[^`]|``)+`|[^,`]*)\s*(,|$)")
 
 
@@ -72,8 +67,8 @@ def split_columns(bracket: Token, text: str) -> tuple[str, ...]:
         at = bracket.start_pos + 1 + (m.start(1) if m else pos)
         if not m or not re.fullmatch(r"`(?:[^`]|``)+`|[^\W\d]\w*", name):
             shown = name or inner[pos:].strip()
-            raise _err(text, at, f"Expected a column name in brackets, got {shown!r}",
-                       "EXPECTED_COLUMN", "write [col] or [col1, col2]")
+            raise ParseError.at(text, at, f"Expected a column name in brackets, got {shown!r}",
+                                "EXPECTED_COLUMN", "write [col] or [col1, col2]")
         names.append(unquote(name))
         if m.group(2) != ",":
             return tuple(names)
@@ -85,10 +80,10 @@ def _number(token: Token, text: str, what: str, integer: bool = False):
     try:
         value = Decimal(raw)
     except InvalidOperation:  # pragma: no cover - the lexer only passes numbers
-        raise _err(text, token.start_pos, f"Invalid number {raw!r}", "INVALID_NUMBER")
+        raise ParseError.at(text, token.start_pos, f"Invalid number {raw!r}", "INVALID_NUMBER")
     if integer and value != value.to_integral_value():
-        raise _err(text, token.start_pos, f"{what} must be a whole number, got {raw}",
-                   "EXPECTED_INTEGER", f"write {what} with a whole number, e.g. {int(value)}")
+        raise ParseError.at(text, token.start_pos, f"{what} must be a whole number, got {raw}",
+                            "EXPECTED_INTEGER", f"write {what} with a whole number, e.g. {int(value)}")
     if value == value.to_integral_value() and "e" not in raw.lower() and "." not in raw:
         return int(value)
     return float(value) if not integer else int(value)
@@ -101,7 +96,7 @@ def duration_micros(parts: list[tuple[Decimal, str]], text: str, at: int) -> int
         key = unit.lower().rstrip("s")
         total += amount * MICROS_PER_UNIT[key]
     if total != total.to_integral_value():
-        raise _err(text, at, "A window must be a whole number of microseconds", "INVALID_WINDOW")
+        raise ParseError.at(text, at, "A window must be a whole number of microseconds", "INVALID_WINDOW")
     return int(total)
 
 
@@ -247,8 +242,8 @@ class _ToAst(Transformer):
 
     def order_key(self, children):
         if len(children) == 2 and children[1].value.upper() == "DESC":
-            raise _err(self.text, children[1].start_pos, "ORDER BY ... DESC is not supported",
-                       "DESC_ORDER", "events are matched in ascending order; drop DESC")
+            raise ParseError.at(self.text, children[1].start_pos, "ORDER BY ... DESC is not supported",
+                                "DESC_ORDER", "events are matched in ascending order; drop DESC")
         return children[0]
 
     def within(self, children):
@@ -290,11 +285,11 @@ class _ToAst(Transformer):
                     if u.lower().rstrip("s") not in MICROS_PER_UNIT:
                         raise ValueError
         except (ValueError, InvalidOperation):
-            raise _err(self.text, string.start_pos, f"Invalid interval {string.value}",
-                       "INVALID_WINDOW", "write INTERVAL '5' MINUTE or INTERVAL '1 minute 30 seconds'")
+            raise ParseError.at(self.text, string.start_pos, f"Invalid interval {string.value}",
+                                "INVALID_WINDOW", "write INTERVAL '5' MINUTE or INTERVAL '1 minute 30 seconds'")
         for amount, _ in parts:
             if amount < 0:
-                raise _err(self.text, string.start_pos, "A window cannot be negative", "INVALID_WINDOW")
+                raise ParseError.at(self.text, string.start_pos, "A window cannot be negative", "INVALID_WINDOW")
         column = self._one_column(bracket) if bracket is not None else None
         return ast.TimeWindow(duration_micros(parts, self.text, meta.start_pos), column, _span(meta))
 
@@ -306,8 +301,8 @@ class _ToAst(Transformer):
     def _one_column(self, bracket: Token) -> str:
         cols = split_columns(bracket, self.text)
         if len(cols) != 1:
-            raise _err(self.text, bracket.start_pos, "WITHIN takes one column in brackets",
-                       "INVALID_WINDOW", "write WITHIN 10 [ts]")
+            raise ParseError.at(self.text, bracket.start_pos, "WITHIN takes one column in brackets",
+                                "INVALID_WINDOW", "write WITHIN 10 [ts]")
         return cols[0]
 
     def consume(self, children):
@@ -433,28 +428,19 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> ParseError:
             found = f"selection strategy {word.group(0).upper()} inside the pattern"
     elif label == "STRATEGY_IN_PATTERN":
         label = None
-    line, column = position_of(text, offset)
     expected = _expected(exc)
     hint = _HINTS.get(label) if label else None
     if hint is None and expected:
         hint = f"expected {expected}"
-    return ParseError(
-        f"Syntax error: {found}" if label == "STRATEGY_IN_PATTERN" else f"Syntax error: unexpected {found}",
-        error_class=label or "SYNTAX_ERROR",
-        line=line,
-        column=column,
-        hint=hint,
-        text=text,
-        params={"expected": expected},
-    )
+    message = f"Syntax error: {found}" if label == "STRATEGY_IN_PATTERN" else f"Syntax error: unexpected {found}"
+    return ParseError.at(text, offset, message, label or "SYNTAX_ERROR", hint, expected=expected)
 
 
 def parse(text: str) -> ast.Query:
     """Parse CEQL text into a :class:`cerql.ast.Select` or :class:`cerql.ast.CreateView`."""
     body = re.sub(r"[\s;]+$", "", text)
     if not body.strip():
-        raise ParseError("Empty query", error_class="EMPTY_QUERY", line=1, column=1, text=text,
-                         hint="write SELECT ... FROM source WHERE pattern")
+        raise ParseError.at(text, 0, "Empty query", "EMPTY_QUERY", "write SELECT ... FROM source WHERE pattern")
     check_parentheses(body)
     try:
         tree = _parser().parse(body)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from cerql import ast
-from cerql.errors import AnalysisError, UnsupportedError, position_of
+from cerql.errors import AnalysisError, UnsupportedError, start_of
 from cerql.parser.sqlexpr import expr_position
 from cerql.planner import aggregates
 
@@ -53,12 +53,6 @@ class Analysis:
     cardinality: dict[str, int]
     selected: tuple[str, ...]
     outputs: tuple[OutputVar | OutputExpr, ...]
-
-
-def _error(cls, text: str, span: ast.Span | None, message: str, error_class: str, hint=None, offset=None):
-    where = offset if offset is not None else (span.start if span else 0)
-    line, column = position_of(text, where)
-    return cls(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
 
 
 def find_name(text: str, name: str, start: int = 0) -> int | None:
@@ -135,13 +129,11 @@ def _check_filters(pattern, text: str) -> None:
         for leaf in _condition_leaves(node.condition):
             if isinstance(leaf, ast.VarPredicate):
                 if leaf.var not in bound:
-                    raise _error(
-                        AnalysisError, text, leaf.span,
-                        f"FILTER variable '{leaf.var}' is not bound in the filtered pattern",
-                        "UNBOUND_FILTER_VARIABLE",
-                        "a FILTER may name an AS variable or an event type that occurs in the "
-                        f"pattern to its left; known here: {', '.join(sorted(bound))}",
-                    )
+                    raise AnalysisError.at(text, start_of(leaf.span),
+                                           f"FILTER variable '{leaf.var}' is not bound in the filtered pattern",
+                                           "UNBOUND_FILTER_VARIABLE",
+                                           "a FILTER may name an AS variable or an event type that occurs in the "
+                                           f"pattern to its left; known here: {', '.join(sorted(bound))}")
                 _check_unary_predicate(leaf, text)
             else:
                 _check_cross_predicate(leaf, bound, text)
@@ -151,24 +143,18 @@ def _check_unary_predicate(leaf: ast.VarPredicate, text: str) -> None:
     tree = leaf.predicate.tree
     for col in tree.find_all(exp.Column):
         if col.table:
-            raise _error(
-                UnsupportedError, text, leaf.span,
-                f"'{col.sql(dialect='spark')}' refers to another variable inside {leaf.var}[...]",
-                "QUALIFIED_COLUMN_IN_BRACKETS",
-                "inside var[...] columns are bare names of that variable's event; "
-                "compare variables outside brackets: FILTER b.price > a.price",
-                offset=expr_position(leaf.predicate, col),
-            )
+            raise UnsupportedError.at(text, expr_position(leaf.predicate, col),
+                                      f"'{col.sql(dialect='spark')}' refers to another variable inside {leaf.var}[...]",
+                                      "QUALIFIED_COLUMN_IN_BRACKETS",
+                                      "inside var[...] columns are bare names of that variable's event; "
+                                      "compare variables outside brackets: FILTER b.price > a.price")
     agg = next(tree.find_all(exp.AggFunc), None)
     if agg is not None:
-        raise _error(
-            AnalysisError, text, leaf.span,
-            f"Aggregate '{agg.sql(dialect='spark')}' inside {leaf.var}[...]",
-            "AGGREGATE_IN_BRACKETS",
-            "a bracket predicate is checked on each event alone; aggregates over a variable "
-            "are written outside brackets (FILTER sum(b.volume) > 10), a later extension",
-            offset=expr_position(leaf.predicate, agg),
-        )
+        raise AnalysisError.at(text, expr_position(leaf.predicate, agg),
+                               f"Aggregate '{agg.sql(dialect='spark')}' inside {leaf.var}[...]",
+                               "AGGREGATE_IN_BRACKETS",
+                               "a bracket predicate is checked on each event alone; aggregates over a variable "
+                               "are written outside brackets (FILTER sum(b.volume) > 10), a later extension")
 
 
 def _check_cross_predicate(leaf: ast.CrossPredicate, bound: set[str], text: str) -> None:
@@ -182,28 +168,22 @@ def _check_cross_predicate(leaf: ast.CrossPredicate, bound: set[str], text: str)
             if err.error_class == "UNKNOWN_VARIABLE":
                 err.error_class, err.message = "UNBOUND_FILTER_VARIABLE", err.message.replace(
                     "Unknown variable", "FILTER variable") + " is not bound in the filtered pattern"
-            raise _error(cls, text, leaf.span, err.message, err.error_class, err.hint,
-                         offset=expr_position(leaf.expr, err.node)) from None
+            raise cls.at(text, expr_position(leaf.expr, err.node), err.message, err.error_class, err.hint) from None
         counted.update(id(col) for col in call.find_all(exp.Column) if not col.table)
     for col in tree.find_all(exp.Column):
         if id(col) in counted:
             continue
         if not col.table:
-            raise _error(
-                AnalysisError, text, leaf.span,
-                f"Column '{col.name}' in FILTER is not qualified by a variable",
-                "UNQUALIFIED_FILTER_COLUMN",
-                f"write var[{col.name} ...] for one variable, or var.{col.name} to compare variables",
-                offset=expr_position(leaf.expr, col),
-            )
+            raise AnalysisError.at(text, expr_position(leaf.expr, col),
+                                   f"Column '{col.name}' in FILTER is not qualified by a variable",
+                                   "UNQUALIFIED_FILTER_COLUMN",
+                                   f"write var[{col.name} ...] for one variable, "
+                                   f"or var.{col.name} to compare variables")
         if col.table not in bound:
-            raise _error(
-                AnalysisError, text, leaf.span,
-                f"FILTER variable '{col.table}' is not bound in the filtered pattern",
-                "UNBOUND_FILTER_VARIABLE",
-                f"known here: {', '.join(sorted(bound))}",
-                offset=expr_position(leaf.expr, col),
-            )
+            raise AnalysisError.at(text, expr_position(leaf.expr, col),
+                                   f"FILTER variable '{col.table}' is not bound in the filtered pattern",
+                                   "UNBOUND_FILTER_VARIABLE",
+                                   f"known here: {', '.join(sorted(bound))}")
 
 
 def _outputs(select: ast.Select, variables, cardinality, text: str):
@@ -214,11 +194,9 @@ def _outputs(select: ast.Select, variables, cardinality, text: str):
     for item in select.projection:
         if isinstance(item, (ast.SelectVar, ast.SelectVarColumns)):
             if item.var not in variables:
-                raise _error(
-                    AnalysisError, text, item.span, f"Unknown variable '{item.var}' in SELECT",
-                    "UNKNOWN_VARIABLE",
-                    f"the pattern defines {', '.join(variables)}; to select a column write var.col",
-                )
+                raise AnalysisError.at(text, start_of(item.span), f"Unknown variable '{item.var}' in SELECT",
+                                       "UNKNOWN_VARIABLE",
+                                       f"the pattern defines {', '.join(variables)}; to select a column write var.col")
             cols = item.columns if isinstance(item, ast.SelectVarColumns) else None
             outputs.append(OutputVar(item.var, item.var, cols, cardinality[item.var] == MANY))
         else:
@@ -234,36 +212,28 @@ def _select_expr(item: ast.SelectExpr, variables, cardinality, text: str) -> Out
             aggregates.check(call, variables)
         except aggregates.AggregateError as err:
             cls = UnsupportedError if err.error_class == "UNSUPPORTED_AGGREGATE" else AnalysisError
-            raise _error(cls, text, item.span, err.message, err.error_class, err.hint,
-                         offset=expr_position(item.expr, err.node)) from None
+            raise cls.at(text, expr_position(item.expr, err.node), err.message, err.error_class, err.hint) from None
         inside.update(id(col) for col in call.find_all(exp.Column))
     for col in tree.find_all(exp.Column):
         if id(col) in inside:
             continue
         if not col.table:
-            raise _error(
-                AnalysisError, text, item.span,
-                f"Unknown variable '{col.name}' in SELECT" if col.name not in variables
-                else f"Variable '{col.name}' cannot be used as a value in an expression",
-                "UNKNOWN_VARIABLE" if col.name not in variables else "VARIABLE_AS_VALUE",
-                "select a variable alone (SELECT a) or one of its columns (SELECT a.price)",
-                offset=expr_position(item.expr, col),
-            )
+            raise AnalysisError.at(text, expr_position(item.expr, col),
+                                   f"Unknown variable '{col.name}' in SELECT" if col.name not in variables
+                                   else f"Variable '{col.name}' cannot be used as a value in an expression",
+                                   "UNKNOWN_VARIABLE" if col.name not in variables else "VARIABLE_AS_VALUE",
+                                   "select a variable alone (SELECT a) or one of its columns (SELECT a.price)")
         if col.table not in variables:
-            raise _error(
-                AnalysisError, text, item.span, f"Unknown variable '{col.table}' in SELECT",
-                "UNKNOWN_VARIABLE", f"the pattern defines {', '.join(variables)}",
-                offset=expr_position(item.expr, col),
-            )
+            raise AnalysisError.at(text, expr_position(item.expr, col), f"Unknown variable '{col.table}' in SELECT",
+                                   "UNKNOWN_VARIABLE",
+                                   f"the pattern defines {', '.join(variables)}")
         if cardinality[col.table] == MANY:
-            raise _error(
-                UnsupportedError, text, item.span,
-                f"'{col.sql(dialect='spark')}': variable '{col.table}' can hold several events",
-                "SET_VARIABLE_IN_EXPRESSION",
-                f"aggregate it, e.g. sum({col.table}.{col.name}) or collect_list({col.table}.{col.name}), "
-                f"or select {col.table} itself (an array of its events)",
-                offset=expr_position(item.expr, col),
-            )
+            raise UnsupportedError.at(text, expr_position(item.expr, col),
+                                      f"'{col.sql(dialect='spark')}': variable '{col.table}' can hold several events",
+                                      "SET_VARIABLE_IN_EXPRESSION",
+                                      f"aggregate it, e.g. sum({col.table}.{col.name}) or "
+                                      f"collect_list({col.table}.{col.name}), "
+                                      f"or select {col.table} itself (an array of its events)")
     # Spark's naming: a column keeps its own name, any other expression is named by its text
     name = item.alias or (tree.name if isinstance(tree, exp.Column) else item.expr.text)
     return OutputExpr(name, item.expr)
@@ -289,35 +259,37 @@ def analyze(query: ast.Query, text: str) -> Analysis:
         if key in refs:
             at = source.span.start if source.span else 0
             where = find_name(text, source.ref, at + (len(source.name) if source.alias else 0))
-            raise _error(AnalysisError, text, source.span,
-                         f"Source name '{source.ref}' is used twice in FROM", "DUPLICATE_SOURCE",
-                         "give one of them an alias: FROM s, s AS s2", offset=where)
+            raise AnalysisError.at(text, start_of(source.span, where),
+                                   f"Source name '{source.ref}' is used twice in FROM", "DUPLICATE_SOURCE",
+                                   "give one of them an alias: FROM s, s AS s2")
         refs[key] = source
     for node in ast.walk(select.pattern):
         if isinstance(node, ast.Atom) and node.source is not None and node.source.lower() not in refs:
-            raise _error(AnalysisError, text, node.span,
-                         f"Unknown source '{node.source}' in '{node.source}>{node.type}'",
-                         "UNKNOWN_SOURCE", f"FROM lists {', '.join(s.ref for s in select.sources)}")
+            raise AnalysisError.at(text, start_of(node.span),
+                                   f"Unknown source '{node.source}' in '{node.source}>{node.type}'",
+                                   "UNKNOWN_SOURCE",
+                                   f"FROM lists {', '.join(s.ref for s in select.sources)}")
 
     variables = tuple(pattern_variables(select.pattern))
     cardinality = {v: _cardinality(select.pattern, v) for v in variables}
     _check_filters(select.pattern, text)
 
     if select.consume == "ANY" and select.partition_by:
-        raise _error(AnalysisError, text, select.span,
-                     "CONSUME BY ANY cannot be combined with PARTITION BY", "CONSUME_ANY_WITH_PARTITION",
-                     "CONSUME BY ANY needs one global order of results; use CONSUME BY PARTITION "
-                     "to consume within each partition",
-                     offset=find_name(text, "CONSUME", select.pattern.span.end if select.pattern.span else 0))
+        consume = find_name(text, "CONSUME", select.pattern.span.end if select.pattern.span else 0)
+        raise AnalysisError.at(text, start_of(select.span, consume),
+                               "CONSUME BY ANY cannot be combined with PARTITION BY",
+                               "CONSUME_ANY_WITH_PARTITION",
+                               "CONSUME BY ANY needs one global order of results; use CONSUME BY PARTITION "
+                               "to consume within each partition")
 
     window = select.within
     if isinstance(window, (ast.TimeWindow, ast.ColumnWindow)) and window.column and select.order_by:
         if window.column.lower() != select.order_by[0].lower():
-            raise _error(AnalysisError, text, window.span,
-                         f"WITHIN [{window.column}] is not the first ORDER BY column ({select.order_by[0]})",
-                         "WINDOW_COLUMN_NOT_ORDER",
-                         f"windows are measured on the first ordering column: ORDER BY {window.column}, "
-                         "or drop ORDER BY")
+            raise AnalysisError.at(text, start_of(window.span),
+                                   f"WITHIN [{window.column}] is not the first ORDER BY column ({select.order_by[0]})",
+                                   "WINDOW_COLUMN_NOT_ORDER",
+                                   f"windows are measured on the first ordering column: ORDER BY {window.column}, "
+                                   "or drop ORDER BY")
 
     outputs = _outputs(select, variables, cardinality, text)
     # Reserved names compare case-insensitively (Spark's default); outputs among themselves
@@ -326,13 +298,14 @@ def analyze(query: ast.Query, text: str) -> Analysis:
     seen: set[str] = set()
     for out in outputs:
         if out.name.lower() in reserved or out.name in seen:
-            raise _error(AnalysisError, text, select.span,
-                         f"Output column '{out.name}' clashes with a PARTITION BY, match_* or another output column",
-                         "OUTPUT_NAME_CLASH", "rename the variable or alias the expression",
-                         offset=_definition_offset(select, out, text))
+            raise AnalysisError.at(text, _definition_offset(select, out, text),
+                                   f"Output column '{out.name}' clashes with a PARTITION BY, match_* or "
+                                   "another output column",
+                                   "OUTPUT_NAME_CLASH",
+                                   "rename the variable or alias the expression")
         seen.add(out.name)
     if not outputs:
-        raise _error(AnalysisError, text, select.span, "SELECT selects nothing", "EMPTY_SELECT")
+        raise AnalysisError.at(text, start_of(select.span), "SELECT selects nothing", "EMPTY_SELECT")
     selected = tuple(dict.fromkeys(_output_variables(outputs)))
     return Analysis(text, select, view, variables, cardinality, selected, outputs)
 

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from cerql import ast
-from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze
 from cerql.spark.lower import UnsupportedColumn, arrow_schema, lower, row_filter_masks
@@ -30,11 +30,6 @@ from cerql.parser import parse
 MAX_MATCHES_CONF = "cerql.maxMatchesPerEvent"
 
 
-def _error(text: str, span, message: str, error_class: str, hint: str, cls=AnalysisError) -> CeqlError:
-    line, column = position_of(text, span.start if span else 0)
-    return cls(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
-
-
 def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]:
     """One DataFrame per FROM source, keyed by the name written in FROM."""
     given = {k.lower(): v for k, v in tables.items()}
@@ -42,9 +37,10 @@ def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]
     for source in analysis.select.sources:
         frame = given.get(source.name.lower())
         if frame is None and not spark.catalog.tableExists(source.name):
-            raise _error(analysis.text, source.span, f"Unknown source '{source.name}'", "UNKNOWN_SOURCE",
-                         "name a table or temp view of this session, or pass the DataFrame as a keyword: "
-                         f"cer_sql(text, {source.name.split('.')[-1]}=df)")
+            raise AnalysisError.at(analysis.text, start_of(source.span), f"Unknown source '{source.name}'",
+                                   "UNKNOWN_SOURCE",
+                                   "name a table or temp view of this session, or pass the DataFrame as a keyword: "
+                                   f"cer_sql(text, {source.name.split('.')[-1]}=df)")
         frames[source.name] = frame if frame is not None else spark.table(source.name)
     return frames
 
@@ -54,10 +50,11 @@ def _arrow_schema(text: str, source: ast.Source, frame) -> pa.Schema:
         return arrow_schema(frame.schema)
     except UnsupportedColumn as err:
         f = err.field
-        raise _error(text, source.span,
-                     f"Column '{f.name}' of '{source.name}' has type {f.dataType.simpleString()}, "
-                     "which cerql cannot carry through Arrow", "UNSUPPORTED_COLUMN_TYPE",
-                     "cast it or leave it out with a subquery or DataFrame.select", UnsupportedError) from None
+        raise UnsupportedError.at(text, start_of(source.span),
+                                  f"Column '{f.name}' of '{source.name}' has type {f.dataType.simpleString()}, "
+                                  "which cerql cannot carry through Arrow",
+                                  "UNSUPPORTED_COLUMN_TYPE",
+                                  "cast it or leave it out with a subquery or DataFrame.select") from None
 
 
 def _max_matches(spark) -> int:

@@ -33,7 +33,7 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, OrderingColumn, Par
 from sqlglot import exp
 
 from cerql import ast
-from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
 from cerql.exec.stream import atom_rows
 from cerql.exec.values import evaluate, evaluate_predicate
@@ -46,11 +46,6 @@ BATCH_ROWS = 4096  # rows per MatchTask batch: large enough to amortize Arrow, s
 # batch, even an empty one, so for a function that yields on few calls it is slower than the
 # pickled path (docs/benchmarks.md, "SQL cells"). Kept switchable for that measurement.
 ARROW_IO = False
-
-
-def _error(cls, text: str, message: str, error_class: str, hint: str, offset: int = 0) -> CeqlError:
-    line, column = position_of(text, offset)
-    return cls(message, error_class=error_class, line=line, column=column, hint=hint, text=text)
 
 
 def _orderable(data_type) -> bool:
@@ -85,10 +80,11 @@ def _input_schema(text: str, struct) -> pa.Schema:
         return arrow_schema(struct)
     except UnsupportedColumn as err:
         f = err.field
-        raise _error(UnsupportedError, text,
-                     f"Column '{f.name}' of the TABLE argument has type {f.dataType.simpleString()}, "
-                     "which cerql cannot carry through Arrow", "UNSUPPORTED_COLUMN_TYPE",
-                     "cast it or leave it out: TABLE(SELECT ... FROM t)") from None
+        raise UnsupportedError.at(text, 0,
+                                  f"Column '{f.name}' of the TABLE argument has type {f.dataType.simpleString()}, "
+                                  "which cerql cannot carry through Arrow",
+                                  "UNSUPPORTED_COLUMN_TYPE",
+                                  "cast it or leave it out: TABLE(SELECT ... FROM t)") from None
 
 
 def _read_columns(plan: QueryPlan) -> list[str]:
@@ -140,19 +136,19 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     analysis = analyze(text)
     select = analysis.select
     if analysis.view is not None:
-        raise _error(UnsupportedError, text, "cerql() returns its result; it cannot create a view",
-                     "VIEW_IN_TABLE_FUNCTION",
-                     "drop CREATE ... AS, and write CREATE TEMP VIEW v AS SELECT * FROM cerql(TABLE(t), '...')")
+        raise UnsupportedError.at(text, 0, "cerql() returns its result; it cannot create a view",
+                                  "VIEW_IN_TABLE_FUNCTION", "drop CREATE ... AS, and write "
+                                  "CREATE TEMP VIEW v AS SELECT * FROM cerql(TABLE(t), '...')")
     if len(select.sources) != 1:
-        span = select.sources[1].span
-        raise _error(AnalysisError, text, f"cerql() reads one table, but FROM names {len(select.sources)} sources",
-                     "ONE_SOURCE_ONLY",
-                     "union them in the TABLE argument: TABLE(SELECT ... FROM a UNION ALL SELECT ... FROM b), "
-                     "or use cerql.cer_sql", span.start if span else 0)
+        raise AnalysisError.at(text, start_of(select.sources[1].span),
+                               f"cerql() reads one table, but FROM names {len(select.sources)} sources",
+                               "ONE_SOURCE_ONLY",
+                               "union them in the TABLE argument: "
+                               "TABLE(SELECT ... FROM a UNION ALL SELECT ... FROM b), or use cerql.cer_sql")
     if select.limit is not None:
-        raise _error(UnsupportedError, text, "LIMIT is not supported inside cerql()", "LIMIT_IN_TABLE_FUNCTION",
-                     "put it outside: SELECT * FROM cerql(...) ORDER BY match_end, match_start LIMIT n",
-                     text.upper().rfind("LIMIT"))
+        raise UnsupportedError.at(text, text.upper().rfind("LIMIT"), "LIMIT is not supported inside cerql()",
+                                  "LIMIT_IN_TABLE_FUNCTION",
+                                  "put it outside: SELECT * FROM cerql(...) ORDER BY match_end, match_start LIMIT n")
     source = select.sources[0]
     arrow = _input_schema(text, struct)
     plan = resolve(analysis, {source.name: arrow})
