@@ -1,52 +1,19 @@
-"""Shared helpers for the test suite.
-
-``results(df, *vars)`` turns a result DataFrame into the sets D of DESIGN.md section 9
-(positions are the ``ts`` values of the matched events), so tests compare exact match sets.
+"""The fixtures of the test suite, defined once: ``engine`` (each engine that runs without Spark)
+and the one Spark session (``spark``, and ``connect`` on it). Plain helpers live in
+tests/support.py, tests/generators.py, tests/differential.py and tests/spark/compare.py.
 """
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
-import cerql
+from tests.support import ENGINES
 
 
-def typed_stream(spec: str, **columns) -> pd.DataFrame:
-    """``"A B A"`` -> rows of types A, B, A with ts = position (0, 1, 2) and extra columns."""
-    types = spec.split()
-    data = {"type": types, "ts": list(range(len(types)))}
-    data.update({k: list(v) for k, v in columns.items()})
-    return pd.DataFrame(data)
-
-
-def positions(value) -> list[int]:
-    if value is None:
-        return []
-    events = value if isinstance(value, list) else [value]
-    return [e["ts"] for e in events]
-
-
-def match_sets(df: pd.DataFrame, columns=None) -> list[tuple[int, ...]]:
-    """Sorted list of D (the union of selected positions) per result row."""
-    columns = columns or [c for c in df.columns if c not in ("match_id", "match_start", "match_end")]
-    out = []
-    for _, row in df.iterrows():
-        d = set()
-        for c in columns:
-            d.update(positions(row[c]))
-        out.append(tuple(sorted(d)))
-    return sorted(out)
-
-
-@pytest.fixture
-def run_on():
-    """``run_on("A B A B", "SELECT * FROM s WHERE ...")`` -> result DataFrame (reference engine)."""
-
-    def _run(spec: str, query: str, engine: str = "reference", **columns) -> pd.DataFrame:
-        return cerql.run(query, {"s": typed_stream(spec, **columns)}, engine=engine)
-
-    return _run
+@pytest.fixture(params=ENGINES)
+def engine(request):
+    """Each engine that runs without Spark, the reference evaluator first."""
+    return request.param
 
 
 # ---------------------------------------------------------------------------- Spark

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 import cerql
-from tests.conftest import match_sets, typed_stream
+from tests.support import match_sets, typed_stream
 
 
 def test_run_accepts_arrow_tables():

@@ -16,9 +16,7 @@ import pyarrow as pa
 import pytest
 
 import cerql
-from tests.conftest import typed_stream
-
-ENGINES = ["reference", "local"]
+from tests.support import ENGINES, typed_stream
 
 
 def rows(query: str, spec: str, engine: str, **columns) -> list[dict]:

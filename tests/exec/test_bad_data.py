@@ -14,13 +14,7 @@ import pytest
 import cerql
 from cerql.errors import AnalysisError, CeqlError, ExecutionError
 
-ENGINES = ["local", "reference"]
 BIG = 2**60 + 1  # above 2**53: not a double
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request):
-    return request.param
 
 
 def run(query: str, frame, engine: str) -> pd.DataFrame:

@@ -15,26 +15,12 @@ import pandas as pd
 import pytest
 
 import cerql
-from tests.conftest import match_sets, typed_stream
+from tests.support import MATCH_COLUMNS, match_sets, positions, typed_stream
 
-ENGINES = ["reference", "local"]
-MATCH_COLUMNS = ("match_id", "match_start", "match_end")
 BASE = pd.Timestamp("2024-03-01 12:00:00")
 
 
-@pytest.fixture(params=ENGINES)
-def engine(request):
-    return request.param
-
-
 # --------------------------------------------------------------------------- helpers
-def positions(value, key="ts") -> tuple:
-    if value is None:
-        return ()
-    events = value if isinstance(value, list) else [value]
-    return tuple(e[key] for e in events)
-
-
 def id_sets(df: pd.DataFrame, key: str = "id") -> list[tuple]:
     """Sorted D per result, positions named by ``key`` (an identifying column of the rows)."""
     out = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 import cerql
-from tests.conftest import match_sets, positions, typed_stream
+from tests.support import match_sets, positions, typed_stream
 from tests.spark.compare import canonical_rows, local_records, spark_records
 
 
@@ -197,7 +197,7 @@ REBOUND = [("((A AS a ; A AS c) FILTER a.ts < c.ts) AS a", {"a": [0, 1], "c": [1
 
 def shown_positions(out) -> list[dict]:
     return [{"start": r["match_start"], "end": r["match_end"],
-             **{c: positions(r[c]) for c in out.columns if c not in ("match_id", "match_start", "match_end")}}
+             **{c: list(positions(r[c])) for c in out.columns if c not in ("match_id", "match_start", "match_end")}}
             for r in out.to_dict("records")]
 
 

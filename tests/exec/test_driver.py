@@ -16,7 +16,7 @@ from cerql.errors import ExecutionError
 from cerql.exec import driver, reference
 from cerql.exec.stream import build_stream
 from cerql.planner.resolve import resolve
-from tests.conftest import typed_stream
+from tests.support import typed_stream
 
 
 def plan_and_stream(text: str, df: pd.DataFrame, max_matches: int = 100_000):

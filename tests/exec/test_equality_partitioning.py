@@ -20,7 +20,7 @@ from cerql.errors import ExecutionError
 from cerql.exec.stream import as_arrow
 from cerql.api import analyze
 from cerql.planner.resolve import resolve
-from tests.conftest import match_sets, typed_stream
+from tests.support import match_sets, typed_stream
 from tests.exec.patterns import to_ceql, variables
 from tests.exec.test_engine_vs_reference import TOO_LARGE, WINDOWS, _settings, pattern_types, patterns, streams
 

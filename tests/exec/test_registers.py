@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import cerql
 from cerql.exec import driver, reference
 from cerql.exec.stream import as_arrow, build_stream
-from tests.conftest import match_sets, typed_stream
+from tests.support import match_sets, typed_stream
 from tests.exec.test_engine_vs_reference import BATCH_SIZES, TOO_LARGE, _settings, canonical
 from tests.exec.test_equality_partitioning import plan_of, same_rows_as_reference
 

@@ -16,26 +16,16 @@ import pandas as pd
 import pytest
 
 import cerql
-from tests.conftest import match_sets, typed_stream
-
-ENGINES = ["reference", "local"]
-MATCH_COLUMNS = ("match_id", "match_start", "match_end")
+from tests.support import MATCH_COLUMNS, match_sets, positions, typed_stream
 
 
 # --------------------------------------------------------------------------- helpers
-def _positions(value, key: str = "ts") -> tuple:
-    if value is None:
-        return ()
-    events = value if isinstance(value, list) else [value]
-    return tuple(e[key] for e in events)
-
-
 def result_keys(df: pd.DataFrame, partition=(), key: str = "ts") -> list[tuple]:
     """Each result as (partition values, start, end, ((column, positions), ...))."""
     variables = [c for c in df.columns if c not in MATCH_COLUMNS and c not in partition]
     out = []
     for _, row in df.iterrows():
-        labels = tuple((c, _positions(row[c], key)) for c in variables)
+        labels = tuple((c, positions(row[c], key)) for c in variables)
         out.append((tuple(row[c] for c in partition), row["match_start"], row["match_end"], labels))
     return out
 
@@ -61,11 +51,6 @@ def assert_any_is_one_result_of_all_per_end(any_df, all_df, all_expected, partit
 def query(strategy: str, select: str, pattern: str, tail: str = "") -> str:
     head = f"SELECT {strategy} {select}" if strategy else f"SELECT {select}"
     return f"{head} FROM s WHERE {pattern} ORDER BY ts {tail}".strip()
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request):
-    return request.param
 
 
 # --------------------------------------------------------------------------- the cases
@@ -318,7 +303,7 @@ def id_sets(df, columns):
     for _, row in df.iterrows():
         d = set()
         for c in columns:
-            d.update(_positions(row[c], "id"))
+            d.update(positions(row[c], "id"))
         out.append(tuple(sorted(d)))
     return sorted(out)
 
@@ -417,8 +402,8 @@ def test_seed001_q3_all_gives_every_upward_trend(engine):
 
 def test_seed001_q3_max_keeps_the_maximal_trend_per_end(engine):
     df = cerql.run("SELECT MAX * " + Q3_BODY, {"Stock": Q3_STREAM}, engine=engine)
-    got = sorted((r.name, tuple(_positions(r.low, "id")), tuple(_positions(r.mid, "id")),
-                  tuple(_positions(r.high, "id"))) for r in df.itertuples())
+    got = sorted((r.name, tuple(positions(r.low, "id")), tuple(positions(r.mid, "id")),
+                  tuple(positions(r.high, "id"))) for r in df.itertuples())
     assert got == [
         ("INTC", (1,), (5,), (7,)),          # {1,5,7} and {3,5,7}: neither contains the other
         ("INTC", (3,), (5,), (7,)),

@@ -1,0 +1,51 @@
+"""Building small streams and reading results back, for tests of every package.
+
+``typed_stream("A B A")`` writes a stream by its event types (ts = position), and
+``match_sets(df)`` turns a result DataFrame into the sets D of DESIGN.md section 9 (the
+positions of the matched events), so tests compare exact match sets. ``plan_of`` is the plan
+cerql resolves for a query over one stream ``s``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from cerql.api import analyze
+from cerql.exec.stream import as_arrow
+from cerql.planner.resolve import resolve
+
+ENGINES = ["reference", "local"]  # the engines cerql.run has without Spark, the oracle first
+MATCH_COLUMNS = ("match_id", "match_start", "match_end")
+
+
+def typed_stream(spec: str, **columns) -> pd.DataFrame:
+    """``"A B A"`` -> rows of types A, B, A with ts = position (0, 1, 2) and extra columns."""
+    types = spec.split()
+    data = {"type": types, "ts": list(range(len(types)))}
+    data.update({k: list(v) for k, v in columns.items()})
+    return pd.DataFrame(data)
+
+
+def positions(value, key: str = "ts") -> tuple:
+    """The ``key`` values (positions by default) of the events in one result cell."""
+    if value is None:
+        return ()
+    events = value if isinstance(value, list) else [value]
+    return tuple(e[key] for e in events)
+
+
+def match_sets(df: pd.DataFrame, columns=None) -> list[tuple[int, ...]]:
+    """Sorted list of D (the union of selected positions) per result row."""
+    columns = columns or [c for c in df.columns if c not in MATCH_COLUMNS]
+    out = []
+    for _, row in df.iterrows():
+        d = set()
+        for c in columns:
+            d.update(positions(row[c]))
+        out.append(tuple(sorted(d)))
+    return sorted(out)
+
+
+def plan_of(query: str, df: pd.DataFrame):
+    """The plan of ``query`` over ``df`` as the stream ``s``."""
+    return resolve(analyze(query), {"s": as_arrow(df).schema})
