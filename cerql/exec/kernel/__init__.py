@@ -1,0 +1,28 @@
+"""The compiled kernel: deterministic CEA runs over a time-ordered ECS, in numba.
+
+Used by ``cerql.exec.driver`` only, and the only package that imports numba. Every function is
+``@njit(nogil=True, cache=True)`` over NumPy arrays and integers: no dicts, objects or Arrow.
+One module per job: :mod:`.state` (statuses and the slots of the state vector the driver keeps),
+:mod:`.arena` (the enumerable structure and its compaction), :mod:`.stepping` (the per-event
+loop, :func:`run_batch`), :mod:`.enumeration` and :mod:`.strategies` (the results of an end
+event), :mod:`.registers` (FILTER comparisons and aggregates checked as events are bound).
+This module re-exports what the driver reads.
+"""
+
+from cerql.exec.kernel.arena import compact
+from cerql.exec.kernel.registers import (AGG_AVG, AGG_COUNT, AGG_COUNT_EVENTS, AGG_MAX, AGG_MIN, AGG_SUM,
+                                         AGG_SUM_RISING, COMPARE, MAX_REGISTERS, OP_EQ, OP_GE, OP_GT, OP_LE, OP_LT,
+                                         OP_NE, REGISTER_COLUMNS)
+from cerql.exec.kernel.state import (ALL, ANY, ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, LAST, MAX, NACT,
+                                     NEED_ACTIVE, NEED_ARENA, NEED_D, NEED_OUTPUT, NEED_S, NEED_TRANSITION, NEXT, NLAB,
+                                     NRES, OVERFLOW, POS, STATE_SIZE, STRICT, TOO_MANY, TOO_MANY_CANDIDATES,
+                                     TOO_MANY_RUNS, candidate_limit)
+from cerql.exec.kernel.stepping import run_batch
+
+__all__ = [
+    "AGG_AVG", "AGG_COUNT", "AGG_COUNT_EVENTS", "AGG_MAX", "AGG_MIN", "AGG_SUM", "AGG_SUM_RISING", "ALL", "ANY",
+    "ARENA", "BOUND", "COMPARE", "CONSUMED", "COUNT", "CURSOR", "DONE", "LAST", "MAX", "MAX_REGISTERS", "NACT",
+    "NEED_ACTIVE", "NEED_ARENA", "NEED_D", "NEED_OUTPUT", "NEED_S", "NEED_TRANSITION", "NEXT", "NLAB", "NRES",
+    "OP_EQ", "OP_GE", "OP_GT", "OP_LE", "OP_LT", "OP_NE", "OVERFLOW", "POS", "REGISTER_COLUMNS", "STATE_SIZE",
+    "STRICT", "TOO_MANY", "TOO_MANY_CANDIDATES", "TOO_MANY_RUNS", "candidate_limit", "compact", "run_batch",
+]

@@ -1,0 +1,83 @@
+"""Enumeration: the results under one node of the arena, written to the output buffer.
+
+A depth-first walk from a final run's node to BOTTOM, taking both branches of a union node only
+when both lead to a live result (:func:`cerql.exec.kernel.arena.alive`), so each step leads to a
+result (output-linear delay). Each result is written as its end, start and its selected
+(position, label) pairs, last event first; the strategy decides what is kept
+(:mod:`cerql.exec.kernel.strategies`). Kept apart from stepping: it reads the arena, never
+changes it.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from cerql.exec.kernel.arena import alive
+from cerql.exec.kernel.state import (ANY, COUNT, FULL, LAST, MAX, NEXT, NLAB, NRES, OK, START, STRICT, TOO_MANY,
+                                     TOO_MANY_CANDIDATES, candidate_limit)
+from cerql.exec.kernel.strategies import admit
+
+
+@njit(nogil=True, cache=True)
+def enumerate_results(root, i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
+               n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
+               res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
+    """Write the results under ``root`` ending at event i (position pos); the event's results
+    start at r0. Returns OK, FULL (no room: the event's results are to be redone) or TOO_MANY."""
+    top = 0
+    stack_node[0] = root
+    stack_len[0] = 0
+    while top >= 0:
+        n = stack_node[top]
+        plen = stack_len[top]
+        top -= 1
+        while True:
+            if n == 0:
+                break
+            if n_pos[n] < 0:
+                a, b = n_a[n], n_b[n]
+                if alive(b, consumed, windowed, cutoff, n_maxpos, n_maxval):
+                    if alive(a, consumed, windowed, cutoff, n_maxpos, n_maxval):
+                        top += 1
+                        stack_node[top] = b
+                        stack_len[top] = plen
+                    else:
+                        a = b
+                n = a
+            else:
+                path[plen] = n
+                plen += 1
+                n = n_a[n]
+        # a result: path[0..plen) from the last event back to the first
+        r = st[NRES]
+        lo = st[NLAB]
+        if r >= res_end.shape[0] or lo + plen > lab_pos.shape[0]:
+            return FULL
+        w = lo
+        for q in range(plen):
+            m = path[q]
+            lab = n_label[m] & ~START
+            if lab != 0:
+                lab_pos[w] = n_pos[m]
+                lab_mask[w] = lab
+                w += 1
+        if strategy == STRICT and w > lo and lab_pos[lo] - lab_pos[w - 1] + 1 != w - lo:
+            continue
+        res_end[r] = i
+        res_endpos[r] = pos
+        res_start[r] = n_pos[path[plen - 1]]
+        res_off[r] = lo
+        res_len[r] = w - lo
+        st[NRES] = r + 1
+        st[NLAB] = w
+        if strategy == ANY:
+            return OK
+        if strategy == NEXT or strategy == LAST or strategy == MAX:
+            admit(strategy, r0, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+            st[COUNT] += 1  # candidates of this event, counted for candidate_limit
+            if st[COUNT] > candidate_limit(max_matches):
+                return TOO_MANY_CANDIDATES
+        elif st[NRES] - r0 > max_matches:
+            return TOO_MANY
+    return OK
+

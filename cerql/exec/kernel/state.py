@@ -1,0 +1,59 @@
+"""What the kernel and the driver say to each other: status codes, strategy codes, and the named
+slots of the int64 state vector ``st``.
+
+The kernel keeps no state between calls: everything a batch leaves for the next (the position
+in the substream, the arena's fill, the number of active runs, the event to resume at) lives in
+``st``, which the driver owns and hands back on every call. Naming each slot here, once, lets
+both sides read it without magic indices.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+# status codes run_batch returns to the driver
+DONE = 0              # every event of the batch is run
+NEED_TRANSITION = 1   # the transition of state st[NEED_D] on symbol st[NEED_S] is not known yet
+NEED_ARENA = 2        # the event needs st[BOUND] more arena nodes
+NEED_OUTPUT = 3       # the results buffer is full: take the results, then call again
+TOO_MANY = 4          # one event completes st[COUNT] > max_matches results
+TOO_MANY_CANDIDATES = 5  # NEXT, LAST or MAX has st[COUNT] > candidate_limit candidates at one event
+NEED_ACTIVE = 6       # room for st[BOUND] active runs is needed (registers)
+TOO_MANY_RUNS = 7     # st[COUNT] > max_matches runs apart on register values after one event
+OVERFLOW = 8          # an integer sum in FILTER left the BIGINT range
+
+# strategy codes
+ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
+
+# slots of the int64 state vector ``st``
+POS = 0        # position in the current substream of the event being run
+CONSUMED = 1   # last position consumed by CONSUME BY (-1: none); results must start after it
+ARENA = 2      # arena nodes in use (node 0 is BOTTOM)
+NACT = 3       # active runs
+NRES = 4       # results in the output buffer
+NLAB = 5       # (position, label) pairs in the output buffer
+CURSOR = 6     # the batch's next event to run
+PENDING = 7    # 1: the event at CURSOR has stepped its runs, its results are still to enumerate
+NEED_D = 8     # with NEED_TRANSITION: the deterministic state ...
+NEED_S = 9     # ... and the symbol whose transitions are missing
+COUNT = 10     # candidates of the event (NEXT, LAST, MAX), or the count a TOO_MANY status reports
+BOUND = 11     # with NEED_ARENA, NEED_ACTIVE: how many nodes or runs the event needs
+MOVING = 12    # active runs whose state is not a fixed point of the TRUE gaps
+KMIN = 13      # MAX: the least ...
+KMAX = 14      # ... and greatest size of the results kept so far for the event
+STATE_SIZE = 15
+
+# the label bit of the START marker (bit 0); variables' bits start at 1
+START = 1
+# what enumeration reports (TOO_MANY and TOO_MANY_CANDIDATES are shared with the statuses)
+OK, FULL = 0, 1
+# NEXT, LAST and MAX choose among every result ALL would give at an end event. That number can
+# grow exponentially with the events in reach (no WITHIN); past this many candidates per event
+# (scaled by maxMatchesPerEvent) the run fails with an error instead of running for hours.
+CANDIDATES_PER_MATCH = 100
+MIN_CANDIDATES = 1_000_000
+
+
+@njit(nogil=True, cache=True)
+def candidate_limit(max_matches):
+    return max(MIN_CANDIDATES, CANDIDATES_PER_MATCH * max_matches)
