@@ -24,6 +24,7 @@ from cerql.exec.automaton import Automaton, Determinizer
 from cerql.exec.reference import Result, too_many_candidates, too_many_matches, too_many_runs
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
+from cerql.planner.bits import label_bits
 
 STRATEGY_CODES = {"ALL": kernel.ALL, "ANY": kernel.ANY, "NEXT": kernel.NEXT, "LAST": kernel.LAST,
                   "MAX": kernel.MAX, "STRICT": kernel.STRICT}
@@ -265,7 +266,7 @@ class RegisterSpec:
              "sum": kernel.AGG_SUM, "avg": kernel.AGG_AVG, "min": kernel.AGG_MIN, "max": kernel.AGG_MAX}
 
     def __init__(self, checks, labels):
-        bit = {v: 1 << (k + 1) for k, v in enumerate(labels)}
+        bit = label_bits(labels)
         self.checks = tuple(checks)
         self.count = len(self.checks)
         self.x_bits = np.array([bit[c.x] for c in self.checks] or [0], np.int64)

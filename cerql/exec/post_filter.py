@@ -39,6 +39,7 @@ from cerql.exec.reference import Result, Valuation
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
 from cerql.plan import QueryPlan
+from cerql.planner.bits import label_bits
 
 BATCH = 1 << 13  # rows per kernel call: a batch's candidates are held until they are checked
 
@@ -146,7 +147,7 @@ def prune(plan: QueryPlan, matches: "driver.Matches", table: pa.Table, rows: np.
     keep = np.ones(n, bool)
     if n == 0:
         return keep
-    bit = {v: 1 << (k + 1) for k, v in enumerate(matches.automaton.labels)}
+    bit = label_bits(matches.automaton.labels)
     owner = np.repeat(np.arange(n), matches.length)
     mask = matches.label_mask
     for f, marker, bound, first in plan.post_filters:

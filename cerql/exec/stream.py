@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from cerql import ast
 from cerql.exec.values import evaluate_predicate, signed_columns
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+from cerql.planner.bits import non_null_columns
 
 MICROS_PER_DAY = 86_400_000_000
 
@@ -63,14 +64,27 @@ def union_sources(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> pa.Table:
     return table.select(list(plan.columns) + [SOURCE_COLUMN, ORDINAL_COLUMN])
 
 
-def _keep_rows(plan: QueryPlan, table: pa.Table) -> pa.Table:
-    columns = (plan.order_columns[0],) + plan.substream_columns
+def drop_null_rows(plan: QueryPlan, table: pa.Table) -> pa.Table:
+    """The rows with every one of :func:`cerql.planner.bits.non_null_columns` not NULL: the
+    others take part in no match (the local engine's and the SQL-cell function's drop; Spark's
+    is ``cerql.spark.lower.kept_rows``)."""
+    columns = non_null_columns(plan)
     if all(table.column(c).null_count == 0 for c in columns):
         return table
-    mask = pc.is_valid(table.column(plan.order_columns[0]))
-    for col in plan.substream_columns:
+    mask = pc.is_valid(table.column(columns[0]))
+    for col in columns[1:]:
         mask = pc.and_(mask, pc.is_valid(table.column(col)))
     return table.filter(mask)
+
+
+def firing_rows(bits: np.ndarray, masks) -> np.ndarray:
+    """Which rows have every bit of one of ``masks`` (:func:`cerql.planner.bits.firing_masks`):
+    the rows a query that does not count positions keeps."""
+    bits = np.asarray(bits).astype(np.uint64)
+    fires = np.zeros(len(bits), bool)
+    for m in masks:
+        fires |= (bits & np.uint64(m)) == np.uint64(m)
+    return fires
 
 
 def _time_ordered(plan: QueryPlan, table: pa.Table) -> bool:
@@ -194,9 +208,14 @@ def window_values(plan: QueryPlan, table: pa.Table) -> np.ndarray | None:
     return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
-def build_stream(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> Stream:
-    """Lay out the rows of every source for evaluation (see module docstring)."""
-    table = _sorted(plan, _keep_rows(plan, union_sources(plan, tables)))
+def stream_of(plan: QueryPlan, table: pa.Table) -> Stream:
+    """Rows already without NULL ordering values or keys and in evaluation order (with the
+    source and ordinal columns), laid out: substreams, atoms, predicates and window values."""
     bounds, keys = _substreams(plan, table)
     predicates = {text: evaluate_predicate(fn, table) for text, fn in plan.predicates.items()}
     return Stream(table, bounds, keys, atom_rows(plan, table), predicates, window_values(plan, table))
+
+
+def build_stream(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> Stream:
+    """Lay out the rows of every source for evaluation (see module docstring)."""
+    return stream_of(plan, _sorted(plan, drop_null_rows(plan, union_sources(plan, tables))))

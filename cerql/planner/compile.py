@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from cerql import ast
 from cerql.errors import UnsupportedError
 from cerql.exec.automaton import START, Automaton, Transition
+from cerql.planner.bits import label_bits
 
 
 @dataclass
@@ -180,7 +181,7 @@ def compile_pattern(pattern, selected, relax_cross: bool = False, first_marks=No
                            "TOO_MANY_VARIABLES", "select fewer variables, or group events under one AS",
                            pattern)
     bit = {c: 1 << k for k, c in enumerate(conditions)}
-    label_bit = {v: 1 << (k + 1) for k, v in enumerate(selected)}
+    label_bit = label_bits(selected)
 
     # epsilon removal: a state takes the consuming edges of its closure
     closures = _closures(b.n_states, b.edges)

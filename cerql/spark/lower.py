@@ -41,6 +41,7 @@ from cerql.spark.arrow_task import BITS_COLUMN, RISING_COLUMN
 from cerql.exec.driver import RegisterSpec
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan
 from cerql.planner import aggregates
+from cerql.planner.bits import firing_masks, non_null_columns
 
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
 HIDDEN_INPUT = "__cerql_in"        # a source's column k, renamed by position
@@ -78,13 +79,6 @@ def arrow_schema(struct) -> pa.Schema:
         except Exception:  # noqa: BLE001 - pyspark raises several kinds for unsupported types
             raise UnsupportedColumn(f) from None
     return pa.schema(fields)
-
-
-def row_filter_masks(plan: QueryPlan) -> list[int] | None:
-    """The condition sets of which a row must satisfy one to be kept, or None to keep every row:
-    the rows that fire no transition but the TRUE gaps change nothing unless the query counts
-    positions (see ``kept_rows``)."""
-    return None if plan.uses_positions else plan.automaton.firing_masks()
 
 
 def quoted(name: str) -> str:
@@ -228,18 +222,15 @@ def _signed(mask: int) -> int:
 
 
 def kept_rows(plan: QueryPlan, stream):
-    """Drop rows that take part in no match (DESIGN.md 3 and 6.2): a NULL ordering value or
-    partition key; and, unless the query counts positions, rows that fire no transition but the
-    TRUE gaps. Such a row can be neither marked nor needed: every gap of a pattern without `:`,
-    `:+`, STRICT or `n EVENTS` admits any number of events, so the results do not change when it
-    is gone, and most rows of a selective query never reach Python (the JVM-to-Python hop is
-    most of the cost of a query on Spark; docs/benchmarks.md)."""
+    """Drop rows that take part in no match, by the rule of ``cerql.planner.bits`` (the local
+    engine's, in Spark columns): a NULL in one of its ``non_null_columns``; and, unless the
+    query counts positions, rows with no mask of its ``firing_masks``. So most rows of a
+    selective query never reach Python (the JVM-to-Python hop is most of the cost of a query on
+    Spark; docs/benchmarks.md)."""
     F = functions_for(stream)
     hidden = hidden_columns(plan)
-    keep = F.col(hidden[plan.order_columns[0]]).isNotNull()
-    for c in plan.substream_columns:
-        keep = keep & F.col(hidden[c]).isNotNull()
-    masks = row_filter_masks(plan)
+    keep = reduce(lambda a, b: a & b, [F.col(hidden[c]).isNotNull() for c in non_null_columns(plan)])
+    masks = firing_masks(plan)
     if masks is not None:
         fires = [F.col(BITS_COLUMN).bitwiseAND(F.lit(_signed(m))) == F.lit(_signed(m)) for m in masks]
         keep = keep & (reduce(lambda a, b: a | b, fires) if fires else F.lit(False))

@@ -23,7 +23,8 @@ from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze
-from cerql.spark.lower import UnsupportedColumn, arrow_schema, lower, row_filter_masks
+from cerql.planner.bits import firing_masks
+from cerql.spark.lower import UnsupportedColumn, arrow_schema, lower
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
 
@@ -118,7 +119,7 @@ def describe_on_spark(spark, text: str, tables: dict[str, Any] | None = None) ->
     lines.append(f"  partition by: {', '.join(plan.substream_columns) or '(none: one ordered partition)'}{hidden}")
     for k, cond in enumerate(plan.automaton.conditions):
         lines.append(f"  bit {k}: {cond if isinstance(cond, str) else 'atom ' + str(cond)}")
-    masks = row_filter_masks(plan)
+    masks = firing_masks(plan)
     fires = " or ".join("{" + ", ".join(f"bit {k}" for k in range(64) if m >> k & 1) + "}" for m in masks or [])
     lines.append("  rows kept: ordering value and partition keys not NULL"
                  + (f", and all bits of one of {fires}" if masks is not None else ""))

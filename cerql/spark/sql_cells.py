@@ -32,12 +32,13 @@ import pyarrow.compute as pc
 from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, OrderingColumn, PartitioningColumn, SelectedColumn
 from sqlglot import exp
 
-from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
-from cerql.exec.stream import atom_rows
-from cerql.exec.values import evaluate, evaluate_predicate
+from cerql.exec.driver import condition_bits
+from cerql.exec.stream import drop_null_rows, firing_rows, stream_of
+from cerql.exec.values import evaluate
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+from cerql.planner.bits import firing_masks
 from cerql.spark.lower import quoted
 
 FUNCTION_NAME = "cerql"
@@ -129,7 +130,7 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     from pyspark.sql.types import StructType, _parse_datatype_json_string
 
     from cerql.api import analyze
-    from cerql.spark.lower import row_filter_masks, task_plan
+    from cerql.spark.lower import task_plan
     from cerql.planner.resolve import resolve
 
     struct: StructType = _parse_datatype_json_string(schema_json)
@@ -154,7 +155,7 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     plan = resolve(analysis, {source.name: arrow})
     task = task_plan(plan)
     read = tuple(_read_columns(plan))
-    masks = row_filter_masks(plan)
+    masks = firing_masks(plan)
     return _Prepared(plan, task, read, pa.schema([arrow.field(c) for c in read]),
                      _output_schema(plan, task, struct), None if masks is None else tuple(masks))
 
@@ -249,22 +250,11 @@ class CerqlFunction:
         table = table.append_column(SOURCE_COLUMN, pa.array(np.zeros(n, np.int32)))
         table = table.append_column(ORDINAL_COLUMN, pa.array(np.arange(self.count, self.count + n, dtype=np.int64)))
         self.count += n
-        keep = pc.is_valid(table.column(plan.order_columns[0]))  # DESIGN.md 3: no NULL order or key
-        for c in plan.substream_columns:
-            keep = pc.and_(keep, pc.is_valid(table.column(c)))
-        if not pc.all(keep).as_py():
-            table = table.filter(keep)
-        bits = np.zeros(table.num_rows, np.uint64)
-        atoms = atom_rows(plan, table)
-        for k, cond in enumerate(plan.automaton.conditions):
-            hit = atoms[cond] if isinstance(cond, ast.Atom) else evaluate_predicate(plan.predicates[cond], table)
-            bits |= hit.astype(np.uint64) << np.uint64(k)
+        table = drop_null_rows(plan, table)
+        bits = condition_bits(plan.automaton, stream_of(plan, table))  # as the local engine's
         table = table.append_column(BITS_COLUMN, pa.array(bits))
         if p.masks is not None:  # rows that fire no transition change nothing (as in cer_sql)
-            fires = np.zeros(len(bits), bool)
-            for m in p.masks:
-                fires |= (bits & np.uint64(m)) == np.uint64(m)
-            table = table.filter(pa.array(fires))
+            table = table.filter(pa.array(firing_rows(bits, p.masks)))
         return table
 
     def _python_rows(self, out: pa.Table):

@@ -12,17 +12,15 @@ from hypothesis import assume, given
 import cerql
 from cerql.exec import driver
 from cerql.plan import ORDINAL_COLUMN
-from cerql.spark.lower import row_filter_masks
+from cerql.exec.stream import firing_rows
+from cerql.planner.bits import firing_masks
 from tests.exec.test_engine_vs_reference import _settings, cases, plan_and_stream, query_text, table_for
 from tests.spark.compare import canonical_rows, local_records
 
 
 def fired_rows(plan, stream) -> np.ndarray:
     """Source row indexes of the rows that fire some non-gap transition."""
-    bits = driver.condition_bits(plan.automaton, stream).astype(np.uint64)
-    fire = np.zeros(len(bits), bool)
-    for m in row_filter_masks(plan):
-        fire |= (bits & np.uint64(m)) == np.uint64(m)
+    fire = firing_rows(driver.condition_bits(plan.automaton, stream), firing_masks(plan))
     return np.sort(stream.table.column(ORDINAL_COLUMN).to_numpy()[fire])
 
 
@@ -33,7 +31,7 @@ def test_dropping_rows_that_fire_nothing_keeps_the_results(case):
     text = query_text(query)
     table = table_for(query, df)
     plan, stream = plan_and_stream(text, table)
-    assume(row_filter_masks(plan) is not None)
+    assume(firing_masks(plan) is not None)
     kept = table.take(fired_rows(plan, stream))
     try:
         full = cerql.run(text, {"s": table}, engine="local")
