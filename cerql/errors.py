@@ -10,6 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 
+# The settings that raise a guard's limit: Spark confs (cer_sql reads the first from the
+# session), also given to the CLI with --conf and named in the guards' errors.
+MAX_MATCHES_CONF = "cerql.maxMatchesPerEvent"  # cerql.run's max_matches_per_event
+MAX_OUTPUT_ROWS_CONF = "cerql.maxOutputRows"    # cerql.run's max_output_rows
+
+
 class CeqlError(Exception):
     """Root of every cerql query error.
 

@@ -15,6 +15,7 @@ from cerql import ast
 
 SOURCE_COLUMN = "__cerql_source"    # position of the row's source in FROM
 ORDINAL_COLUMN = "__cerql_ordinal"  # row number within its source, before any reordering
+AGGREGATE_COLUMN = "__agg"          # an expression's k-th aggregate call, as column __agg<k>
 MAX_MATCHES_PER_EVENT = 100_000
 
 

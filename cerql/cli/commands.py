@@ -31,6 +31,7 @@ import pandas as pd
 
 import cerql
 from cerql import errors
+from cerql.api import ENGINES as LOCAL_ENGINES
 from cerql.errors import CeqlError
 from cerql.spark.task_errors import first_line, task_error
 from cerql.cli import DEMO_ROWS
@@ -41,7 +42,7 @@ from cerql.cli.tables_io import (
 )
 
 
-ENGINES = ("spark", "local", "reference")
+ENGINES = ("spark",) + LOCAL_ENGINES  # Spark first: the default
 SHOW_ROWS = 20
 SHOW_TRUNCATE = 60
 
@@ -66,7 +67,7 @@ def out_path(value: str | None) -> Path | None:
 
 
 # ------------------------------------------------------------------------------------ commands
-LOCAL_CONF = {"cerql.maxMatchesPerEvent": "max_matches_per_event", "cerql.maxOutputRows": "max_output_rows"}
+LOCAL_CONF = {errors.MAX_MATCHES_CONF: "max_matches_per_event", errors.MAX_OUTPUT_ROWS_CONF: "max_output_rows"}
 
 
 def local_options(conf: dict[str, str]) -> dict[str, int]:

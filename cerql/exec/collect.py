@@ -19,7 +19,7 @@ import bisect
 
 import numpy as np
 
-from cerql.errors import ExecutionError
+from cerql.errors import MAX_OUTPUT_ROWS_CONF, ExecutionError
 from cerql.exec.output import sort_key
 from cerql.exec.reference import Result
 from cerql.exec.stream import Stream
@@ -27,18 +27,17 @@ from cerql.plan import QueryPlan
 
 MAX_OUTPUT_ROWS = 1_000_000
 BIG = np.iinfo(np.int64).max
-OUTPUT_CONF = "cerql.maxOutputRows"
 
 
 def too_many_output_rows(limit: int) -> ExecutionError:
     return ExecutionError(
         f"[TOO_MANY_OUTPUT_ROWS] The query has more than {limit:,} results, the most "
-        f"cerql.run returns (max_output_rows, {OUTPUT_CONF})",
+        f"cerql.run returns (max_output_rows, {MAX_OUTPUT_ROWS_CONF})",
         error_class="TOO_MANY_OUTPUT_ROWS",
         hint="add LIMIT n, a selection strategy (SELECT NEXT/LAST/MAX/ANY) or a shorter WITHIN window; "
         "run it on Spark (cerql.cer_sql), which writes any number of rows to a table or file; or "
         "raise the limit with cerql.run(..., max_output_rows=N)",
-        params={"limit": limit, "conf": OUTPUT_CONF},
+        params={"limit": limit, "conf": MAX_OUTPUT_ROWS_CONF},
     )
 
 

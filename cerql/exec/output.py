@@ -18,7 +18,7 @@ import pyarrow as pa
 from cerql.exec import aggregate
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate
-from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -142,7 +142,7 @@ def _expression(out, rows, lo, positions):
     for k, agg in enumerate(out.aggregates):
         events = positions.get(agg.var, [])
         column = None if agg.column is None else [rows[lo + p][agg.column] for p in events]
-        values[f"__agg{k}"] = pa.array([aggregate.value(agg.kind, events, column)], agg.type)
+        values[f"{AGGREGATE_COLUMN}{k}"] = pa.array([aggregate.value(agg.kind, events, column)], agg.type)
     table = pa.table(values) if values else pa.table({"_": [None]})
     return evaluate(out.expr, table)[0].as_py()
 

@@ -20,11 +20,11 @@ import numpy as np
 import pyarrow as pa
 
 from cerql import ast
-from cerql.errors import ExecutionError
+from cerql.errors import MAX_MATCHES_CONF, ExecutionError
 from cerql.exec import aggregate
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
-from cerql.plan import CrossPlan, QueryPlan
+from cerql.plan import AGGREGATE_COLUMN, CrossPlan, QueryPlan
 
 MAX_VALUATIONS = 2_000_000
 
@@ -215,7 +215,8 @@ class Substream:
             positions = events_of.get(agg.var, [])
             taken = pa.array(np.array(positions, np.int64) - self.offset, pa.int64())
             values = None if agg.column is None else self.table.column(agg.column).take(taken).to_pylist()
-            columns[f"__agg{k}"] = pa.array([aggregate.value(agg.kind, positions, values)] * rows, agg.type)
+            value = aggregate.value(agg.kind, positions, values)
+            columns[f"{AGGREGATE_COLUMN}{k}"] = pa.array([value] * rows, agg.type)
         table = pa.table(columns) if columns else pa.table({"row": [0]})  # a constant: one row
         return bool(evaluate_predicate(cross.fn, table).all())
 
@@ -256,7 +257,7 @@ def too_many_runs(count: int, limit: int) -> ExecutionError:
         hint="a sum or avg over a + variable takes a new value for every subset of its events: add or "
         "shorten WITHIN, bound the iteration, or raise the limit: the Spark conf cerql.maxMatchesPerEvent, "
         "or max_matches_per_event= of cerql.run",
-        params={"count": count, "limit": limit, "conf": "cerql.maxMatchesPerEvent"},
+        params={"count": count, "limit": limit, "conf": MAX_MATCHES_CONF},
     )
 
 

@@ -20,10 +20,9 @@ import pyarrow.compute as pc
 
 from cerql import ast
 from cerql.exec.values import evaluate_predicate, signed_columns
+from cerql.parser.units import MICROS_PER_UNIT
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 from cerql.planner.bits import non_null_columns
-
-MICROS_PER_DAY = 86_400_000_000
 
 
 @dataclass
@@ -202,7 +201,7 @@ def window_values(plan: QueryPlan, table: pa.Table) -> np.ndarray | None:
         return np.asarray(pc.cast(col, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
     if plan.order_kind == "date":
         days = pc.cast(pc.cast(col, pa.date32()), pa.int32()).to_numpy(zero_copy_only=False)
-        return np.asarray(days, dtype=np.int64) * MICROS_PER_DAY
+        return np.asarray(days, dtype=np.int64) * MICROS_PER_UNIT["day"]
     if pa.types.is_integer(col.type):
         return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
     return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)

@@ -13,6 +13,7 @@ from decimal import Decimal
 from sqlglot.dialects.spark import Spark
 
 from cerql import ast
+from cerql.parser.units import MICROS_PER_UNIT
 
 KEYWORDS = frozenset(
     """select from where as or and filter partition by order within consume limit create replace
@@ -29,8 +30,7 @@ _LEVEL = {ast.Filter: 0, ast.Or: 1, ast.Contiguous: 2, ast.Seq: 3,
           ast.KleenePlus: 4, ast.ContiguousPlus: 4, ast.As: 4, ast.Atom: 5}
 _COND_LEVEL = {ast.FilterOr: 0, ast.FilterAnd: 1, ast.VarPredicate: 2, ast.CrossPredicate: 2}
 
-_UNITS = (("DAY", 86_400_000_000), ("HOUR", 3_600_000_000), ("MINUTE", 60_000_000),
-          ("SECOND", 1_000_000))
+_UNITS = tuple((unit.upper(), MICROS_PER_UNIT[unit]) for unit in ("day", "hour", "minute", "second"))
 
 
 def ident(name: str) -> str:

@@ -19,15 +19,7 @@ from cerql import ast
 from cerql.errors import CeqlError, ParseError
 from cerql.parser import sqlexpr
 from cerql.parser.depth import check_depth, check_parentheses, room_to_recurse
-
-MICROS_PER_UNIT = {
-    "millisecond": 1_000,
-    "second": 1_000_000,
-    "minute": 60_000_000,
-    "hour": 3_600_000_000,
-    "day": 86_400_000_000,
-}
-
+from cerql.parser.units import MICROS_PER_UNIT
 
 @functools.cache
 def _parser() -> Lark:

@@ -19,8 +19,8 @@ from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, position_of
 from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
-from cerql.plan import (MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan, QueryPlan,
-                        RegisterCheck, SourcePlan, WindowPlan)
+from cerql.plan import (AGGREGATE_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan,
+                        QueryPlan, RegisterCheck, SourcePlan, WindowPlan)
 from cerql.planner import aggregates
 from cerql.planner.analyze import Analysis, OutputVar, find_name, pattern_variables
 from cerql.planner.arrow_expr import ExprError, compile_expr, guard
@@ -399,7 +399,7 @@ class _Resolver:
         aggs = self.aggregate_plans(sql)
         if not aggs:
             return sql, aggs
-        return dataclasses.replace(sql, tree=aggregates.as_columns(sql.tree, "__agg")), aggs
+        return dataclasses.replace(sql, tree=aggregates.as_columns(sql.tree, AGGREGATE_COLUMN)), aggs
 
     def aggregate_plans(self, sql: ast.SqlExpr) -> tuple[AggregatePlan, ...]:
         out = []
@@ -423,7 +423,7 @@ class _Resolver:
         used: list[tuple[str, str]] = []
 
         def resolve(col: exp.Column) -> str:
-            if not col.table and col.name.startswith("__agg"):
+            if not col.table and col.name.startswith(AGGREGATE_COLUMN):
                 return col.name
             name = self.column(col.name, offset=expr_position(sql, col.this))
             if (col.table, name) not in used:
@@ -432,7 +432,7 @@ class _Resolver:
 
         fn = self.compile(sql, resolve)
         fields = [pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]
-        fields += [pa.field(f"__agg{k}", agg.type) for k, agg in enumerate(extra)]
+        fields += [pa.field(f"{AGGREGATE_COLUMN}{k}", agg.type) for k, agg in enumerate(extra)]
         value_type = self.check(fn, sql, pa.schema(fields).empty_table(), boolean, what)
         return fn, tuple(used), value_type
 

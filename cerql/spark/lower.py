@@ -37,11 +37,12 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import ast
-from cerql.spark.arrow_task import BITS_COLUMN, RISING_COLUMN
 from cerql.exec.driver import RegisterSpec
-from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan
+from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan, TaskPlan
 from cerql.planner import aggregates
 from cerql.planner.bits import firing_masks, non_null_columns
+from cerql.spark.arrow_task import BITS_COLUMN, RISING_COLUMN
+from cerql.spark.patch import is_connect
 
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
 HIDDEN_INPUT = "__cerql_in"        # a source's column k, renamed by position
@@ -53,7 +54,7 @@ def functions_for(frame):
     """``pyspark.sql.functions`` for a classic DataFrame, its Connect twin for a Connect one: a
     process can hold both kinds of session, and their Columns do not mix. Imported late: the
     local engine needs no pyspark."""
-    if type(frame).__module__.startswith("pyspark.sql.connect"):
+    if is_connect(frame):
         from pyspark.sql.connect import functions as F
     else:
         from pyspark.sql import functions as F
@@ -260,9 +261,10 @@ def with_rising_sums(plan: QueryPlan, stream):
 
 
 # -- step 4: the task plan and its output schema
-def task_plan(plan: QueryPlan) -> QueryPlan:
-    """What the Spark tasks run: variable outputs only (each variable a SELECT expression reads
-    becomes a hidden struct of the columns it needs), no compiled predicates, no AST."""
+def task_plan(plan: QueryPlan) -> TaskPlan:
+    """What the Spark tasks run: the plan's :class:`cerql.plan.TaskPlan` part with variable
+    outputs only (each variable a SELECT expression reads becomes a hidden struct of the columns
+    it needs); no compiled predicates, no query AST."""
     outputs: list[OutputPlan] = []
     needed: dict[str, list[str]] = {}
     many: dict[str, bool] = {}
@@ -278,7 +280,8 @@ def task_plan(plan: QueryPlan) -> QueryPlan:
                 cols.append(col)
     for var, cols in needed.items():  # an array of structs for a variable that can hold several events
         outputs.append(OutputPlan(EXPR_STRUCT_PREFIX + var, var=var, columns=tuple(cols), many=many[var]))
-    return dataclasses.replace(plan, select=None, view=None, predicates={}, outputs=tuple(outputs))
+    shared = {f.name: getattr(plan, f.name) for f in dataclasses.fields(TaskPlan)}
+    return TaskPlan(**{**shared, "outputs": tuple(outputs)})
 
 
 def shuffled_columns(plan: QueryPlan) -> list[str]:
@@ -295,7 +298,7 @@ def shuffled_columns(plan: QueryPlan) -> list[str]:
     return list(dict.fromkeys(cols))
 
 
-def output_schema(task: QueryPlan, schema):
+def output_schema(task: TaskPlan, schema):
     """Spark schema of the task's rows, from the Spark schema of its input."""
     from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
@@ -310,7 +313,7 @@ def output_schema(task: QueryPlan, schema):
     return StructType(fields)
 
 
-def _matcher(task: QueryPlan, names: list[str], results: list[str]):
+def _matcher(task: TaskPlan, names: list[str], results: list[str]):
     """The function ``mapInArrow`` runs: batches whose columns are renamed by position to
     ``names`` (the real ones) through a MatchTask, results renamed by position to ``results``."""
     def cerql_match(batches):  # the name shows in Spark's plan

@@ -17,8 +17,7 @@ import sys
 from typing import Any, Mapping
 
 from cerql.errors import CeqlError
-
-CONNECT_SESSION_MODULE = "pyspark.sql.connect.session"
+from cerql.spark.patch import CONNECT_MODULE
 
 
 def active_session():
@@ -26,7 +25,7 @@ def active_session():
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()
-    connect = sys.modules.get(CONNECT_SESSION_MODULE)
+    connect = sys.modules.get(CONNECT_MODULE)
     if spark is None and connect is not None:  # only look if the user has imported Connect
         spark = connect.SparkSession.getActiveSession()
     if spark is None:

@@ -17,6 +17,12 @@ import sys
 CONNECT_MODULE = "pyspark.sql.connect.session"
 
 
+def is_connect(obj) -> bool:
+    """Whether a session or DataFrame is Spark Connect's: its classes are twins of the classic
+    ones, not subclasses, and their Columns and functions do not mix with the classic ones."""
+    return type(obj).__module__.startswith("pyspark.sql.connect")
+
+
 def _method(self, text: str, **tables):
     """Run a CEQL query on this session; see :func:`cerql.cer_sql`."""
     from cerql.spark.session import cer_sql

@@ -20,15 +20,13 @@ from typing import Any
 import pyarrow as pa
 
 from cerql import ast
-from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
+from cerql.errors import MAX_MATCHES_CONF, AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze
 from cerql.planner.bits import firing_masks
 from cerql.spark.lower import UnsupportedColumn, arrow_schema, lower
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
-
-MAX_MATCHES_CONF = "cerql.maxMatchesPerEvent"
 
 
 def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]:

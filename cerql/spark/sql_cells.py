@@ -33,13 +33,14 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, OrderingColumn, Par
 from sqlglot import exp
 
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
-from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
 from cerql.exec.driver import condition_bits
 from cerql.exec.stream import drop_null_rows, firing_rows, stream_of
 from cerql.exec.values import evaluate
-from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 from cerql.planner.bits import firing_masks
+from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
 from cerql.spark.lower import quoted
+from cerql.spark.patch import is_connect
 
 FUNCTION_NAME = "cerql"
 BATCH_ROWS = 4096  # rows per MatchTask batch: large enough to amortize Arrow, small for memory
@@ -67,7 +68,7 @@ class _Prepared:
     """A query resolved against one TABLE schema: what analyze returns and eval runs."""
 
     plan: QueryPlan              # resolved against the whole TABLE schema (bits, expressions)
-    task: QueryPlan              # what MatchTask runs (variable outputs only)
+    task: TaskPlan               # what MatchTask runs (variable outputs only)
     read: tuple[str, ...]        # TABLE columns eval receives, in order (the ``select``)
     arrow: pa.Schema             # Arrow schema of the rows eval receives
     schema: Any                  # Spark StructType of the output
@@ -103,7 +104,7 @@ def _read_columns(plan: QueryPlan) -> list[str]:
     return [c for c in plan.columns if c in read]  # in the table's order
 
 
-def _output_schema(plan: QueryPlan, task: QueryPlan, struct):
+def _output_schema(plan: QueryPlan, task: TaskPlan, struct):
     """DESIGN.md section 5 as a Spark StructType: variables from the task's schema, expressions
     from the Arrow type their compiled function gives on an empty table."""
     from pyspark.sql.pandas.types import from_arrow_type
@@ -271,7 +272,8 @@ class CerqlFunction:
                 continue
             values = {f"{v}.{c}": pc.struct_field(out.column(EXPR_STRUCT_PREFIX + v), c) for v, c in o.expr_columns}
             for k, a in enumerate(o.aggregates):
-                values[f"__agg{k}"] = _aggregate_column(a, out.column(EXPR_STRUCT_PREFIX + a.var).to_pylist())
+                hidden = out.column(EXPR_STRUCT_PREFIX + a.var).to_pylist()
+                values[f"{AGGREGATE_COLUMN}{k}"] = _aggregate_column(a, hidden)
             columns.append(evaluate(o.expr, pa.table(values) if values else pa.table({"_": pa.nulls(n)})))
         yield from zip(*[c.to_pylist() for c in columns])
 
@@ -332,7 +334,7 @@ def register(spark, name: str = FUNCTION_NAME):
     """
     from pyspark.util import PythonEvalType
 
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
+    if is_connect(spark):
         from pyspark.sql.connect.udtf import UserDefinedTableFunction
     else:
         from pyspark.sql.udtf import UserDefinedTableFunction
