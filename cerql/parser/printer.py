@@ -25,10 +25,11 @@ KEYWORDS = frozenset(
 # such a name must be back-quoted where sqlglot reads it.
 SQL_KEYWORDS = frozenset(k.lower() for k in Spark.tokenizer_class.KEYWORDS if re.fullmatch(r"\w+", k))
 
-# Binding strength of each pattern node, loosest first (see ceql.lark).
+# Binding strength of each node among its kind, patterns or FILTER conditions, loosest first
+# (see ceql.lark); a node's operands are always of its own kind.
 _LEVEL = {ast.Filter: 0, ast.Or: 1, ast.Contiguous: 2, ast.Seq: 3,
-          ast.KleenePlus: 4, ast.ContiguousPlus: 4, ast.As: 4, ast.Atom: 5}
-_COND_LEVEL = {ast.FilterOr: 0, ast.FilterAnd: 1, ast.VarPredicate: 2, ast.CrossPredicate: 2}
+          ast.KleenePlus: 4, ast.ContiguousPlus: 4, ast.As: 4, ast.Atom: 5,
+          ast.FilterOr: 0, ast.FilterAnd: 1, ast.VarPredicate: 2, ast.CrossPredicate: 2}
 
 _UNITS = tuple((unit.upper(), MICROS_PER_UNIT[unit]) for unit in ("day", "hour", "minute", "second"))
 
@@ -124,8 +125,10 @@ class Printer:
     def column_window_ceql(self, node: ast.ColumnWindow) -> str:
         return f"{node.amount!r} [{ident(node.column)}]"
 
-    # -- patterns
+    # -- patterns and conditions
     def _wrap(self, child, level: int, strict: bool = False) -> str:
+        """The child's text, in parentheses when it binds more loosely than ``level`` (or as
+        loosely, with ``strict``: the right operand of a left-associative operator)."""
         text = self.sql(child)
         child_level = _LEVEL[type(child)]
         if child_level < level or (strict and child_level == level):
@@ -161,13 +164,6 @@ class Printer:
         return f"{self._wrap(node.pattern, 0)} FILTER {self.sql(node.condition)}"
 
     # -- conditions
-    def _cond(self, child, level: int, strict: bool = False) -> str:
-        text = self.sql(child)
-        child_level = _COND_LEVEL[type(child)]
-        if child_level < level or (strict and child_level == level):
-            return f"({text})"
-        return text
-
     def var_predicate_ceql(self, node: ast.VarPredicate) -> str:
         return f"{ident(node.var)}[{node.predicate.text}]"
 
@@ -175,10 +171,10 @@ class Printer:
         return node.expr.text
 
     def filter_and_ceql(self, node: ast.FilterAnd) -> str:
-        return f"{self._cond(node.left, 1)} AND {self._cond(node.right, 1, strict=True)}"
+        return self._binary(node, "AND")
 
     def filter_or_ceql(self, node: ast.FilterOr) -> str:
-        return f"{self._cond(node.left, 0)} OR {self._cond(node.right, 0, strict=True)}"
+        return self._binary(node, "OR")
 
 
 def to_ceql(node) -> str:
