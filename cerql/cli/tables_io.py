@@ -437,9 +437,15 @@ def write_result(result: pd.DataFrame, path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix not in OUT_SUFFIXES:
         raise CliError(f"--out {path}: use a .parquet, .csv or .json file")
+    _write_then_install(path, lambda written: _write_local(result, written, suffix))
+
+
+def _write_then_install(path: Path, write) -> None:
+    """``write`` a file or directory under a hidden name beside ``path``, then move it there, so
+    a failed write never leaves half a result at ``path``; what is left of it is deleted."""
     written = _beside(path, "new")
     try:
-        _write_local(result, written, suffix)
+        write(written)
         _install(written, path)
     except OSError as err:
         raise CliError(f"--out {path}: cannot write: {err.strerror or err}") from err
@@ -476,14 +482,7 @@ def write_spark_result(spark, df, path: Path) -> int:
     writer = df.write.mode("errorifexists")
     if fmt == "csv":  # RFC 4180 quoting (a quote doubled), which pandas and spreadsheets read
         writer = writer.option("header", True).option("escape", '"')
-    written = _beside(path, "new")
-    try:
-        writer.format(fmt).save(str(written))
-        _install(written, path)
-    except OSError as err:
-        raise CliError(f"--out {path}: cannot write: {err.strerror or err}") from err
-    finally:
-        _delete_partial(written)
+    _write_then_install(path, lambda written: writer.format(fmt).save(str(written)))
     reader = spark.read.option("header", True) if fmt == "csv" else spark.read
     return reader.format(fmt).load(str(path)).count()
 
