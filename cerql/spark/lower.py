@@ -37,6 +37,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import ast
+from cerql.errors import UnsupportedError
 from cerql.exec.driver import RegisterSpec
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan, TaskPlan
 from cerql.planner import aggregates
@@ -61,16 +62,10 @@ def functions_for(frame):
     return F
 
 
-class UnsupportedColumn(Exception):
-    """A column whose Spark type Arrow cannot carry (the caller words the query error)."""
-
-    def __init__(self, field):
-        super().__init__(field.name)
-        self.field = field
-
-
-def arrow_schema(struct) -> pa.Schema:
-    """The Arrow schema of a Spark StructType, as the tasks will see it (timestamps in UTC)."""
+def arrow_schema(struct, text: str, offset: int, owner: str, hint: str) -> pa.Schema:
+    """The Arrow schema of a source's Spark StructType, as the tasks will see it (timestamps in
+    UTC). A column Arrow cannot carry is the query's UNSUPPORTED_COLUMN_TYPE error at ``offset``
+    of ``text``, naming the column of ``owner`` (the source, as the user wrote it) and ``hint``."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     fields = []
@@ -78,7 +73,9 @@ def arrow_schema(struct) -> pa.Schema:
         try:
             fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True))
         except Exception:  # noqa: BLE001 - pyspark raises several kinds for unsupported types
-            raise UnsupportedColumn(f) from None
+            raise UnsupportedError.at(text, offset, f"Column '{f.name}' of {owner} has type "
+                                      f"{f.dataType.simpleString()}, which cerql cannot carry through Arrow",
+                                      "UNSUPPORTED_COLUMN_TYPE", hint) from None
     return pa.schema(fields)
 
 

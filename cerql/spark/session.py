@@ -20,11 +20,11 @@ from typing import Any
 import pyarrow as pa
 
 from cerql import ast
-from cerql.errors import MAX_MATCHES_CONF, AnalysisError, CeqlError, UnsupportedError, start_of
+from cerql.errors import MAX_MATCHES_CONF, AnalysisError, CeqlError, start_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze
 from cerql.planner.bits import firing_masks
-from cerql.spark.lower import UnsupportedColumn, arrow_schema, lower
+from cerql.spark.lower import arrow_schema, lower
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
 
@@ -45,15 +45,8 @@ def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]
 
 
 def _arrow_schema(text: str, source: ast.Source, frame) -> pa.Schema:
-    try:
-        return arrow_schema(frame.schema)
-    except UnsupportedColumn as err:
-        f = err.field
-        raise UnsupportedError.at(text, start_of(source.span),
-                                  f"Column '{f.name}' of '{source.name}' has type {f.dataType.simpleString()}, "
-                                  "which cerql cannot carry through Arrow",
-                                  "UNSUPPORTED_COLUMN_TYPE",
-                                  "cast it or leave it out with a subquery or DataFrame.select") from None
+    return arrow_schema(frame.schema, text, start_of(source.span), f"'{source.name}'",
+                        "cast it or leave it out with a subquery or DataFrame.select")
 
 
 def _max_matches(spark) -> int:

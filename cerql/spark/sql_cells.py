@@ -39,7 +39,7 @@ from cerql.exec.values import evaluate
 from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 from cerql.planner.bits import firing_masks
 from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
-from cerql.spark.lower import quoted
+from cerql.spark.lower import arrow_schema, quoted
 from cerql.spark.patch import is_connect
 
 FUNCTION_NAME = "cerql"
@@ -73,20 +73,6 @@ class _Prepared:
     arrow: pa.Schema             # Arrow schema of the rows eval receives
     schema: Any                  # Spark StructType of the output
     masks: tuple[int, ...] | None  # a kept row satisfies one of these condition sets (None: all)
-
-
-def _input_schema(text: str, struct) -> pa.Schema:
-    from cerql.spark.lower import UnsupportedColumn, arrow_schema
-
-    try:
-        return arrow_schema(struct)
-    except UnsupportedColumn as err:
-        f = err.field
-        raise UnsupportedError.at(text, 0,
-                                  f"Column '{f.name}' of the TABLE argument has type {f.dataType.simpleString()}, "
-                                  "which cerql cannot carry through Arrow",
-                                  "UNSUPPORTED_COLUMN_TYPE",
-                                  "cast it or leave it out: TABLE(SELECT ... FROM t)") from None
 
 
 def _read_columns(plan: QueryPlan) -> list[str]:
@@ -152,7 +138,7 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
                                   "LIMIT_IN_TABLE_FUNCTION",
                                   "put it outside: SELECT * FROM cerql(...) ORDER BY match_end, match_start LIMIT n")
     source = select.sources[0]
-    arrow = _input_schema(text, struct)
+    arrow = arrow_schema(struct, text, 0, "the TABLE argument", "cast it or leave it out: TABLE(SELECT ... FROM t)")
     plan = resolve(analysis, {source.name: arrow})
     task = task_plan(plan)
     read = tuple(_read_columns(plan))
