@@ -37,7 +37,7 @@ from cerql.spark.task_errors import first_line, task_error
 from cerql.cli import DEMO_ROWS
 from cerql.cli.runtime import parse_conf, progress, spark_session
 from cerql.cli.tables_io import (
-    OUT_SUFFIXES, CliError, OutputRefused, check_not_input, check_out, read_spark_table,
+    CliError, OutputRefused, check_not_input, check_out, out_suffix, read_spark_table,
     read_table, show_text, table_specs, write_result, write_spark_result,
 )
 
@@ -61,8 +61,7 @@ def out_path(value: str | None) -> Path | None:
     if value is None:
         return None
     path = Path(value)
-    if path.suffix.lower() not in OUT_SUFFIXES:
-        raise CliError(f"--out {path}: use a .parquet, .csv or .json file")
+    out_suffix(path)
     return path
 
 

@@ -434,10 +434,16 @@ def write_result(result: pd.DataFrame, path: Path) -> None:
     path : pathlib.Path
         The output file, checked by :func:`check_out`; its suffix picks the format.
     """
+    suffix = out_suffix(path)
+    _write_then_install(path, lambda written: _write_local(result, written, suffix))
+
+
+def out_suffix(path: Path) -> str:
+    """The format of an output path, by its suffix (lower case): one of ``OUT_SUFFIXES``."""
     suffix = path.suffix.lower()
     if suffix not in OUT_SUFFIXES:
         raise CliError(f"--out {path}: use a .parquet, .csv or .json file")
-    _write_then_install(path, lambda written: _write_local(result, written, suffix))
+    return suffix
 
 
 def _write_then_install(path: Path, write) -> None:
