@@ -1,14 +1,41 @@
-"""Pattern trees for the hypothesis tests of tests/exec, and their CEQL text.
+"""Random patterns, queries and streams for the property tests of tests/exec, tests/planner and
+tests/spark, and the CEQL text of each.
 
 A pattern is a tuple tree: ("atom", T), ("seq"|"colon"|"or", l, r), ("plus"|"cplus", p),
 ("as", p, var), ("filter", p, condition); a condition is ("pred", var, text), ("cross", text)
 (a predicate across variables, written with var.col) or ("and"|"or", c1, c2). Predicates read
 an integer column ``v``.
+
+``cases()`` draws a query (pattern, strategy, projection, window, PARTITION BY, CONSUME BY)
+first and builds the stream mostly from the pattern's own event types (plus, half the time, one
+noise type), which keeps about half of the examples non-empty; stream lengths are biased towards
+the maximum. ``cross_cases()`` puts a FILTER with predicates across variables in the pattern.
+``query_text`` prints a query and ``table_for`` gives the stream as the query wants it. Every
+property runs under ``derandomized(n)``: the same n examples every run.
 """
 
 from __future__ import annotations
 
+import pandas as pd
+import pyarrow as pa
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+from cerql.exec.stream import as_arrow
+
+TYPES = ["A", "B", "C", "D"]
+VARS = ["x", "x", "y", "y", "z", "A", "B"]  # a type name as AS variable too
+STRATEGIES = ["ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"]
+BASE_TIME = pd.Timestamp("2026-01-01 00:00:00")
+
+
+
+def derandomized(n: int):
+    """Hypothesis settings for ``n`` examples, the same ones every run (no database, no deadline)."""
+    return settings(max_examples=n, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                           HealthCheck.data_too_large])
+
 
 PREDICATES = ["v > 0", "v > 0", "v > 1", "v >= 1", "v <= 1", "v <= 2", "v < 3", "v = 0", "v = 2",
               "v != 1", "v != 3", "v IN (0, 2)", "v BETWEEN 1 AND 3", "v IS NOT NULL", "v IS NULL"]
@@ -73,3 +100,144 @@ def cross_conditions(draw, names, depth=2):
         return ("cross", text.format(x=draw(st.sampled_from(names)), y=draw(st.sampled_from(names))))
     return (draw(st.sampled_from(["and", "or"])), draw(cross_conditions(names, depth - 1)),
             draw(cross_conditions(names, depth - 1)))
+
+
+# --------------------------------------------------------------------------- patterns
+@st.composite
+def conditions(draw, names: list[str], depth: int = 2):
+    """A FILTER condition over the variables a filtered pattern binds, AND/OR nested."""
+    if depth == 0 or draw(st.integers(0, 2)) > 0:
+        return ("pred", draw(st.sampled_from(names)), draw(st.sampled_from(PREDICATES)))
+    op = draw(st.sampled_from(["and", "or"]))
+    return (op, draw(conditions(names, depth - 1)), draw(conditions(names, depth - 1)))
+
+
+# operator -> weight; binary operators split the leaf budget, unary ones wrap a subpattern
+OPERATORS = ["seq"] * 4 + ["colon"] * 2 + ["or"] * 3 + ["plus"] * 3 + ["cplus"] * 2 + ["as"] * 4 + ["filter"] * 2
+
+
+@st.composite
+def patterns(draw, leaves: int | None = None, depth: int = 4):
+    """A pattern tree with at most ``leaves`` atoms and ``depth`` nested unary operators."""
+    if leaves is None:
+        leaves = draw(st.integers(1, 5))
+    kinds = [k for k in OPERATORS if (leaves > 1 or k not in ("seq", "colon", "or"))
+             and (depth > 0 or k in ("seq", "colon", "or"))]
+    if (leaves == 1 and (depth == 0 or draw(st.integers(0, 2)) == 0)) or not kinds:
+        return ("atom", draw(st.sampled_from(["A", "A", "B", "B", "C", "D"])))
+    kind = draw(st.sampled_from(kinds))
+    if kind in ("seq", "colon", "or"):
+        left = draw(st.integers(1, leaves - 1))
+        return (kind, draw(patterns(left, depth)), draw(patterns(leaves - left, depth)))
+    child = draw(patterns(leaves, depth - 1))
+    if kind == "as":
+        return ("as", child, draw(st.sampled_from(VARS)))
+    if kind == "filter":
+        return ("filter", child, draw(conditions(variables(child))))
+    return (kind, child)
+
+
+# --------------------------------------------------------------------------- streams
+@st.composite
+def streams(draw, max_size: int = 12, alphabet=None, partitioned: bool = False):
+    """A DataFrame of 0..max_size events: type, v (sometimes NULL), ts (ties), k if partitioned."""
+    # hypothesis favours 0 for integers(0, n); longer streams are where engines differ
+    n = draw(st.sampled_from([max_size, max_size - 1, max_size // 2] + list(range(max_size + 1))))
+    alphabet = alphabet or TYPES
+    types = draw(st.lists(st.sampled_from(alphabet), min_size=n, max_size=n))
+    nulls = draw(st.booleans()) and draw(st.integers(0, 3)) == 0
+    v = draw(st.lists(st.integers(0, 3) | (st.none() if nulls else st.integers(0, 3)), min_size=n, max_size=n))
+    if draw(st.booleans()):
+        ts = list(range(n))
+    else:
+        gaps = draw(st.lists(st.sampled_from([0, 0, 1, 1, 2, 3]), min_size=n, max_size=n))
+        ts = [sum(gaps[: i + 1]) for i in range(n)]
+    if draw(st.integers(0, 3)) == 0:
+        ts = [t / 2 for t in ts]  # float ts: float window values, half seconds for time windows
+    data = {"type": types, "v": pd.array(v, dtype="Int64"), "ts": ts}
+    if partitioned:
+        nk = draw(st.integers(1, 3))
+        data["k"] = draw(st.lists(st.integers(0, nk - 1), min_size=n, max_size=n))
+    return pd.DataFrame(data)
+
+
+# --------------------------------------------------------------------------- queries
+WINDOWS = st.one_of(
+    st.just(("none", None)),
+    st.tuples(st.just("events"), st.integers(0, 5)),
+    st.tuples(st.just("column"), st.sampled_from([0, 1, 2, 3, 4, 6, 1.5])),
+    st.tuples(st.just("time"), st.integers(0, 4)),
+)
+
+
+@st.composite
+def queries(draw, strategies=STRATEGIES):
+    """(pattern tree, strategy, projection or None, window, partitioned, consume)."""
+    node = draw(patterns())
+    names = variables(node)
+    projection = draw(st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
+    strategy = draw(st.sampled_from(strategies))
+    window = draw(WINDOWS)
+    partitioned = draw(st.booleans())
+    consume = draw(st.sampled_from(["", "", "NONE", "PARTITION"] + ([] if partitioned else ["ANY"])))
+    return node, strategy, projection, window, partitioned, consume
+
+
+def pattern_types(node) -> list[str]:
+    kind = node[0]
+    if kind == "atom":
+        return [node[1]]
+    if kind in ("seq", "colon", "or"):
+        return pattern_types(node[1]) + pattern_types(node[2])
+    return pattern_types(node[1])  # plus, cplus, as, filter
+
+
+@st.composite
+def cases(draw, strategies=STRATEGIES, max_size: int = 12):
+    """(query, stream): the stream's types are mostly the pattern's, so matches are common."""
+    query = draw(queries(strategies))
+    alphabet = sorted(set(pattern_types(query[0])))
+    if draw(st.booleans()):
+        alphabet.append(draw(st.sampled_from(TYPES)))  # noise: a type the pattern may skip
+    return query, draw(streams(max_size, alphabet, partitioned=query[4]))
+
+
+def query_text(query) -> str:
+    node, strategy, projection, window, partitioned, consume = query
+    kind, n = window
+    within = {"none": "", "events": f"WITHIN {n} EVENTS", "column": f"WITHIN {n} [ts]",
+              "time": f"WITHIN {n} SECONDS"}[kind]
+    proj = "*" if projection is None else ", ".join(projection)
+    return (f"SELECT {strategy} {proj} FROM s WHERE {to_ceql(node)}"
+            f"{' PARTITION BY [k]' if partitioned else ''} ORDER BY ts {within}"
+            f"{' CONSUME BY ' + consume if consume else ''}")
+
+
+def table_for(query, df: pd.DataFrame) -> pa.Table:
+    """The stream as the query wants it: ts as a TIMESTAMP (ts seconds after BASE_TIME) for time windows."""
+    if query[3][0] == "time":
+        df = df.assign(ts=BASE_TIME + pd.to_timedelta(df["ts"], unit="s"))
+    return as_arrow(df)
+
+
+# --------------------------------------------------------------------------- FILTERs across variables
+@st.composite
+def cross_cases(draw):
+    inner = draw(patterns(draw(st.integers(1, 3)), 3))
+    names = variables(inner)
+    cond = draw(cross_conditions(names))
+    if "cross" not in str(cond):  # at least one predicate across variables
+        text = draw(st.sampled_from(CROSS_TEXTS))
+        cond = ("and", cond, ("cross", text.format(x=draw(st.sampled_from(names)), y=draw(st.sampled_from(names)))))
+    node = ("filter", inner, cond)
+    where = draw(st.integers(0, 3))  # the FILTER alone, or inside a larger pattern
+    if where:
+        other = draw(patterns(1, 2))
+        node = ("seq", node, other) if where == 1 else ("or", other, node) if where == 2 else ("plus", node)
+    names = variables(node)
+    projection = draw(st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
+    partitioned = draw(st.booleans())
+    consume = draw(st.sampled_from(["", "", "PARTITION"] + ([] if partitioned else ["ANY"])))
+    query = (node, draw(st.sampled_from(STRATEGIES)), projection, draw(WINDOWS), partitioned, consume)
+    alphabet = sorted(set(pattern_types(node))) + [draw(st.sampled_from(TYPES))]
+    return query, draw(streams(9, alphabet, partitioned=partitioned))

@@ -11,10 +11,13 @@ local engine, which must give the same rows (exec/post_filter.py). Positions = t
 from __future__ import annotations
 
 import pytest
+from hypothesis import event, given
 
 import cerql
-from tests.support import match_sets, positions, typed_stream
+from tests.differential import check_same, plan_and_stream, run_local, run_reference, same_rows_as_reference
+from tests.generators import cross_cases, derandomized, query_text, table_for
 from tests.spark.compare import canonical_rows, local_records, spark_records
+from tests.support import match_sets, positions, typed_stream
 
 
 def run(spec: str, query: str, **columns):
@@ -259,42 +262,11 @@ def test_explain_says_who_evaluates_it():
 # Random patterns under a FILTER that mixes brackets and predicates across variables, on random
 # streams, every strategy, window and CONSUME BY: the local engine (the relaxed automaton's
 # results, filtered) gives the reference evaluator's results, or both fail alike; a FILTER under
-# + or :+ is checked on each repetition, which the relaxed automaton marks.
-
-from hypothesis import event, given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from tests.exec.patterns import CROSS_TEXTS, cross_conditions, variables  # noqa: E402
-from tests.exec.test_equality_partitioning import same_rows_as_reference  # noqa: E402
-from tests.exec.test_engine_vs_reference import (STRATEGIES, TYPES, WINDOWS, _settings,  # noqa: E402
-                                                 check_same, pattern_types, patterns, plan_and_stream,
-                                                 query_text, run_local, run_reference, streams,
-                                                 table_for)
+# + or :+ is checked on each repetition, which the relaxed automaton marks (the queries:
+# tests/generators.py, cross_cases).
 
 
-@st.composite
-def cross_cases(draw):
-    inner = draw(patterns(draw(st.integers(1, 3)), 3))
-    names = variables(inner)
-    cond = draw(cross_conditions(names))
-    if "cross" not in str(cond):  # at least one predicate across variables
-        text = draw(st.sampled_from(CROSS_TEXTS))
-        cond = ("and", cond, ("cross", text.format(x=draw(st.sampled_from(names)), y=draw(st.sampled_from(names)))))
-    node = ("filter", inner, cond)
-    where = draw(st.integers(0, 3))  # the FILTER alone, or inside a larger pattern
-    if where:
-        other = draw(patterns(1, 2))
-        node = ("seq", node, other) if where == 1 else ("or", other, node) if where == 2 else ("plus", node)
-    names = variables(node)
-    projection = draw(st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
-    partitioned = draw(st.booleans())
-    consume = draw(st.sampled_from(["", "", "PARTITION"] + ([] if partitioned else ["ANY"])))
-    query = (node, draw(st.sampled_from(STRATEGIES)), projection, draw(WINDOWS), partitioned, consume)
-    alphabet = sorted(set(pattern_types(node))) + [draw(st.sampled_from(TYPES))]
-    return query, draw(streams(9, alphabet, partitioned=partitioned))
-
-
-@_settings(800)
+@derandomized(800)
 @given(cross_cases())
 def test_local_engine_gives_the_reference_results_with_cross_predicates(case):
     query, df = case

@@ -24,10 +24,11 @@ queries, so the parser and analyzer are exercised on the way. The explicit ``@ex
 are shapes random search reaches rarely: Kleene of sequences, OR of one type under different
 variables, contiguity inside Kleene, projections that drop variables.
 
-Generators: ``cases()`` draws the query first and builds the stream mostly from the pattern's
-own event types (plus, half the time, one noise type), which keeps about half of the examples
-non-empty; stream lengths are biased towards the maximum. The analyzer accepts every generated
-query, so ``assume(False)`` fires only when the reference refuses an input as too large.
+Generators (tests/generators.py): ``cases()`` draws the query first and builds the stream
+mostly from the pattern's own event types (plus, half the time, one noise type), which keeps
+about half of the examples non-empty; stream lengths are biased towards the maximum. The
+analyzer accepts every generated query, so ``assume(False)`` fires only when the reference
+refuses an input as too large.
 ``rebound_cases()`` (issue 15) puts an AS around a FILTER across variables that binds again a
 variable the FILTER reads, checked on the FILTER's own valuation (the last section).
 
@@ -38,197 +39,17 @@ examples plus the explicit ones in about 65 s on two cores.
 from __future__ import annotations
 
 import pandas as pd
-import pyarrow as pa
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 import cerql
 from cerql.api import analyze
 from cerql.errors import CeqlError, ExecutionError
-from cerql.exec import driver, post_filter, reference
-from cerql.exec.stream import as_arrow, build_stream
 from cerql.plan import MAX_MATCHES_PER_EVENT
-from cerql.planner.resolve import resolve
-from tests.exec.patterns import CROSS_TEXTS, PREDICATES, cross_conditions, to_ceql, variables
-
-TYPES = ["A", "B", "C", "D"]
-VARS = ["x", "x", "y", "y", "z", "A", "B"]  # a type name as AS variable too
-STRATEGIES = ["ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"]
-BATCH_SIZES = (1, 2, 3, 5, 7)
-BASE_TIME = pd.Timestamp("2026-01-01 00:00:00")
-TOO_LARGE = "REFERENCE_INPUT_TOO_LARGE"
-
-
-def _settings(n: int):
-    return settings(max_examples=n, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                           HealthCheck.data_too_large])
-
-
-# --------------------------------------------------------------------------- patterns
-@st.composite
-def conditions(draw, names: list[str], depth: int = 2):
-    """A FILTER condition over the variables a filtered pattern binds, AND/OR nested."""
-    if depth == 0 or draw(st.integers(0, 2)) > 0:
-        return ("pred", draw(st.sampled_from(names)), draw(st.sampled_from(PREDICATES)))
-    op = draw(st.sampled_from(["and", "or"]))
-    return (op, draw(conditions(names, depth - 1)), draw(conditions(names, depth - 1)))
-
-
-# operator -> weight; binary operators split the leaf budget, unary ones wrap a subpattern
-OPERATORS = ["seq"] * 4 + ["colon"] * 2 + ["or"] * 3 + ["plus"] * 3 + ["cplus"] * 2 + ["as"] * 4 + ["filter"] * 2
-
-
-@st.composite
-def patterns(draw, leaves: int | None = None, depth: int = 4):
-    """A pattern tree with at most ``leaves`` atoms and ``depth`` nested unary operators."""
-    if leaves is None:
-        leaves = draw(st.integers(1, 5))
-    kinds = [k for k in OPERATORS if (leaves > 1 or k not in ("seq", "colon", "or"))
-             and (depth > 0 or k in ("seq", "colon", "or"))]
-    if (leaves == 1 and (depth == 0 or draw(st.integers(0, 2)) == 0)) or not kinds:
-        return ("atom", draw(st.sampled_from(["A", "A", "B", "B", "C", "D"])))
-    kind = draw(st.sampled_from(kinds))
-    if kind in ("seq", "colon", "or"):
-        left = draw(st.integers(1, leaves - 1))
-        return (kind, draw(patterns(left, depth)), draw(patterns(leaves - left, depth)))
-    child = draw(patterns(leaves, depth - 1))
-    if kind == "as":
-        return ("as", child, draw(st.sampled_from(VARS)))
-    if kind == "filter":
-        return ("filter", child, draw(conditions(variables(child))))
-    return (kind, child)
-
-
-# --------------------------------------------------------------------------- streams
-@st.composite
-def streams(draw, max_size: int = 12, alphabet=None, partitioned: bool = False):
-    """A DataFrame of 0..max_size events: type, v (sometimes NULL), ts (ties), k if partitioned."""
-    # hypothesis favours 0 for integers(0, n); longer streams are where engines differ
-    n = draw(st.sampled_from([max_size, max_size - 1, max_size // 2] + list(range(max_size + 1))))
-    alphabet = alphabet or TYPES
-    types = draw(st.lists(st.sampled_from(alphabet), min_size=n, max_size=n))
-    nulls = draw(st.booleans()) and draw(st.integers(0, 3)) == 0
-    v = draw(st.lists(st.integers(0, 3) | (st.none() if nulls else st.integers(0, 3)), min_size=n, max_size=n))
-    if draw(st.booleans()):
-        ts = list(range(n))
-    else:
-        gaps = draw(st.lists(st.sampled_from([0, 0, 1, 1, 2, 3]), min_size=n, max_size=n))
-        ts = [sum(gaps[: i + 1]) for i in range(n)]
-    if draw(st.integers(0, 3)) == 0:
-        ts = [t / 2 for t in ts]  # float ts: float window values, half seconds for time windows
-    data = {"type": types, "v": pd.array(v, dtype="Int64"), "ts": ts}
-    if partitioned:
-        nk = draw(st.integers(1, 3))
-        data["k"] = draw(st.lists(st.integers(0, nk - 1), min_size=n, max_size=n))
-    return pd.DataFrame(data)
-
-
-# --------------------------------------------------------------------------- queries
-WINDOWS = st.one_of(
-    st.just(("none", None)),
-    st.tuples(st.just("events"), st.integers(0, 5)),
-    st.tuples(st.just("column"), st.sampled_from([0, 1, 2, 3, 4, 6, 1.5])),
-    st.tuples(st.just("time"), st.integers(0, 4)),
-)
-
-
-@st.composite
-def queries(draw, strategies=STRATEGIES):
-    """(pattern tree, strategy, projection or None, window, partitioned, consume)."""
-    node = draw(patterns())
-    names = variables(node)
-    projection = draw(st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
-    strategy = draw(st.sampled_from(strategies))
-    window = draw(WINDOWS)
-    partitioned = draw(st.booleans())
-    consume = draw(st.sampled_from(["", "", "NONE", "PARTITION"] + ([] if partitioned else ["ANY"])))
-    return node, strategy, projection, window, partitioned, consume
-
-
-def pattern_types(node) -> list[str]:
-    kind = node[0]
-    if kind == "atom":
-        return [node[1]]
-    if kind in ("seq", "colon", "or"):
-        return pattern_types(node[1]) + pattern_types(node[2])
-    return pattern_types(node[1])  # plus, cplus, as, filter
-
-
-@st.composite
-def cases(draw, strategies=STRATEGIES, max_size: int = 12):
-    """(query, stream): the stream's types are mostly the pattern's, so matches are common."""
-    query = draw(queries(strategies))
-    alphabet = sorted(set(pattern_types(query[0])))
-    if draw(st.booleans()):
-        alphabet.append(draw(st.sampled_from(TYPES)))  # noise: a type the pattern may skip
-    return query, draw(streams(max_size, alphabet, partitioned=query[4]))
-
-
-def query_text(query) -> str:
-    node, strategy, projection, window, partitioned, consume = query
-    kind, n = window
-    within = {"none": "", "events": f"WITHIN {n} EVENTS", "column": f"WITHIN {n} [ts]",
-              "time": f"WITHIN {n} SECONDS"}[kind]
-    proj = "*" if projection is None else ", ".join(projection)
-    return (f"SELECT {strategy} {proj} FROM s WHERE {to_ceql(node)}"
-            f"{' PARTITION BY [k]' if partitioned else ''} ORDER BY ts {within}"
-            f"{' CONSUME BY ' + consume if consume else ''}")
-
-
-def table_for(query, df: pd.DataFrame) -> pa.Table:
-    """The stream as the query wants it: ts as a TIMESTAMP (ts seconds after BASE_TIME) for time windows."""
-    if query[3][0] == "time":
-        df = df.assign(ts=BASE_TIME + pd.to_timedelta(df["ts"], unit="s"))
-    return as_arrow(df)
-
-
-# --------------------------------------------------------------------------- running
-def plan_and_stream(text: str, table: pa.Table, max_matches: int = MAX_MATCHES_PER_EVENT):
-    try:
-        analysis = analyze(text)
-    except CeqlError:
-        assume(False)
-    plan = resolve(analysis, {"s": table.schema}, max_matches)
-    return plan, build_stream(plan, {src.key: table for src in plan.sources})
-
-
-def run_reference(plan, stream):
-    """The oracle's results, or the error class it raised; too large inputs are skipped."""
-    try:
-        return reference.evaluate(plan, stream)
-    except ExecutionError as err:
-        assume(err.error_class != TOO_LARGE)
-        return err.error_class
-
-
-def run_local(plan, stream, batch_size: int = driver.DEFAULT_BATCH):
-    """The local engine's results (through the post-filter when the plan has FILTERs it checks,
-    as ``cerql.run`` does), or the error class it raised."""
-    evaluate = post_filter.evaluate if plan.post_filters else driver.evaluate
-    try:
-        return evaluate(plan, stream, batch_size=batch_size)
-    except ExecutionError as err:
-        return err.error_class
-
-
-def canonical(results) -> list[tuple]:
-    """Results as sorted plain tuples (frozensets only order partially, so sort their items)."""
-    return sorted((r.substream, r.start, r.end, tuple(sorted(r.labels, key=lambda l: (l[1], l[0]))))
-                  for r in results)
-
-
-def shown(results) -> str:
-    if isinstance(results, str):
-        return results
-    return "\n".join(f"  k={k} [{s},{e}] {list(labels)}" for k, s, e, labels in canonical(results)) or "  (none)"
-
-
-def check_same(text, stream, ref, loc):
-    assert isinstance(ref, str) == isinstance(loc, str) and (
-        ref == loc if isinstance(ref, str) else canonical(ref) == canonical(loc)
-    ), f"{text}\nstream:\n{stream.table.to_pandas()}\nreference:\n{shown(ref)}\nlocal:\n{shown(loc)}"
-
+from tests.differential import (BATCH_SIZES, TOO_LARGE, check_same, plan_and_stream, run_local, run_reference,
+                                same_rows_as_reference, shown)
+from tests.generators import (CROSS_TEXTS, STRATEGIES, TYPES, WINDOWS, cases, cross_conditions, derandomized,
+                              pattern_types, patterns, query_text, streams, table_for, variables)
 
 def check_any(text, table, stream, ref_any, loc_any):
     """Local ANY: one result per end, on the reference's ends, each a result of ALL."""
@@ -319,7 +140,7 @@ REBOUND = SEQ(SEQ(AS(A("A"), "x"), A("B")), AS(A("A"), "x"))
 
 
 # --------------------------------------------------------------------------- properties
-@_settings(1700)
+@derandomized(1700)
 @given(cases())
 @example((Q(KLEENE_OF_SEQ), frame("A B A B A B")))
 @example((Q(KLEENE_OF_SEQ, "NEXT"), frame("A A B B A B")))
@@ -351,7 +172,7 @@ def test_local_engine_gives_the_reference_results(case):
     compare(query, df)
 
 
-@_settings(300)
+@derandomized(300)
 @given(cases(strategies=["ALL", "ALL", "NEXT", "LAST", "MAX", "STRICT"], max_size=9), st.integers(1, 3))
 @example((Q(PLUS(A("A"))), frame("A A A A")), 3)
 @example((Q(PLUS(A("A")), "ALL", ["A"], window=("events", 1)), frame("A A A A")), 1)
@@ -360,7 +181,7 @@ def test_too_many_matches_per_event_fails_both_engines_alike(case, max_matches):
     compare(query, df, max_matches)
 
 
-@_settings(500)
+@derandomized(500)
 @given(cases())
 @example((Q(KLEENE_OF_SEQ, "NEXT"), frame("A B A B A B A B A B")))
 @example((Q(CONTIGUOUS_IN_KLEENE, "MAX", window=("events", 4)), frame("A B A B C A B A B A B")))
@@ -379,7 +200,7 @@ def rows(df: pd.DataFrame) -> list[str]:
     return sorted(repr(tuple(r)) for r in df.astype(object).itertuples(index=False))
 
 
-@_settings(200)
+@derandomized(200)
 @given(cases(strategies=["ALL", "NEXT", "LAST", "MAX", "STRICT"]))
 @example((Q(KLEENE_OF_SEQ, "ALL", ["x"]), frame("A B A B")))
 @example((Q(REBOUND, "MAX", partitioned=True), frame("A B A A B A", k=[1, 1, 1, 2, 2, 2])))
@@ -457,7 +278,7 @@ def rebound_cases(draw):
 ISSUE_15 = FILTER(SEQ(AS(A("A"), "a"), AS(A("A"), "c")), ("cross", "a.ts < c.ts"))
 
 
-@_settings(300)
+@derandomized(300)
 @given(rebound_cases())
 @example((Q(AS(ISSUE_15, "a")), frame("A A")))
 @example((Q(AS(FILTER(SEQ(AS(A("A"), "a"), A("A")), ("cross", "count(a) = 1")), "a"), "NEXT"), frame("A A")))
@@ -470,7 +291,6 @@ def test_filters_bound_again_by_an_as_around_give_the_reference_results(case):
     table = table_for(query, df)
     plan, stream = plan_and_stream(text, table)
     if plan.join_columns:  # the oracle checks the equalities on its own substreams
-        from tests.exec.test_equality_partitioning import same_rows_as_reference  # imports this file
         same_rows_as_reference(text, table)
         return
     ref = run_reference(plan, stream)

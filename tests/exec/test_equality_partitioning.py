@@ -16,19 +16,11 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 import cerql
-from cerql.errors import ExecutionError
-from cerql.exec.stream import as_arrow
-from cerql.api import analyze
-from cerql.planner.resolve import resolve
-from tests.support import match_sets, typed_stream
-from tests.exec.patterns import to_ceql, variables
-from tests.exec.test_engine_vs_reference import TOO_LARGE, WINDOWS, _settings, pattern_types, patterns, streams
+from tests.differential import same_rows_as_reference
+from tests.generators import WINDOWS, derandomized, pattern_types, patterns, streams, to_ceql, variables
+from tests.support import match_sets, plan_of, typed_stream
 
 TABLE1 = dict(spec="T T T H H T", id=[1, 1, 2, 1, 1, 2], v=[22, 24, 32, 70, 68, 33])  # seed 002, Table 1
-
-
-def plan_of(query: str, df):
-    return resolve(analyze(query), {"s": as_arrow(df).schema})
 
 
 def run(spec: str, query: str, keys=(), **columns):
@@ -228,31 +220,7 @@ def equality_cases(draw):
     return text, df
 
 
-def _outcome(text, df, engine):
-    try:
-        return cerql.run(text, {"s": df}, engine=engine).to_dict("records")
-    except ExecutionError as err:
-        return err.error_class
-
-
-def same_rows_as_reference(text: str, df) -> None:
-    """The local engine's rows are the reference evaluator's (which ignores the hidden keys);
-    under ANY, one row per end the reference has a row for, each a row of ALL."""
-    ref = _outcome(text, df, "reference")
-    if ref == TOO_LARGE:
-        return
-    local = _outcome(text, df, "local")
-    if not text.startswith("SELECT ANY") or isinstance(ref, str):
-        assert local == ref, f"{text}\n{df}"
-        return
-    ends = lambda rows: sorted((r.get("k"), r["match_end"]) for r in rows)  # noqa: E731  (k: PARTITION BY)
-    assert ends(local) == ends(ref), f"{text}\n{df}"
-    every = _outcome(text.replace("SELECT ANY", "SELECT ALL", 1), df, "reference")
-    assert all(row in every for row in local), f"{text}\n{df}"
-
-
-
-@_settings(600)
+@derandomized(600)
 @given(equality_cases())
 def test_local_engine_with_equalities_gives_the_reference_results(case):
     text, df = case

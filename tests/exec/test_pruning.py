@@ -14,7 +14,8 @@ from cerql.exec import driver
 from cerql.plan import ORDINAL_COLUMN
 from cerql.exec.stream import firing_rows
 from cerql.planner.bits import firing_masks
-from tests.exec.test_engine_vs_reference import _settings, cases, plan_and_stream, query_text, table_for
+from tests.differential import plan_and_stream
+from tests.generators import cases, derandomized, query_text, table_for
 from tests.spark.compare import canonical_rows, local_records
 
 
@@ -24,7 +25,7 @@ def fired_rows(plan, stream) -> np.ndarray:
     return np.sort(stream.table.column(ORDINAL_COLUMN).to_numpy()[fire])
 
 
-@_settings(300)
+@derandomized(300)
 @given(cases(strategies=["ALL", "ANY", "NEXT", "LAST", "MAX"]))
 def test_dropping_rows_that_fire_nothing_keeps_the_results(case):
     query, df = case

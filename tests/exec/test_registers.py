@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 import cerql
 from cerql.exec import driver, reference
 from cerql.exec.stream import as_arrow, build_stream
-from tests.support import match_sets, typed_stream
-from tests.exec.test_engine_vs_reference import BATCH_SIZES, TOO_LARGE, _settings, canonical
-from tests.exec.test_equality_partitioning import plan_of, same_rows_as_reference
+from tests.differential import BATCH_SIZES, TOO_LARGE, canonical, same_rows_as_reference
+from tests.generators import derandomized
+from tests.support import match_sets, plan_of, typed_stream
 
 
 def run(spec: str, query: str, registers, filtered=False, **columns):
@@ -336,7 +336,7 @@ def register_cases(draw):
     return text, df
 
 
-@_settings(1000)
+@derandomized(1000)
 @given(register_cases())
 def test_kernel_registers_give_the_reference_results(case):
     text, df = case
@@ -350,7 +350,7 @@ def test_kernel_registers_give_the_reference_results(case):
     same_rows_as_reference(text, df)
 
 
-@_settings(150)
+@derandomized(150)
 @given(register_cases(), st.sampled_from(BATCH_SIZES))
 def test_registers_are_carried_across_batches(case, batch_size):
     text, df = case
@@ -412,7 +412,7 @@ def aggregate_cases(draw):
     return text, pa.Table.from_pandas(df, preserve_index=False).append_column("f", f)
 
 
-@_settings(400)
+@derandomized(400)
 @given(aggregate_cases())
 def test_kernel_aggregates_give_the_reference_results(case):
     text, df = case

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cerql
-from tests.exec.patterns import to_ceql, variables
+from tests.generators import to_ceql, variables
 
 ENGINE = "reference"
 VARS = ["x", "y", "z"]

@@ -2,11 +2,11 @@
 predicates, condition bits, row pruning, sort and Arrow task must give the local engine's rows.
 
 The queries and streams are those of the engine-vs-reference tests (every pattern operator,
-FILTER trees over the predicates of tests/exec/patterns.py, every strategy but ANY, every window
+FILTER trees over the predicates of tests/generators.py, every strategy but ANY, every window
 kind, PARTITION BY, CONSUME BY). Each example is one Spark job, so there are few of them; the
 source has one partition, so match_id must agree too. A second property does the same for
-FILTERs with predicates across variables and aggregates (tests/exec/test_cross_predicates.py's
-queries), which the task evaluates a whole substream at a time.
+FILTERs with predicates across variables and aggregates (tests/generators.py's cross_cases),
+which the task evaluates a whole substream at a time.
 """
 
 from __future__ import annotations
@@ -15,20 +15,19 @@ import pytest
 from hypothesis import assume, given
 
 import cerql
-from tests.exec.test_cross_predicates import cross_cases
-from tests.exec.test_engine_vs_reference import _settings, cases, query_text, table_for
+from tests.generators import cases, cross_cases, derandomized, query_text, table_for
 from tests.spark.compare import canonical_rows, local_records, spark_records
 
 pytestmark = pytest.mark.spark
 
 
-@_settings(40)
+@derandomized(40)
 @given(cases(strategies=["ALL", "NEXT", "LAST", "MAX", "STRICT"]))
 def test_random_query_on_spark_equals_local(spark, case):
     same_on_spark_and_local(spark, case)
 
 
-@_settings(25)
+@derandomized(25)
 @given(cross_cases())
 def test_random_cross_variable_filter_on_spark_equals_local(spark, case):
     same_on_spark_and_local(spark, case)

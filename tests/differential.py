@@ -1,0 +1,98 @@
+"""Running one query on the local engine and on the reference evaluator, and comparing them.
+
+The reference evaluator (cerql/exec/reference.py) is DESIGN.md section 4 written as set
+operations; the property tests of tests/exec, tests/planner and tests/spark check the engines
+against it. ``run_reference`` skips an input the oracle refuses as too large
+(``REFERENCE_INPUT_TOO_LARGE``); both runners return the error class a query failed with, so an
+error is compared like a result.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import assume
+
+import cerql
+from cerql.api import analyze
+from cerql.errors import CeqlError, ExecutionError
+from cerql.exec import driver, post_filter, reference
+from cerql.exec.stream import build_stream
+from cerql.plan import MAX_MATCHES_PER_EVENT
+from cerql.planner.resolve import resolve
+
+BATCH_SIZES = (1, 2, 3, 5, 7)
+TOO_LARGE = "REFERENCE_INPUT_TOO_LARGE"
+
+
+def plan_and_stream(text: str, table: pa.Table, max_matches: int = MAX_MATCHES_PER_EVENT):
+    """The plan of ``text`` with ``table`` as its source, and the stream built from it; a query
+    the analyzer refuses is skipped."""
+    try:
+        analysis = analyze(text)
+    except CeqlError:
+        assume(False)
+    plan = resolve(analysis, {"s": table.schema}, max_matches)
+    return plan, build_stream(plan, {src.key: table for src in plan.sources})
+
+
+def run_reference(plan, stream):
+    """The oracle's results, or the error class it raised; too large inputs are skipped."""
+    try:
+        return reference.evaluate(plan, stream)
+    except ExecutionError as err:
+        assume(err.error_class != TOO_LARGE)
+        return err.error_class
+
+
+def run_local(plan, stream, batch_size: int = driver.DEFAULT_BATCH):
+    """The local engine's results (through the post-filter when the plan has FILTERs it checks,
+    as ``cerql.run`` does), or the error class it raised."""
+    evaluate = post_filter.evaluate if plan.post_filters else driver.evaluate
+    try:
+        return evaluate(plan, stream, batch_size=batch_size)
+    except ExecutionError as err:
+        return err.error_class
+
+
+def canonical(results) -> list[tuple]:
+    """Results as sorted plain tuples (frozensets only order partially, so sort their items)."""
+    return sorted((r.substream, r.start, r.end, tuple(sorted(r.labels, key=lambda l: (l[1], l[0]))))
+                  for r in results)
+
+
+def shown(results) -> str:
+    """Results (or an error class) one per line, for assertion messages."""
+    if isinstance(results, str):
+        return results
+    return "\n".join(f"  k={k} [{s},{e}] {list(labels)}" for k, s, e, labels in canonical(results)) or "  (none)"
+
+
+def check_same(text, stream, ref, loc):
+    """Both engines gave the same results, or failed with the same error class."""
+    assert isinstance(ref, str) == isinstance(loc, str) and (
+        ref == loc if isinstance(ref, str) else canonical(ref) == canonical(loc)
+    ), f"{text}\nstream:\n{stream.table.to_pandas()}\nreference:\n{shown(ref)}\nlocal:\n{shown(loc)}"
+
+
+def _outcome(text, df, engine):
+    """The engine's rows for ``text`` over ``df``, or the error class it failed with."""
+    try:
+        return cerql.run(text, {"s": df}, engine=engine).to_dict("records")
+    except ExecutionError as err:
+        return err.error_class
+
+
+def same_rows_as_reference(text: str, df) -> None:
+    """The local engine's rows are the reference evaluator's (which ignores the hidden keys);
+    under ANY, one row per end the reference has a row for, each a row of ALL."""
+    ref = _outcome(text, df, "reference")
+    if ref == TOO_LARGE:
+        return
+    local = _outcome(text, df, "local")
+    if not text.startswith("SELECT ANY") or isinstance(ref, str):
+        assert local == ref, f"{text}\n{df}"
+        return
+    ends = lambda rows: sorted((r.get("k"), r["match_end"]) for r in rows)  # noqa: E731  (k: PARTITION BY)
+    assert ends(local) == ends(ref), f"{text}\n{df}"
+    every = _outcome(text.replace("SELECT ANY", "SELECT ALL", 1), df, "reference")
+    assert all(row in every for row in local), f"{text}\n{df}"
