@@ -92,8 +92,8 @@ def cer_sql(spark, text: str, **tables):
     if view is None:
         return df
     if not view.replace and spark.catalog.tableExists(view.name):
-        raise AnalysisError(f"Temporary view '{view.name}' already exists", error_class="VIEW_EXISTS",
-                            hint="write CREATE OR REPLACE TEMP VIEW", line=1, column=1, text=text)
+        raise AnalysisError.at(text, 0, f"Temporary view '{view.name}' already exists", "VIEW_EXISTS",
+                               "write CREATE OR REPLACE TEMP VIEW")
     df.createOrReplaceTempView(view.name)
     return spark.range(0).select()  # what spark.sql returns for a CREATE VIEW
 
