@@ -34,14 +34,15 @@ def positions(value, key: str = "ts") -> tuple:
     return tuple(e[key] for e in events)
 
 
-def match_sets(df: pd.DataFrame, columns=None) -> list[tuple[int, ...]]:
-    """Sorted list of D (the union of selected positions) per result row."""
+def match_sets(df: pd.DataFrame, columns=None, key: str = "ts") -> list[tuple[int, ...]]:
+    """Sorted list of D (the union of selected positions, or of the events' ``key`` values) per
+    result row."""
     columns = columns or [c for c in df.columns if c not in MATCH_COLUMNS]
     out = []
     for _, row in df.iterrows():
         d = set()
         for c in columns:
-            d.update(positions(row[c]))
+            d.update(positions(row[c], key))
         out.append(tuple(sorted(d)))
     return sorted(out)
 

@@ -299,13 +299,8 @@ def stock(rows, start="2024-01-01 09:00:00"):
 
 
 def id_sets(df, columns):
-    out = []
-    for _, row in df.iterrows():
-        d = set()
-        for c in columns:
-            d.update(positions(row[c], "id"))
-        out.append(tuple(sorted(d)))
-    return sorted(out)
+    """The match sets with events named by their id column."""
+    return match_sets(df, columns, key="id")
 
 
 Q1 = """SELECT * FROM Stock
