@@ -29,7 +29,6 @@ STRATEGIES = ["ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"]
 BASE_TIME = pd.Timestamp("2026-01-01 00:00:00")
 
 
-
 def derandomized(n: int):
     """Hypothesis settings for ``n`` examples, the same ones every run (no database, no deadline)."""
     return settings(max_examples=n, deadline=None, derandomize=True, database=None,
@@ -37,6 +36,7 @@ def derandomized(n: int):
                                            HealthCheck.data_too_large])
 
 
+# --------------------------------------------------------------------------- pattern trees and their text
 PREDICATES = ["v > 0", "v > 0", "v > 1", "v >= 1", "v <= 1", "v <= 2", "v < 3", "v = 0", "v = 2",
               "v != 1", "v != 3", "v IN (0, 2)", "v BETWEEN 1 AND 3", "v IS NOT NULL", "v IS NULL"]
 
