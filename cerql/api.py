@@ -22,7 +22,9 @@ from cerql.parser import parse as _parse
 from cerql.parser.depth import room_to_recurse
 from cerql.plan import MAX_MATCHES_PER_EVENT
 from cerql.planner.analyze import Analysis, analyze as _analyze
-from cerql.planner.resolve import choose_automaton, resolve
+from cerql.plan import Evaluation
+from cerql.planner import rules
+from cerql.planner.resolve import resolve
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
@@ -114,7 +116,7 @@ def run(
     arrow = {name: as_arrow(t) for name, t in tables.items()}
     plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
     if engine == "reference":  # the oracle checks every equality itself, on the substreams of PARTITION BY alone
-        plan = dataclasses.replace(plan, join_columns=())
+        plan = dataclasses.replace(plan, evaluation=dataclasses.replace(plan.evaluation, join_columns=()))
     view = analysis.view
     if view is not None and not view.replace and view.name in tables:
         raise AnalysisError(f"Temporary view '{view.name}' already exists", error_class="VIEW_EXISTS",
@@ -139,12 +141,15 @@ def run(
 
 @_deep
 def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> str:
-    """The query as cerql understands it: canonical text, variables, outputs and the automaton.
+    """The query as cerql understands it: canonical text, variables, outputs, the evaluation
+    choices (planner/rules.py) and the automaton.
 
     With a Spark session (classic or Connect), also how it runs there: the sources, the order,
     the condition bits, which rows are pruned before the shuffle, and Spark's physical plan.
-    ``tables`` are keyword DataFrames, as for :func:`cerql.cer_sql`. ``dot``, when given, is a
-    file path where the automaton is written as Graphviz source.
+    ``tables`` are keyword DataFrames, as for :func:`cerql.cer_sql`. The evaluation choices are
+    made without schemas: names as written, every equality taken as a key and every register
+    candidate as checkable (``rules.NamesAsWritten``). ``dot``, when given, is a file path where
+    the automaton is written as Graphviz source.
 
     Examples
     --------
@@ -170,18 +175,36 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
     for v in a.variables:
         lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
-    try:
-        single = {v for v, n in a.cardinality.items() if n == 1}
-        join, registers, automaton, filters = choose_automaton(a.select, a.selected, single)
+    try:  # no schemas: the rules with names as written (rules.NamesAsWritten)
+        single = frozenset(v for v, n in a.cardinality.items() if n == 1)
+        start = rules.start(a.select, a.selected, single, tuple(a.select.partition_by))
+        evaluation = rules.optimize(start, rules.NAMES_AS_WRITTEN)
     except CeqlError as err:
         raise err.with_text(text)
+    lines += _evaluation_lines(evaluation)
+    automaton = evaluation.automaton
+    lines.append(automaton.describe())
+    if spark is not None:
+        from cerql.spark.session import describe_on_spark
+
+        lines.append(describe_on_spark(spark, text, tables))
+    if dot is not None and automaton is not None:
+        with open(dot, "w", encoding="utf-8") as f:
+            f.write(automaton.to_dot() + "\n")
+    return "\n".join(lines)
+
+
+def _evaluation_lines(evaluation: Evaluation) -> list[str]:
+    """What ``explain`` says of the evaluation choices of planner/rules.py."""
+    lines = []
+    join, registers, filters = evaluation.equality_columns, evaluation.registers, evaluation.post_filters
     if join:
         lines.append(f"equalities across variables on {', '.join(join)} run as partitioning: the substreams are "
                      f"split by {', '.join(join)} too and the automaton below does not check them (when the "
                      "column holds integers, strings, booleans, dates or timestamps; otherwise they are "
                      "filtered as the other predicates across variables)")
-    compared = [c.leaf.expr.text for c in registers if c.aggregate is None]
-    aggregated = [c.leaf.expr.text for c in registers if c.aggregate is not None]
+    compared = [c.text for c in registers if c.aggregate is None]
+    aggregated = [c.text for c in registers if c.aggregate is not None]
     if compared:
         lines.append(f"comparisons between variables ({', '.join(compared)}) "
                      "are checked by the automaton with registers (seed 002): the values of the events bound so far "
@@ -193,20 +216,13 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
                      "when it reaches a final state (when the column and the constant are numbers)"
                      + (", before the filter below" if filters else ""))
     if filters:
-        cross = [n.expr.text for f, *_ in filters for n in ast.walk(f.condition) if isinstance(n, ast.CrossPredicate)]
+        cross = [n.expr.text for pf in filters for n in ast.walk(pf.filter.condition)
+                 if isinstance(n, ast.CrossPredicate)]
         lines.append(f"predicates across variables ({', '.join(cross)}) are checked on each enumerated result "
                      "of the automaton below, which takes them as true: every result of the relaxed pattern is "
                      "enumerated, then filtered, then CONSUME BY and the strategy apply; on Spark each "
                      "substream is held whole until it ends")
-        if any(first is not None for *_, first in filters):
+        if any(pf.first is not None for pf in filters):
             lines.append("a FILTER under + or :+ is checked on each repetition: the automaton marks the first event "
                          "of each, and every split of a result into repetitions is enumerated")
-    lines.append(automaton.describe())
-    if spark is not None:
-        from cerql.spark.session import describe_on_spark
-
-        lines.append(describe_on_spark(spark, text, tables))
-    if dot is not None and automaton is not None:
-        with open(dot, "w", encoding="utf-8") as f:
-            f.write(automaton.to_dot() + "\n")
-    return "\n".join(lines)
+    return lines

@@ -1,22 +1,31 @@
-"""The resolved plan of a query: what the engines execute.
+"""The physical plan of a query: what the engines execute and ``cerql.explain`` prints.
 
-Input: nothing (pure data, built by planner/resolve.py). Output: the dataclasses the evaluators
-read. Names here are actual column names of the sources; predicates and SELECT expressions are
-compiled functions over Arrow tables, so the engines need neither sqlglot nor the schema
-resolution that produced them.
+Input: nothing (pure data). planner/resolve.py builds a :class:`QueryPlan` (names and types:
+sources, columns, compiled predicates and outputs, order, window), and planner/rules.py its
+:class:`Evaluation` (how the automaton engines run it: hidden partition columns, register
+checks, the automaton, post-filters). Output: the dataclasses the evaluators read. Names here
+are actual column names of the sources; predicates and SELECT expressions are compiled functions
+over Arrow tables, so the engines need neither sqlglot nor the schema resolution that produced
+them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from cerql import ast
+
+if TYPE_CHECKING:  # the plan is data the engines read; it imports no engine
+    import pyarrow as pa
+
+    from cerql.exec.automaton import Automaton
 
 SOURCE_COLUMN = "__cerql_source"    # position of the row's source in FROM
 ORDINAL_COLUMN = "__cerql_ordinal"  # row number within its source, before any reordering
 AGGREGATE_COLUMN = "__agg"          # an expression's k-th aggregate call, as column __agg<k>
 MAX_MATCHES_PER_EVENT = 100_000
+MAX_REGISTERS = 4  # FILTER checks the kernel carries per run (planner/registers.py keeps this many)
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,7 @@ class WindowPlan:
     """WITHIN, resolved: ``kind`` is "events", "time" (amount in microseconds) or "column"."""
 
     kind: str
-    amount: Any
+    amount: int | float
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,7 @@ class AggregatePlan:
     kind: str                               # sum, count, avg, min, max, first, last, collect_list
     var: str
     column: str | None                      # None: count(var)
-    type: Any                               # pyarrow type of the value
+    type: pa.DataType                       # of the value
     many: bool = False                      # the variable can hold several events
 
 
@@ -71,7 +80,7 @@ class OutputPlan:
     expr_columns: tuple[tuple[str, str], ...] = ()  # (var, column) pairs the expression reads
     sql: ast.SqlExpr | None = None          # the expression as written, for Spark to evaluate
     aggregates: tuple[AggregatePlan, ...] = ()
-    expr_type: Any = None                   # pyarrow type of the expression's value
+    expr_type: pa.DataType | None = None    # of the expression's value
 
 
 @dataclass(frozen=True)
@@ -82,7 +91,7 @@ class CrossPlan:
     fn: Callable
     columns: tuple[tuple[str, str], ...]    # (var, column) pairs it reads outside aggregates
     sql: ast.SqlExpr
-    aggregates: tuple = ()                  # AggregatePlan of each aggregate call, as columns __agg<k>
+    aggregates: tuple[AggregatePlan, ...] = ()  # of each aggregate call, as columns __agg<k>
 
     @property
     def variables(self) -> list[str]:
@@ -95,15 +104,16 @@ class RegisterCheck:
     """A FILTER comparison ``left(x) op right(y)`` over the whole pattern, for every pair of events
     of x and y, checked by the kernel as they are bound (seed 002's registers; planner/registers.py).
     ``left`` and ``right`` are compiled over "x.col" / "y.col" columns; ``floating``: compare as
-    float64, else as int64."""
+    float64, else as int64. ``left`` and ``right`` are None only in a plan made without schemas
+    (``cerql.explain`` with no tables, planner/rules.py ``NamesAsWritten``), which never runs."""
 
     text: str
     op: str                                 # = != > >= < <=
     x: str
     y: str
-    left: Callable
+    left: Callable | None
     left_columns: tuple[str, ...]
-    right: Callable
+    right: Callable | None
     right_columns: tuple[str, ...]
     floating: bool
     single: bool = True                     # x and y hold at most one event each
@@ -113,10 +123,52 @@ class RegisterCheck:
 
 
 @dataclass(frozen=True)
-class QueryPlan:
-    """Everything an engine needs to evaluate one query over a set of Arrow tables."""
+class PostFilter:
+    """A FILTER with a predicate across variables that the local engine checks on each result
+    of the relaxed automaton (exec/post_filter.py; planner/rules.py ``post_filter_specs``)."""
 
-    select: ast.Select
+    filter: ast.Filter
+    marker: str                             # the label of every event of the FILTER's own match
+    labels: Mapping[str, str]               # relaxed automaton's label -> the variable it stands for
+    first: str | None                       # label of each repetition's first event, under + or :+
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How the automaton engines evaluate a query: the analyzed query it starts from, then the
+    choice each rule of planner/rules.py records, in the order of its ``RULES``."""
+
+    pattern: ast.Pattern                    # what the automaton runs: WHERE less what rules took out
+    selected: tuple[str, ...]
+    single: frozenset[str]                  # variables that hold at most one event
+    partition_columns: tuple[str, ...]      # PARTITION BY
+    counts_positions: bool                  # `:`, `:+`, STRICT or n EVENTS
+    consumes: bool                          # CONSUME BY other than NONE
+    # Equalities across variables the automaton engines run as partitioning (planner/equality.py):
+    # the columns they are on, and those of them not already PARTITION BY columns, the hidden
+    # partition columns. Substreams are split by them too; results do not show them. The
+    # reference evaluator ignores them and checks the equalities.
+    equality_columns: tuple[str, ...] = ()
+    join_columns: tuple[str, ...] = ()
+    # Comparisons the kernel checks with registers, and the FILTER conjunct of each. With no
+    # post_filters they are the whole check; with post_filters they only prune the relaxed
+    # automaton's runs (the post-filter checks every FILTER again).
+    registers: tuple[RegisterCheck, ...] = ()
+    register_leaves: tuple[ast.CrossPredicate, ...] = ()
+    automaton: Automaton | None = None      # None until planner/rules.py chooses it
+    # With predicates across variables left, the automaton is relaxed (they count as true) and
+    # the local engine checks these on each enumerated result (exec/post_filter.py)
+    post_filters: tuple[PostFilter, ...] = ()
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """Everything an engine needs to evaluate one query over a set of Arrow tables: the names
+    and types planner/resolve.py resolved, and the ``evaluation`` planner/rules.py chose (its
+    choices read as properties of the plan). A Spark task's plan (spark/lower.py ``task_plan``)
+    has no ``select``, ``view`` or predicates: it needs none of them."""
+
+    select: ast.Select | None
     view: ast.CreateView | None
     sources: tuple[SourcePlan, ...]
     columns: tuple[str, ...]              # stream columns, in union order
@@ -131,24 +183,31 @@ class QueryPlan:
     strategy: str
     consume: str
     limit: int | None
+    evaluation: Evaluation
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT
     uses_positions: bool = field(default=False)  # `:`, `:+`, STRICT or n EVENTS count every row
-    automaton: Any = None                 # the pattern's Automaton
-    schema: Any = None                    # pyarrow.Schema of the stream columns (the union)
+    schema: pa.Schema | None = None       # of the stream columns (the union)
     cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan
-    # With predicates across variables, the automaton is relaxed (they count as true) and the
-    # local engine checks these (FILTER, marker variable, {label: variable} of the variables its
-    # pattern binds (a private label for one an AS around binds again), marker of the first event
-    # of each repetition or None) on each enumerated result (exec/post_filter.py)
-    post_filters: tuple = ()
-    # Hidden partition columns: equalities across variables the automaton engines run as
-    # partitioning (planner/equality.py). Substreams are split by them too; results do not show
-    # them. The reference evaluator ignores them and checks the equalities.
-    join_columns: tuple[str, ...] = ()
-    # Comparisons between single-event variables the kernel checks with registers. With no
-    # post_filters they are the whole check; with post_filters they only prune the relaxed
-    # automaton's runs (the post-filter checks every FILTER again).
-    registers: tuple[RegisterCheck, ...] = ()
+
+    @property
+    def automaton(self) -> Automaton:
+        """The automaton the engines run (planner/rules.py)."""
+        return self.evaluation.automaton
+
+    @property
+    def post_filters(self) -> tuple[PostFilter, ...]:
+        """The FILTERs the local engine checks on the automaton's results (``Evaluation``)."""
+        return self.evaluation.post_filters
+
+    @property
+    def join_columns(self) -> tuple[str, ...]:
+        """The hidden partition columns from equalities across variables (``Evaluation``)."""
+        return self.evaluation.join_columns
+
+    @property
+    def registers(self) -> tuple[RegisterCheck, ...]:
+        """The comparisons the kernel checks with registers (``Evaluation``)."""
+        return self.evaluation.registers
 
     @property
     def substream_columns(self) -> tuple[str, ...]:

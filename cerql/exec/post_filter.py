@@ -1,7 +1,7 @@
 """The automaton engines for queries with FILTER predicates across variables (DESIGN.md 4.7).
 
 Input: a :class:`cerql.plan.QueryPlan` whose automaton was compiled with those predicates taken
-as true and with every variable their FILTERs read marked (planner/resolve.py), and the
+as true and with every variable their FILTERs read marked (planner/rules.py), and the
 :class:`cerql.exec.stream.Stream`. Output: the results, as :class:`cerql.exec.reference.Result`
 values, the same as the reference evaluator's, batch by batch. ``cerql.run`` feeds it the
 kernel's candidates over its stream; the Spark task (exec/arrow_task.py) those of each Arrow
@@ -48,7 +48,7 @@ def _owns(bound: dict[str, str], marker: str, first: str | None, v: Valuation) -
     """A FILTER's own valuations within a result: the events its pattern matched (``marker``)
     with the labels of the variables that pattern binds (``bound`` maps a label to the variable
     it stands for: a variable an AS around the FILTER binds again is read from its private
-    label, planner/resolve.py ``rebound_variables``); none if it took no part (another OR
+    label, planner/rules.py ``rebound_variables``); none if it took no part (another OR
     branch). Under + or :+ one per repetition: repetitions follow one another, so the events
     from one first event (``first``) up to the next are one repetition's."""
     mine = sorted(p for var, p in v.labels if var == marker)
@@ -95,12 +95,12 @@ class CandidateFilter:
             self.substream, self.consumed = k, -1
         candidates = [v for vs in by_end.values() for v in vs]
         owns = []
-        for f, marker, bound, first in self.plan.post_filters:  # each FILTER's own valuations, then
-            own = {id(v): _owns(bound, marker, first, v) for v in candidates}  # its predicates at once
-            for leaf in ast.walk(f.condition):
+        for pf in self.plan.post_filters:  # each FILTER's own valuations, then its predicates at once
+            own = {id(v): _owns(pf.labels, pf.marker, pf.first, v) for v in candidates}
+            for leaf in ast.walk(pf.filter.condition):
                 if isinstance(leaf, ast.CrossPredicate):
                     view.prepare_cross(leaf.expr.text, [o for os in own.values() for o in os])
-            owns.append((f.condition, own))
+            owns.append((pf.filter.condition, own))
         kept = {end: [v for v in valuations
                       if all(view.holds(cond, o) for cond, own in owns for o in own[id(v)])]
                 for end, valuations in by_end.items()}
@@ -150,19 +150,19 @@ def prune(plan: QueryPlan, matches: "driver.Matches", table: pa.Table, rows: np.
     bit = label_bits(matches.automaton.labels)
     owner = np.repeat(np.arange(n), matches.length)
     mask = matches.label_mask
-    for f, marker, bound, first in plan.post_filters:
-        if first is not None or marker not in bit:
+    for pf in plan.post_filters:
+        if pf.first is not None or pf.marker not in bit:
             continue
-        own = (mask & bit[marker]) != 0
+        own = (mask & bit[pf.marker]) != 0
         own_rows = {}
-        for var in set(bound.values()):
-            var_bits = sum(bit[label] for label, v in bound.items() if v == var and label in bit)
+        for var in set(pf.labels.values()):
+            var_bits = sum(bit[label] for label, v in pf.labels.items() if v == var and label in bit)
             hit = own & ((mask & var_bits) != 0)
             count = np.bincount(owner[hit], minlength=n)
             row = np.zeros(n, np.int64)
             row[owner[hit]] = rows[hit]
             own_rows[var] = (row, count)
-        keep &= ~_certainly_false(f.condition, own_rows, table, plan, n)
+        keep &= ~_certainly_false(pf.filter.condition, own_rows, table, plan, n)
     return keep
 
 

@@ -1,8 +1,9 @@
 """FILTER comparisons between two single-event variables, for the kernel's registers (seed 002).
 
 Input: a pattern and its single-event variables. Output: the comparisons the kernel can check
-as the second variable is bound (``Candidate``); the resolver compiles their sides
-(planner/resolve.py) and the kernel compares them (exec/kernel.py ``_step_registers``).
+as the second variable is bound (``Candidate``); planner/rules.py ``check_with_registers`` has
+the resolver compile their sides (planner/resolve.py) and the kernel compares them
+(exec/kernel/registers.py ``step_registers``).
 
 Why: the automaton reads one event at a time, so ``b.price > a.price`` used to be checked on
 every enumerated result of the pattern without it (exec/post_filter.py). Seed 002 carries the
@@ -16,7 +17,7 @@ A conjunct qualifies when it is:
 - an AND-conjunct of a FILTER over the whole pattern (``top_filters``), so it constrains every
   valuation and a result's valuation is the FILTER's own (nothing is around it, so no AS binds
   its variables again; a FILTER under such an AS stays with the post-filter, which reads the
-  FILTER's own events from private labels, planner/resolve.py ``rebound_variables``);
+  FILTER's own events from private labels, planner/rules.py ``rebound_variables``);
 - a comparison ``left op right`` (=, !=, <, <=, >, >=, ``==``) whose left side reads columns of
   one variable x only and whose right side of one other variable y only, without aggregates;
 - for !=, over variables that hold at most one event. For the others x and y may hold several
@@ -33,7 +34,7 @@ least/greatest value, and how many values it has; a count compared with k stops 
 k + 1, which every later event leaves on the same side of k), and the kernel compares it with the
 constant when the run reaches a final state; the variable may hold any number of events.
 
-At most ``kernel.MAX_REGISTERS`` per query; the others stay with the post-filter.
+At most ``plan.MAX_REGISTERS`` per query; the others stay with the post-filter.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from cerql import ast
+from cerql.plan import MAX_REGISTERS
 from cerql.planner.aggregates import KINDS
 from cerql.planner.equality import conjuncts, top_filters
 
-MAX_REGISTERS = 4  # exec/kernel.py MAX_REGISTERS (the planner does not import the kernel)
 OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
 FLIPPED = {"=": "=", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}  # a op b == b FLIPPED[op] a
 IN_REGISTERS = ("count", "sum", "avg", "min", "max")  # aggregates.KINDS the kernel accumulates

@@ -5,6 +5,11 @@ Output: a :class:`cerql.plan.QueryPlan`. This is where DESIGN.md section 3 is de
 table each source is, its type column, what each atom matches, the ordering column, the window
 kind, and every column a predicate or SELECT item reads. Unknown names, impossible event types
 and wrong types are :class:`cerql.errors.AnalysisError` with a position, before any data is read.
+
+How the automaton engines then evaluate the query (partitioning, registers, the automaton,
+post-filters) is not decided here: ``resolve`` hands the query's
+:class:`~cerql.plan.Evaluation` to planner/rules.py (``optimize``), with the resolver as the
+catalog the rules ask for column names, key types and compiled register checks.
 """
 
 from __future__ import annotations
@@ -21,205 +26,13 @@ from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import (AGGREGATE_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan,
                         QueryPlan, RegisterCheck, SourcePlan, WindowPlan)
-from cerql.planner import aggregates
-from cerql.planner.analyze import Analysis, OutputVar, find_name, pattern_variables
+from cerql.planner import aggregates, rules
+from cerql.planner.analyze import Analysis, OutputVar, find_name
 from cerql.planner.arrow_expr import ExprError, compile_expr, guard
-from cerql.planner.compile import compile_pattern
-from cerql.planner.equality import equality_keys, keyable_type, without
-from cerql.planner.registers import candidates as register_candidates
+from cerql.planner.equality import keyable_type
+from cerql.planner.registers import Candidate
 
 TYPE_COLUMN_NAMES = ("type", "event_type")
-
-
-def _has_cross(condition) -> bool:
-    return any(isinstance(leaf, ast.CrossPredicate) for leaf in ast.walk(condition))
-
-
-def _condition_variables(condition) -> set[str]:
-    """The variables a FILTER condition reads: bracket variables and column qualifiers."""
-    out = set()
-    for leaf in ast.walk(condition):
-        if isinstance(leaf, ast.VarPredicate):
-            out.add(leaf.var)
-        elif isinstance(leaf, ast.CrossPredicate):  # a bare name is count(var)
-            out.update(col.table or col.name for col in leaf.expr.tree.find_all(exp.Column))
-    return out
-
-
-def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], frozenset[int]]:
-    """The FILTERs with a predicate across variables, and the ids of those repeated by + or :+.
-
-    Filtering a result checks a FILTER on its own valuation, the result's events that the
-    FILTER's pattern matched (``relaxed_automaton`` marks them). A repeated FILTER has one
-    valuation per repetition, which the relaxed automaton tells apart by marking the first
-    event of each (exec/post_filter.py splits the FILTER's events there)."""
-    found: list[ast.Filter] = []
-    repeated_ids: set[int] = set()
-
-    def visit(node, repeated: bool) -> None:
-        if isinstance(node, ast.Filter):
-            if _has_cross(node.condition):
-                found.append(node)
-                if repeated:
-                    repeated_ids.add(id(node))
-            visit(node.pattern, repeated)
-        elif isinstance(node, (ast.KleenePlus, ast.ContiguousPlus)):
-            visit(node.pattern, True)
-        elif isinstance(node, ast.As):
-            visit(node.pattern, repeated)
-        elif isinstance(node, (ast.Seq, ast.Contiguous, ast.Or)):
-            visit(node.left, repeated)
-            visit(node.right, repeated)
-
-    visit(pattern, False)
-    return tuple(found), frozenset(repeated_ids)
-
-
-def filter_marker(k: int) -> str:
-    """The variable the relaxed automaton binds to every event of the k-th post-filtered FILTER."""
-    return f"__cerql_filter{k}"
-
-
-def first_marker(k: int) -> str:
-    """The variable the relaxed automaton binds to the first event of each repetition of the
-    k-th post-filtered FILTER, when it is under + or :+."""
-    return f"__cerql_filter{k}_first"
-
-
-def rebound_variables(pattern) -> dict[int, frozenset[str]]:
-    """Per FILTER (by id): the variables its condition reads that its pattern binds and an AS
-    around it binds again, as in ``((A AS a ; A AS c) FILTER a.ts < c.ts) AS a``. The FILTER
-    holds on its own valuation (DESIGN.md 4.1), where a is the first A only, but a result's
-    labels give a both A's, from the AS around; so the relaxed automaton gives these variables
-    a private label inside the FILTER (``private_label``). Labels at a position come from its
-    atom and the AS's around that atom, so only an AS around the FILTER can add to them."""
-    out: dict[int, frozenset[str]] = {}
-
-    def visit(node, around: frozenset[str]) -> None:
-        if isinstance(node, ast.Filter):
-            out[id(node)] = around & _condition_variables(node.condition) & set(pattern_variables(node.pattern))
-            visit(node.pattern, around)
-            return
-        if isinstance(node, ast.As):
-            around = around | {node.var}
-        for child in ast.children(node):
-            visit(child, around)
-
-    visit(pattern, frozenset())
-    return out
-
-
-def private_label(k: int, var: str) -> str:
-    """The variable the relaxed automaton binds to the events ``var`` gets inside the k-th
-    post-filtered FILTER, when an AS around that FILTER binds ``var`` again."""
-    return f"__cerql_filter{k}_var_{var}"
-
-
-def post_filter_specs(filters, repeated: frozenset[int], rebound: dict[int, frozenset[str]]) -> tuple:
-    """(FILTER, marker, labels, first-event marker or None) per FILTER the local engine checks on
-    enumerated results (plan.post_filters); labels maps each label of the relaxed automaton
-    that the FILTER's own valuation reads to its variable: the variables its pattern binds,
-    through their private label where an AS around binds them again (``rebound_variables``)."""
-    specs = []
-    for k, f in enumerate(filters):
-        private = rebound.get(id(f), frozenset())
-        labels = {v: v for v in pattern_variables(f.pattern) if v not in private}
-        labels.update((private_label(k, v), v) for v in sorted(private))
-        specs.append((f, filter_marker(k), labels, first_marker(k) if id(f) in repeated else None))
-    return tuple(specs)
-
-
-def _rewritten(node, wrap):
-    """The pattern rebuilt bottom-up, each node's rebuilt copy replaced by ``wrap(node, copy)``."""
-    if isinstance(node, ast.Atom):
-        out = node
-    elif isinstance(node, (ast.As, ast.KleenePlus, ast.ContiguousPlus, ast.Filter)):
-        out = dataclasses.replace(node, pattern=_rewritten(node.pattern, wrap))
-    else:  # Seq, Contiguous, Or
-        out = dataclasses.replace(node, left=_rewritten(node.left, wrap), right=_rewritten(node.right, wrap))
-    return wrap(node, out)
-
-
-def _marked(node, markers: dict[int, str], private: dict[int, dict[str, str]]):
-    """The pattern with each FILTER in ``markers`` (by identity) wrapped in ``AS marker``, and
-    inside each FILTER in ``private`` every atom of type v and every ``AS v`` wrapped in ``AS
-    private[id][v]``, so that label holds the events v gets inside that FILTER."""
-    def rebound(labels: dict[str, str]):
-        def wrap(node, copy):
-            name = node.type if isinstance(node, ast.Atom) else node.var if isinstance(node, ast.As) else None
-            return ast.As(copy, labels[name]) if name in labels else copy
-        return wrap
-
-    def wrap(node, copy):
-        if private.get(id(node)):
-            copy = dataclasses.replace(copy, pattern=_rewritten(copy.pattern, rebound(private[id(node)])))
-        return ast.As(copy, markers[id(node)]) if id(node) in markers else copy
-
-    return _rewritten(node, wrap)
-
-
-def pattern_automaton(pattern, selected):
-    """(automaton, post-filter specs) of a pattern: the plain automaton when no FILTER compares
-    variables, else the relaxed one (``relaxed_automaton``) and its FILTERs
-    (``post_filter_specs``)."""
-    filters, repeated = cross_filters(pattern)
-    if not filters:
-        return compile_pattern(pattern, selected), ()
-    specs = post_filter_specs(filters, repeated, rebound_variables(pattern))
-    return relaxed_automaton(pattern, selected, specs), specs
-
-
-def relaxed_automaton(pattern, selected, specs):
-    """The automaton the local engine filters the results of (exec/post_filter.py): predicates
-    across variables taken as true, and every event of the k-th FILTER's match bound to
-    ``filter_marker(k)``, so a result tells which of its events are that FILTER's own valuation
-    (and whether the FILTER's pattern took part at all); under + or :+ the first event of each
-    repetition is also bound to ``first_marker(k)``, and the events of a variable an AS around
-    the FILTER binds again to its ``private_label``. It marks the selected variables, the
-    markers and every variable the FILTERs read or bind."""
-    markers = {id(f): marker for f, marker, _, _ in specs}
-    firsts = {marker: first for _, marker, _, first in specs if first is not None}
-    private = {id(f): {v: label for label, v in labels.items() if label != v} for f, _, labels, _ in specs}
-    extra = {v for f, _, labels, _ in specs for v in _condition_variables(f.condition) | set(labels)}
-    hidden = [marker for _, marker, _, _ in specs] + list(firsts.values())
-    marked = list(selected) + sorted(extra - set(selected)) + hidden
-    return compile_pattern(_marked(pattern, markers, private), marked, relax_cross=True, first_marks=firsts)
-
-
-def counts_positions(select: ast.Select) -> bool:
-    """Whether the query counts positions of the substream: `:`, `:+`, STRICT or n EVENTS."""
-    return select.strategy == "STRICT" or isinstance(select.within, ast.EventsWindow) or any(
-        isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(select.pattern))
-
-
-def automaton_pattern(select: ast.Select, resolve=lambda c: c, keyable=lambda c: True):
-    """(hidden partition columns, the pattern the automaton engines run): equalities across
-    variables that ``equality_keys`` can turn into partitioning are dropped from the pattern
-    and their columns split the substreams further, unless the query counts positions or
-    consumes (both act across a substream)."""
-    if counts_positions(select) or select.consume != "NONE":
-        return (), select.pattern
-    return equality_keys(select.pattern, resolve, keyable)
-
-
-def choose_automaton(select: ast.Select, selected, single: set[str], resolve=lambda c: c, keyable=lambda c: True,
-                     register_check=lambda candidate: candidate):
-    """(hidden partition columns, register checks, automaton, post-filter specs) of a query:
-    equalities that can be partitioning leave the pattern (``automaton_pattern``); comparisons between two variables are checked by the
-    kernel with registers (planner/registers.py; ``register_check`` compiles one, or None when
-    it cannot be); if that leaves no predicate across variables and the automaton marks both
-    variables of each, the plain automaton runs the rest, else ``pattern_automaton`` decides and
-    the registers only prune the relaxed automaton's runs before the post-filter."""
-    join, pattern = automaton_pattern(select, resolve, keyable)
-    checks = [(c.leaf, check) for c in register_candidates(pattern, single)
-              if (check := register_check(c)) is not None]
-    if checks:
-        reduced = without(pattern, {id(leaf) for leaf, _ in checks})
-        if not cross_filters(reduced)[0] and all(c.x in selected and c.y in selected for _, c in checks):
-            return join, tuple(c for _, c in checks), compile_pattern(reduced, selected), ()
-    automaton, specs = pattern_automaton(pattern, selected)
-    pruning = tuple(c for _, c in checks if c.x in automaton.labels and c.y in automaton.labels)
-    return join, pruning, automaton, specs
 
 
 def bounding(window: WindowPlan | None, order_type: pa.DataType) -> WindowPlan | None:
@@ -290,6 +103,10 @@ class _Resolver:
             raise self.error(f"Unknown column '{name}'", "UNKNOWN_COLUMN",
                              f"the stream has columns {', '.join(self.union.names)}",
                              span=span, offset=offset) from None
+
+    def keyable(self, column: str) -> bool:
+        """Whether a stream column may be a hidden partition key (planner/equality.py)."""
+        return keyable_type(self.union.field(column).type)
 
     def clause_column(self, name: str, keyword: str) -> str:
         """A column named in a clause after the pattern; the AST keeps no position for it."""
@@ -436,7 +253,7 @@ class _Resolver:
         value_type = self.check(fn, sql, pa.schema(fields).empty_table(), boolean, what)
         return fn, tuple(used), value_type
 
-    def register_check(self, candidate) -> RegisterCheck | None:
+    def register_check(self, candidate: Candidate) -> RegisterCheck | None:
         """The kernel's check of a register candidate, or None when its sides do not compare as
         int64 or float64 (strings, decimals, mixed kinds: left to the post-filter)."""
         if candidate.aggregate is not None:
@@ -553,27 +370,23 @@ class _Resolver:
         kind = self.order_kind(order[0])
         window = bounding(self.window(kind), self.union.field(order[0]).type)
         cross = self.cross_predicates()
-        single = {v for v, n in self.a.cardinality.items() if n == 1}
-        join, registers, automaton, post_filters = choose_automaton(
-            sel, self.a.selected, single, self.column, lambda c: keyable_type(self.union.field(c).type),
-            self.register_check)
+        single = frozenset(v for v, n in self.a.cardinality.items() if n == 1)
+        evaluation = rules.optimize(rules.start(sel, self.a.selected, single, partition), self)
         return QueryPlan(
             select=sel, view=self.a.view, sources=tuple(sources), columns=tuple(self.union.names),
             atoms=atoms, predicates=self.predicates(), order_columns=order, order_kind=kind,
-            partition_columns=partition, join_columns=tuple(c for c in join if c not in partition),
-            registers=registers,
-            window=window,
+            partition_columns=partition, window=window,
             outputs=tuple(self.output(o) for o in self.a.outputs), selected=self.a.selected,
-            strategy=sel.strategy, consume=sel.consume, limit=sel.limit,
-            max_matches_per_event=max_matches_per_event, uses_positions=counts_positions(sel),
-            automaton=automaton, schema=self.union, cross_predicates=cross,
-            post_filters=post_filters,
+            strategy=sel.strategy, consume=sel.consume, limit=sel.limit, evaluation=evaluation,
+            max_matches_per_event=max_matches_per_event, uses_positions=evaluation.counts_positions,
+            schema=self.union, cross_predicates=cross,
         )
 
 
 def resolve(analysis: Analysis, schemas: Mapping[str, pa.Schema],
             max_matches_per_event: int = MAX_MATCHES_PER_EVENT) -> QueryPlan:
-    """Resolve every name of an analyzed query against the source schemas."""
+    """Resolve every name of an analyzed query against the source schemas, then choose how it
+    is evaluated (planner/rules.py) with the resolver as the catalog."""
     try:
         return _Resolver(analysis, schemas).plan(max_matches_per_event)
     except CeqlError as err:

@@ -277,7 +277,7 @@ def test_local_engine_gives_the_reference_results_with_cross_predicates(case):
         same_rows_as_reference(text, table_for(query, df))
         return
     ref = run_reference(plan, stream)
-    event("filtered per repetition (under +)" if any(first for *_, first in plan.post_filters) else
+    event("filtered per repetition (under +)" if any(pf.first for pf in plan.post_filters) else
           "filtered by the automaton engine" if plan.post_filters else "checked by the automaton alone")
     if plan.registers:
         event("registers: " + ("prune before the filter" if plan.post_filters else "the whole check"))

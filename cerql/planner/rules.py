@@ -1,0 +1,310 @@
+"""The evaluation choices: how the automaton engines evaluate a resolved query.
+
+Input: an :class:`cerql.plan.Evaluation` that starts from the analyzed query (its pattern,
+selected and single-event variables, PARTITION BY, whether it counts positions or consumes),
+and a :class:`Catalog` that resolves the names and types these choices read (planner/resolve.py
+is one, built from the sources' schemas; ``NAMES_AS_WRITTEN`` stands in when ``cerql.explain``
+has no tables). Output: the same Evaluation with every choice recorded: hidden partition
+columns, register checks, the automaton, and the FILTERs the local engine checks on its results.
+
+Each choice is one rule ``rule(evaluation, catalog) -> evaluation``: pure, returning a new value
+with that choice recorded (``dataclasses.replace``). ``optimize`` runs them in the order of the
+``RULES`` tuple, as sqlglot's optimizer runs its rewrites (``sqlglot/optimizer/optimizer.py``);
+each reads what the rules before it recorded, so the order is part of the semantics:
+
+1. ``partition_on_equalities``: equalities across variables that can be partitioning leave the
+   pattern and their columns split the substreams further (planner/equality.py), unless the
+   query counts positions or consumes (both act across a substream);
+2. ``check_with_registers``: comparisons between two variables and aggregates compared with a
+   constant become the kernel's register checks (planner/registers.py), those the catalog can
+   compile (numbers, dates, timestamps, booleans);
+3. ``registers_alone``: if the registers leave no predicate across variables and the automaton
+   marks both variables of each, the plain automaton of the rest runs and nothing is filtered;
+4. ``automaton_and_post_filters``: otherwise the plain automaton when no FILTER compares
+   variables, else the relaxed one (``relaxed_automaton``) whose results the local engine
+   filters (exec/post_filter.py); the registers then only prune its runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Protocol
+
+from sqlglot import exp
+
+from cerql import ast
+from cerql.plan import Evaluation, PostFilter, RegisterCheck
+from cerql.planner.analyze import pattern_variables
+from cerql.planner.compile import compile_pattern
+from cerql.planner.equality import equality_keys, without
+from cerql.planner.registers import Candidate
+from cerql.planner.registers import candidates as register_candidates
+
+
+class Catalog(Protocol):
+    """What the rules ask of the sources' schemas (planner/resolve.py implements it)."""
+
+    def column(self, name: str) -> str:
+        """A column as a query writes it, as the stream spells it (or a positioned error)."""
+
+    def keyable(self, column: str) -> bool:
+        """Whether a stream column may be a hidden partition key (planner/equality.py)."""
+
+    def register_check(self, candidate: Candidate) -> RegisterCheck | None:
+        """The kernel's check of a register candidate, or None when its sides do not compare."""
+
+
+class NamesAsWritten:
+    """The catalog of ``cerql.explain`` without tables: names as written, every equality a key,
+    every register candidate checked (nothing is compiled: ``left`` and ``right`` are None).
+    With tables, explain plans with the sources' catalog, as ``cerql.run`` does."""
+
+    def column(self, name: str) -> str:
+        return name
+
+    def keyable(self, column: str) -> bool:
+        return True
+
+    def register_check(self, candidate: Candidate) -> RegisterCheck | None:
+        kind = candidate.aggregate
+        if kind == "count" and candidate.left is None:
+            kind = "count_events"
+        return RegisterCheck(candidate.leaf.expr.text, candidate.op, candidate.x, candidate.y, None, (), None, (),
+                             floating=False, single=candidate.single, aggregate=kind)
+
+
+NAMES_AS_WRITTEN = NamesAsWritten()
+
+
+# -- predicates across variables, and the FILTERs the local engine checks
+def _has_cross(condition) -> bool:
+    return any(isinstance(leaf, ast.CrossPredicate) for leaf in ast.walk(condition))
+
+
+def _condition_variables(condition) -> set[str]:
+    """The variables a FILTER condition reads: bracket variables and column qualifiers."""
+    out = set()
+    for leaf in ast.walk(condition):
+        if isinstance(leaf, ast.VarPredicate):
+            out.add(leaf.var)
+        elif isinstance(leaf, ast.CrossPredicate):  # a bare name is count(var)
+            out.update(col.table or col.name for col in leaf.expr.tree.find_all(exp.Column))
+    return out
+
+
+def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], frozenset[int]]:
+    """The FILTERs with a predicate across variables, and the ids of those repeated by + or :+.
+
+    Filtering a result checks a FILTER on its own valuation, the result's events that the
+    FILTER's pattern matched (``relaxed_automaton`` marks them). A repeated FILTER has one
+    valuation per repetition, which the relaxed automaton tells apart by marking the first
+    event of each (exec/post_filter.py splits the FILTER's events there)."""
+    found: list[ast.Filter] = []
+    repeated_ids: set[int] = set()
+
+    def visit(node, repeated: bool) -> None:
+        if isinstance(node, ast.Filter):
+            if _has_cross(node.condition):
+                found.append(node)
+                if repeated:
+                    repeated_ids.add(id(node))
+            visit(node.pattern, repeated)
+        elif isinstance(node, (ast.KleenePlus, ast.ContiguousPlus)):
+            visit(node.pattern, True)
+        elif isinstance(node, ast.As):
+            visit(node.pattern, repeated)
+        elif isinstance(node, (ast.Seq, ast.Contiguous, ast.Or)):
+            visit(node.left, repeated)
+            visit(node.right, repeated)
+
+    visit(pattern, False)
+    return tuple(found), frozenset(repeated_ids)
+
+
+def filter_marker(k: int) -> str:
+    """The variable the relaxed automaton binds to every event of the k-th post-filtered FILTER."""
+    return f"__cerql_filter{k}"
+
+
+def first_marker(k: int) -> str:
+    """The variable the relaxed automaton binds to the first event of each repetition of the
+    k-th post-filtered FILTER, when it is under + or :+."""
+    return f"__cerql_filter{k}_first"
+
+
+def rebound_variables(pattern) -> dict[int, frozenset[str]]:
+    """Per FILTER (by id): the variables its condition reads that its pattern binds and an AS
+    around it binds again, as in ``((A AS a ; A AS c) FILTER a.ts < c.ts) AS a``. The FILTER
+    holds on its own valuation (DESIGN.md 4.1), where a is the first A only, but a result's
+    labels give a both A's, from the AS around; so the relaxed automaton gives these variables
+    a private label inside the FILTER (``private_label``). Labels at a position come from its
+    atom and the AS's around that atom, so only an AS around the FILTER can add to them."""
+    out: dict[int, frozenset[str]] = {}
+
+    def visit(node, around: frozenset[str]) -> None:
+        if isinstance(node, ast.Filter):
+            out[id(node)] = around & _condition_variables(node.condition) & set(pattern_variables(node.pattern))
+            visit(node.pattern, around)
+            return
+        if isinstance(node, ast.As):
+            around = around | {node.var}
+        for child in ast.children(node):
+            visit(child, around)
+
+    visit(pattern, frozenset())
+    return out
+
+
+def private_label(k: int, var: str) -> str:
+    """The variable the relaxed automaton binds to the events ``var`` gets inside the k-th
+    post-filtered FILTER, when an AS around that FILTER binds ``var`` again."""
+    return f"__cerql_filter{k}_var_{var}"
+
+
+def post_filter_specs(filters, repeated: frozenset[int], rebound: dict[int, frozenset[str]]) -> tuple[PostFilter, ...]:
+    """One :class:`cerql.plan.PostFilter` per FILTER the local engine checks on enumerated
+    results; its labels map each label of the relaxed automaton that the FILTER's own valuation
+    reads to its variable: the variables its pattern binds, through their private label where
+    an AS around binds them again (``rebound_variables``)."""
+    specs = []
+    for k, f in enumerate(filters):
+        private = rebound.get(id(f), frozenset())
+        labels = {v: v for v in pattern_variables(f.pattern) if v not in private}
+        labels.update((private_label(k, v), v) for v in sorted(private))
+        specs.append(PostFilter(f, filter_marker(k), labels, first_marker(k) if id(f) in repeated else None))
+    return tuple(specs)
+
+
+def _rewritten(node, wrap):
+    """The pattern rebuilt bottom-up, each node's rebuilt copy replaced by ``wrap(node, copy)``."""
+    if isinstance(node, ast.Atom):
+        out = node
+    elif isinstance(node, (ast.As, ast.KleenePlus, ast.ContiguousPlus, ast.Filter)):
+        out = dataclasses.replace(node, pattern=_rewritten(node.pattern, wrap))
+    else:  # Seq, Contiguous, Or
+        out = dataclasses.replace(node, left=_rewritten(node.left, wrap), right=_rewritten(node.right, wrap))
+    return wrap(node, out)
+
+
+def _marked(node, markers: dict[int, str], private: dict[int, dict[str, str]]):
+    """The pattern with each FILTER in ``markers`` (by identity) wrapped in ``AS marker``, and
+    inside each FILTER in ``private`` every atom of type v and every ``AS v`` wrapped in ``AS
+    private[id][v]``, so that label holds the events v gets inside that FILTER."""
+    def rebound(labels: dict[str, str]):
+        def wrap(node, copy):
+            name = node.type if isinstance(node, ast.Atom) else node.var if isinstance(node, ast.As) else None
+            return ast.As(copy, labels[name]) if name in labels else copy
+        return wrap
+
+    def wrap(node, copy):
+        if private.get(id(node)):
+            copy = dataclasses.replace(copy, pattern=_rewritten(copy.pattern, rebound(private[id(node)])))
+        return ast.As(copy, markers[id(node)]) if id(node) in markers else copy
+
+    return _rewritten(node, wrap)
+
+
+def pattern_automaton(pattern, selected):
+    """(automaton, post-filters) of a pattern: the plain automaton when no FILTER compares
+    variables, else the relaxed one (``relaxed_automaton``) and its FILTERs
+    (``post_filter_specs``)."""
+    filters, repeated = cross_filters(pattern)
+    if not filters:
+        return compile_pattern(pattern, selected), ()
+    specs = post_filter_specs(filters, repeated, rebound_variables(pattern))
+    return relaxed_automaton(pattern, selected, specs), specs
+
+
+def relaxed_automaton(pattern, selected, specs: tuple[PostFilter, ...]):
+    """The automaton the local engine filters the results of (exec/post_filter.py): predicates
+    across variables taken as true, and every event of the k-th FILTER's match bound to
+    ``filter_marker(k)``, so a result tells which of its events are that FILTER's own valuation
+    (and whether the FILTER's pattern took part at all); under + or :+ the first event of each
+    repetition is also bound to ``first_marker(k)``, and the events of a variable an AS around
+    the FILTER binds again to its ``private_label``. It marks the selected variables, the
+    markers and every variable the FILTERs read or bind."""
+    markers = {id(s.filter): s.marker for s in specs}
+    firsts = {s.marker: s.first for s in specs if s.first is not None}
+    private = {id(s.filter): {v: label for label, v in s.labels.items() if label != v} for s in specs}
+    extra = {v for s in specs for v in _condition_variables(s.filter.condition) | set(s.labels)}
+    hidden = [s.marker for s in specs] + list(firsts.values())
+    marked = list(selected) + sorted(extra - set(selected)) + hidden
+    return compile_pattern(_marked(pattern, markers, private), marked, relax_cross=True, first_marks=firsts)
+
+
+def counts_positions(select: ast.Select) -> bool:
+    """Whether the query counts positions of the substream: `:`, `:+`, STRICT or n EVENTS."""
+    return select.strategy == "STRICT" or isinstance(select.within, ast.EventsWindow) or any(
+        isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(select.pattern))
+
+
+def start(select: ast.Select, selected: tuple[str, ...], single: frozenset[str],
+          partition_columns: tuple[str, ...] = ()) -> Evaluation:
+    """The Evaluation of an analyzed query before any rule: the WHERE pattern, nothing chosen."""
+    return Evaluation(pattern=select.pattern, selected=tuple(selected), single=frozenset(single),
+                      partition_columns=tuple(partition_columns), counts_positions=counts_positions(select),
+                      consumes=select.consume != "NONE")
+
+
+# -- the rules, in order
+def partition_on_equalities(ev: Evaluation, catalog: Catalog) -> Evaluation:
+    """Equalities across variables that ``equality_keys`` can turn into partitioning leave the
+    pattern and their columns split the substreams further (those not already PARTITION BY
+    columns are the hidden ``join_columns``), unless the query counts positions or consumes."""
+    if ev.counts_positions or ev.consumes:
+        return ev
+    keys, pattern = equality_keys(ev.pattern, catalog.column, catalog.keyable)
+    return dataclasses.replace(ev, pattern=pattern, equality_columns=keys,
+                               join_columns=tuple(c for c in keys if c not in ev.partition_columns))
+
+
+def check_with_registers(ev: Evaluation, catalog: Catalog) -> Evaluation:
+    """The register candidates of the pattern (planner/registers.py) that the catalog compiles
+    into kernel checks; the others stay predicates across variables."""
+    pairs = [(c.leaf, check) for c in register_candidates(ev.pattern, set(ev.single))
+             if (check := catalog.register_check(c)) is not None]
+    return dataclasses.replace(ev, registers=tuple(check for _, check in pairs),
+                               register_leaves=tuple(leaf for leaf, _ in pairs))
+
+
+def registers_alone(ev: Evaluation, catalog: Catalog) -> Evaluation:
+    """The plain automaton of the pattern without the registers' predicates, when that leaves
+    no predicate across variables and the automaton marks both variables of every check: the
+    registers are then the whole check and nothing is filtered."""
+    if not ev.registers:
+        return ev
+    reduced = without(ev.pattern, {id(leaf) for leaf in ev.register_leaves})
+    if cross_filters(reduced)[0] or not all(c.x in ev.selected and c.y in ev.selected for c in ev.registers):
+        return ev
+    return dataclasses.replace(ev, pattern=reduced, automaton=compile_pattern(reduced, ev.selected))
+
+
+def automaton_and_post_filters(ev: Evaluation, catalog: Catalog) -> Evaluation:
+    """Unless a rule before chose the automaton: ``pattern_automaton`` decides (plain, or
+    relaxed with post-filters), and the registers only prune the runs of the relaxed
+    automaton, those whose two variables it marks."""
+    if ev.automaton is not None:
+        return ev
+    automaton, specs = pattern_automaton(ev.pattern, ev.selected)
+    pruning = [(leaf, c) for leaf, c in zip(ev.register_leaves, ev.registers)
+               if c.x in automaton.labels and c.y in automaton.labels]
+    return dataclasses.replace(ev, registers=tuple(c for _, c in pruning),
+                               register_leaves=tuple(leaf for leaf, _ in pruning),
+                               automaton=automaton, post_filters=specs)
+
+
+Rule = Callable[[Evaluation, Catalog], Evaluation]
+
+RULES: tuple[Rule, ...] = (
+    partition_on_equalities,
+    check_with_registers,
+    registers_alone,
+    automaton_and_post_filters,
+)
+
+
+def optimize(ev: Evaluation, catalog: Catalog, rules: tuple[Rule, ...] = RULES) -> Evaluation:
+    """``ev`` with every evaluation choice recorded: each rule of ``rules`` in order."""
+    for rule in rules:
+        ev = rule(ev, catalog)
+    return ev
