@@ -161,32 +161,25 @@ class Evaluation:
     post_filters: tuple[PostFilter, ...] = ()
 
 
-@dataclass(frozen=True)
-class QueryPlan:
-    """Everything an engine needs to evaluate one query over a set of Arrow tables: the names
-    and types planner/resolve.py resolved, and the ``evaluation`` planner/rules.py chose (its
-    choices read as properties of the plan). A Spark task's plan (spark/lower.py ``task_plan``)
-    has no ``select``, ``view`` or predicates: it needs none of them."""
+@dataclass(frozen=True, kw_only=True)
+class TaskPlan:
+    """What evaluates the stream substream by substream once it is built: the automaton and its
+    choices (``evaluation``), the columns, order, window, variable outputs, strategy and CONSUME
+    BY. A Spark task runs one of these (spark/lower.py ``task_plan``, spark/arrow_task.py
+    ``MatchTask``): no AST of the query, no compiled row predicates (Spark computed their bits),
+    no SELECT expressions (Spark evaluates them). A :class:`QueryPlan` is one too."""
 
-    select: ast.Select | None
-    view: ast.CreateView | None
-    sources: tuple[SourcePlan, ...]
     columns: tuple[str, ...]              # stream columns, in union order
-    atoms: dict[ast.Atom, AtomPlan]
-    predicates: dict[str, Callable]       # canonical predicate text -> compiled function
+    partition_columns: tuple[str, ...]
     order_columns: tuple[str, ...]
     order_kind: str                       # "timestamp", "date" or "numeric" (first column)
-    partition_columns: tuple[str, ...]
     window: WindowPlan | None
     outputs: tuple[OutputPlan, ...]
     selected: tuple[str, ...]
     strategy: str
     consume: str
-    limit: int | None
     evaluation: Evaluation
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT
-    uses_positions: bool = field(default=False)  # `:`, `:+`, STRICT or n EVENTS count every row
-    schema: pa.Schema | None = None       # of the stream columns (the union)
     cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan
 
     @property
@@ -213,3 +206,20 @@ class QueryPlan:
     def substream_columns(self) -> tuple[str, ...]:
         """The columns that split the stream into substreams: PARTITION BY, then join_columns."""
         return self.partition_columns + self.join_columns
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryPlan(TaskPlan):
+    """Everything an engine needs to evaluate one query over a set of Arrow tables: the names
+    and types planner/resolve.py resolved and the ``evaluation`` planner/rules.py chose (read
+    as properties: ``automaton``, ``registers``, ``post_filters``, ``join_columns``), with the
+    query itself, its sources, atoms, compiled row predicates and SELECT expressions."""
+
+    select: ast.Select
+    view: ast.CreateView | None
+    sources: tuple[SourcePlan, ...]
+    atoms: dict[ast.Atom, AtomPlan]
+    predicates: dict[str, Callable]       # canonical predicate text -> compiled function
+    limit: int | None
+    uses_positions: bool = False          # `:`, `:+`, STRICT or n EVENTS count every row
+    schema: pa.Schema | None = None       # of the stream columns (the union)

@@ -23,7 +23,7 @@ from cerql.exec.aggregate import sum_overflow
 from cerql.exec.automaton import Automaton, Determinizer
 from cerql.exec.reference import Result, too_many_candidates, too_many_matches, too_many_runs
 from cerql.exec.stream import Stream
-from cerql.plan import QueryPlan
+from cerql.plan import QueryPlan, TaskPlan
 from cerql.planner.bits import label_bits
 
 STRATEGY_CODES = {"ALL": kernel.ALL, "ANY": kernel.ANY, "NEXT": kernel.NEXT, "LAST": kernel.LAST,
@@ -356,7 +356,7 @@ def condition_bits(automaton: Automaton, stream: Stream) -> np.ndarray:
     return bits
 
 
-def window_setup_for(plan: QueryPlan, dtype) -> tuple[bool, int | float]:
+def window_setup_for(plan: TaskPlan, dtype) -> tuple[bool, int | float]:
     """(windowed, amount) for window values of ``dtype``: on integer values (positions,
     microseconds, integer columns) a fractional amount n means start >= end - floor(n)."""
     w = plan.window

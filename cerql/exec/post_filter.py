@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from collections import defaultdict
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -38,9 +39,10 @@ from cerql.exec import driver, kernel, reference
 from cerql.exec.reference import Result, Valuation
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
-from cerql.plan import QueryPlan
+from cerql.plan import QueryPlan, TaskPlan
 from cerql.planner.bits import label_bits
 
+P = TypeVar("P", bound=TaskPlan)  # ``relaxed`` keeps the kind of plan it is given
 BATCH = 1 << 13  # rows per kernel call: a batch's candidates are held until they are checked
 
 
@@ -67,7 +69,7 @@ def _owns(bound: dict[str, str], marker: str, first: str | None, v: Valuation) -
     return owns
 
 
-def relaxed(plan: QueryPlan) -> QueryPlan:
+def relaxed(plan: P) -> P:
     """What the kernel runs for a post-filtered plan: every candidate (ALL, nothing consumed),
     up to the candidate limit at one event; CONSUME BY and the strategy come after the check."""
     return dataclasses.replace(plan, strategy="ALL", consume="NONE",
@@ -83,7 +85,7 @@ class CandidateFilter:
     the last consumed position of the current substream forward. So memory holds one batch's
     candidates and the rows the window can reach, never the substream's candidates."""
 
-    def __init__(self, plan: QueryPlan):
+    def __init__(self, plan: TaskPlan):
         self.plan = plan
         self.substream: object = None
         self.consumed = -1
@@ -137,7 +139,7 @@ def _certainly_false(cond, own_rows, table, plan, n: int):
     return out
 
 
-def prune(plan: QueryPlan, matches: "driver.Matches", table: pa.Table, rows: np.ndarray) -> np.ndarray:
+def prune(plan: TaskPlan, matches: "driver.Matches", table: pa.Table, rows: np.ndarray) -> np.ndarray:
     """Which of the relaxed automaton's candidates (arrays, before they become objects) may
     pass the FILTERs; ``rows[q]`` is the row of ``table`` of label entry q. A candidate is
     dropped only when a FILTER over its whole own valuation (not under + or :+) is certainly

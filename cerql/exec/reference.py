@@ -24,7 +24,7 @@ from cerql.errors import MAX_MATCHES_CONF, ExecutionError
 from cerql.exec import aggregate
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
-from cerql.plan import AGGREGATE_COLUMN, CrossPlan, QueryPlan
+from cerql.plan import AGGREGATE_COLUMN, CrossPlan, QueryPlan, TaskPlan
 
 MAX_VALUATIONS = 2_000_000
 
@@ -72,7 +72,7 @@ class Substream:
         self.offset = 0  # the position of table's first row
 
     @classmethod
-    def rows(cls, plan: QueryPlan, table: pa.Table, preds: dict, offset: int) -> "Substream":
+    def rows(cls, plan: TaskPlan, table: pa.Table, preds: dict, offset: int) -> "Substream":
         """The substream's rows from position ``offset`` on, with each FILTER predicate's value
         per row: enough for ``holds`` on valuations inside them. A Spark task keeps only the
         rows its window can still reach (exec/post_filter.py)."""
@@ -289,13 +289,13 @@ def select_strategy(strategy: str, results: list[Result]) -> list[Result]:
     raise ValueError(f"unknown strategy {strategy}")  # pragma: no cover - the grammar forbids it
 
 
-def choose(plan: QueryPlan, k: int, by_end: dict[int, list[Valuation]]) -> list[Result]:
+def choose(plan: TaskPlan, k: int, by_end: dict[int, list[Valuation]]) -> list[Result]:
     """CONSUME BY, the projection and the strategy, end by end (DESIGN.md 4.3), over the
     valuations of substream k grouped by end position."""
     return choose_from(plan, k, by_end, -1)[0]
 
 
-def choose_from(plan: QueryPlan, k: int, by_end: dict[int, list[Valuation]],
+def choose_from(plan: TaskPlan, k: int, by_end: dict[int, list[Valuation]],
                 consumed: int) -> tuple[list[Result], int]:
     """``choose`` for a part of substream k's end positions, after the parts before it: takes
     and returns the last consumed position. exec/post_filter.py calls it batch by batch."""

@@ -1,7 +1,8 @@
 """One task's share of a query: sorted Arrow batches in, result rows out, as Arrow.
 
-Input: a :class:`cerql.plan.QueryPlan` and, batch after batch, the rows of one task in evaluation
-order (partition key, ordering columns, source, ordinal), each row with the stream columns,
+Input: a :class:`cerql.plan.TaskPlan` (spark/lower.py ``task_plan``) and, batch after batch,
+the rows of one task in evaluation order (partition key, ordering columns, source, ordinal),
+each row with the stream columns,
 ``__cerql_source`` (optional with one source), ``__cerql_ordinal`` and its condition bits in ``__cerql_bits`` (bit k set when
 the row satisfies ``plan.automaton.conditions[k]``). Output: per batch, an Arrow table of the
 results that end in it, in the output schema of DESIGN.md section 5, without SELECT expressions
@@ -28,7 +29,7 @@ from cerql.exec.post_filter import CandidateFilter, group_by_substream, prune
 from cerql.exec.post_filter import relaxed as post_filter_relaxed
 from cerql.exec.reference import Substream
 from cerql.exec.stream import window_values
-from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, TaskPlan
 
 BITS_COLUMN = "__cerql_bits"
 RISING_COLUMN = "__cerql_rising"  # the sums known to rise over the whole input (RegisterSpec.rise)
@@ -37,7 +38,7 @@ RISING_COLUMN = "__cerql_rising"  # the sums known to rise over the whole input 
 class MatchTask:
     """The state of one query over the batches of one task (see module docstring)."""
 
-    def __init__(self, plan: QueryPlan):
+    def __init__(self, plan: TaskPlan):
         if any(o.var is None for o in plan.outputs):
             raise ValueError("SELECT expressions are evaluated by the caller; plan them out first")
         self.plan = plan

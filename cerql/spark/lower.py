@@ -39,7 +39,7 @@ from sqlglot import exp
 from cerql import ast
 from cerql.errors import UnsupportedError
 from cerql.exec.driver import RegisterSpec
-from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan
+from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan, TaskPlan
 from cerql.planner import aggregates
 from cerql.planner.bits import firing_masks, non_null_columns
 from cerql.spark.arrow_task import BITS_COLUMN, RISING_COLUMN
@@ -258,9 +258,10 @@ def with_rising_sums(plan: QueryPlan, stream):
 
 
 # -- step 4: the task plan and its output schema
-def task_plan(plan: QueryPlan) -> QueryPlan:
-    """What the Spark tasks run: variable outputs only (each variable a SELECT expression reads
-    becomes a hidden struct of the columns it needs), no compiled predicates, no AST."""
+def task_plan(plan: QueryPlan) -> TaskPlan:
+    """What the Spark tasks run: the plan's :class:`cerql.plan.TaskPlan` part with variable
+    outputs only (each variable a SELECT expression reads becomes a hidden struct of the columns
+    it needs); no compiled predicates, no query AST."""
     outputs: list[OutputPlan] = []
     needed: dict[str, list[str]] = {}
     many: dict[str, bool] = {}
@@ -276,7 +277,8 @@ def task_plan(plan: QueryPlan) -> QueryPlan:
                 cols.append(col)
     for var, cols in needed.items():  # an array of structs for a variable that can hold several events
         outputs.append(OutputPlan(EXPR_STRUCT_PREFIX + var, var=var, columns=tuple(cols), many=many[var]))
-    return dataclasses.replace(plan, select=None, view=None, predicates={}, outputs=tuple(outputs))
+    shared = {f.name: getattr(plan, f.name) for f in dataclasses.fields(TaskPlan)}
+    return TaskPlan(**{**shared, "outputs": tuple(outputs)})
 
 
 def shuffled_columns(plan: QueryPlan) -> list[str]:
@@ -293,7 +295,7 @@ def shuffled_columns(plan: QueryPlan) -> list[str]:
     return list(dict.fromkeys(cols))
 
 
-def output_schema(task: QueryPlan, schema):
+def output_schema(task: TaskPlan, schema):
     """Spark schema of the task's rows, from the Spark schema of its input."""
     from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
@@ -308,7 +310,7 @@ def output_schema(task: QueryPlan, schema):
     return StructType(fields)
 
 
-def _matcher(task: QueryPlan, names: list[str], results: list[str]):
+def _matcher(task: TaskPlan, names: list[str], results: list[str]):
     """The function ``mapInArrow`` runs: batches whose columns are renamed by position to
     ``names`` (the real ones) through a MatchTask, results renamed by position to ``results``."""
     def cerql_match(batches):  # the name shows in Spark's plan

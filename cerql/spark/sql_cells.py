@@ -36,7 +36,7 @@ from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.exec.driver import condition_bits
 from cerql.exec.stream import drop_null_rows, firing_rows, stream_of
 from cerql.exec.values import evaluate
-from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 from cerql.planner.bits import firing_masks
 from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
 from cerql.spark.lower import arrow_schema, quoted
@@ -68,7 +68,7 @@ class _Prepared:
     """A query resolved against one TABLE schema: what analyze returns and eval runs."""
 
     plan: QueryPlan              # resolved against the whole TABLE schema (bits, expressions)
-    task: QueryPlan              # what MatchTask runs (variable outputs only)
+    task: TaskPlan               # what MatchTask runs (variable outputs only)
     read: tuple[str, ...]        # TABLE columns eval receives, in order (the ``select``)
     arrow: pa.Schema             # Arrow schema of the rows eval receives
     schema: Any                  # Spark StructType of the output
@@ -90,7 +90,7 @@ def _read_columns(plan: QueryPlan) -> list[str]:
     return [c for c in plan.columns if c in read]  # in the table's order
 
 
-def _output_schema(plan: QueryPlan, task: QueryPlan, struct):
+def _output_schema(plan: QueryPlan, task: TaskPlan, struct):
     """DESIGN.md section 5 as a Spark StructType: variables from the task's schema, expressions
     from the Arrow type their compiled function gives on an empty table."""
     from pyspark.sql.pandas.types import from_arrow_type
