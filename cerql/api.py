@@ -2,8 +2,10 @@
 
 Input: CEQL text (and, for ``run``, tables by name). Output: an AST, an analysis, a pandas
 DataFrame of matches, or an explanation. Each function runs the stages of DESIGN.md section 6 in
-order (parse -> analyze -> resolve -> evaluate -> render) and lets every CeqlError through with
-the query text attached.
+order (parse -> analyze -> resolve, whose plan planner/rules.py completes -> evaluate -> render)
+and lets every CeqlError through with the query text attached. ``explain`` prints the plan that
+runs: with a Spark session the one ``cer_sql`` builds; without one, having no schemas, the rules'
+choices with names as written.
 """
 
 from __future__ import annotations
@@ -144,12 +146,13 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
     """The query as cerql understands it: canonical text, variables, outputs, the evaluation
     choices (planner/rules.py) and the automaton.
 
-    With a Spark session (classic or Connect), also how it runs there: the sources, the order,
-    the condition bits, which rows are pruned before the shuffle, and Spark's physical plan.
-    ``tables`` are keyword DataFrames, as for :func:`cerql.cer_sql`. The evaluation choices are
-    made without schemas: names as written, every equality taken as a key and every register
-    candidate as checkable (``rules.NamesAsWritten``). ``dot``, when given, is a file path where
-    the automaton is written as Graphviz source.
+    With a Spark session (classic or Connect), explain prints the plan ``cer_sql`` runs, resolved
+    against the session's sources, and also how it runs there: the sources, the order, the
+    condition bits, which rows are pruned before the shuffle, and Spark's physical plan.
+    ``tables`` are keyword DataFrames, as for :func:`cerql.cer_sql`. Without a session there
+    are no schemas: the same rules run with names as written, every equality taken as a key and
+    every register candidate as checkable (``rules.NamesAsWritten``). ``dot``, when given, is a
+    file path where the automaton is written as Graphviz source.
 
     Examples
     --------
@@ -175,19 +178,23 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
     for v in a.variables:
         lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
-    try:  # no schemas: the rules with names as written (rules.NamesAsWritten)
-        single = frozenset(v for v, n in a.cardinality.items() if n == 1)
-        start = rules.start(a.select, a.selected, single, tuple(a.select.partition_by))
-        evaluation = rules.optimize(start, rules.NAMES_AS_WRITTEN)
+    try:
+        if spark is not None:  # the plan cer_sql runs, resolved against the session's sources
+            from cerql.spark.session import describe_on_spark, plan_query
+
+            _, plan, df = plan_query(spark, text, tables)
+            evaluation = plan.evaluation
+        else:  # no schemas: the same rules, names as written (rules.NamesAsWritten)
+            single = frozenset(v for v, n in a.cardinality.items() if n == 1)
+            start = rules.start(a.select, a.selected, single, tuple(a.select.partition_by))
+            evaluation = rules.optimize(start, rules.NAMES_AS_WRITTEN)
     except CeqlError as err:
         raise err.with_text(text)
     lines += _evaluation_lines(evaluation)
     automaton = evaluation.automaton
     lines.append(automaton.describe())
     if spark is not None:
-        from cerql.spark.session import describe_on_spark
-
-        lines.append(describe_on_spark(spark, text, tables))
+        lines.append(describe_on_spark(plan, df))
     if dot is not None and automaton is not None:
         with open(dot, "w", encoding="utf-8") as f:
             f.write(automaton.to_dot() + "\n")

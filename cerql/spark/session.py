@@ -98,9 +98,9 @@ def cer_sql(spark, text: str, **tables):
     return spark.range(0).select()  # what spark.sql returns for a CREATE VIEW
 
 
-def describe_on_spark(spark, text: str, tables: dict[str, Any] | None = None) -> str:
-    """How a query runs on Spark, for ``cerql.explain``: sources, order, bits, pruning, plan."""
-    _, plan, df = plan_query(spark, text, tables)
+def describe_on_spark(plan: QueryPlan, df) -> str:
+    """How a query runs on Spark, for ``cerql.explain``: sources, order, bits, pruning, plan;
+    ``plan`` and ``df`` are what ``plan_query`` gives, the plan ``cer_sql`` runs."""
     lines = ["on spark:"]
     for src in plan.sources:
         typed = f", types in column {src.type_column}" if src.type_column else ""
