@@ -165,6 +165,18 @@ def build_cases(windows, lengths, enum_points) -> list[Case]:
                               f"SELECT {strategy} * FROM stock WHERE SELL AS a ; BUY AS b ; SELL AS c "
                               f"FILTER a[name = 'INTC'] AND b[name = 'RIMM'] AND c[name = 'QQQ' AND {c_filter}] "
                               "WITHIN 1000 EVENTS", 1000, params={"strategy": strategy}))
+    # Registers (seed 002, 004): a comparison between single-event variables, and aggregates over
+    # a Kleene variable, both checked by the kernel (runs meet on equal registers only).
+    t = _seq_threshold(3, SEQ_RESULTS_AT_1E5, 100_000)
+    for w in windows:
+        cases.append(Case("registers", "S3 a.price>c.price", "SELECT * FROM stock WHERE SELL AS a ; BUY AS b ; "
+                          f"SELL AS c FILTER a[name = 'INTC' AND price < {t}] AND b[name = 'RIMM' AND price < {t}] "
+                          f"AND c[name = 'QQQ' AND price < {t}] AND a.price > c.price WITHIN {w} EVENTS", w))
+    kleene_aggregates = ("SELECT * FROM stock WHERE SELL AS a ; BUY+ AS b ; SELL AS c FILTER a[name = 'INTC'] "
+                         "AND b[name = 'RIMM'] AND c[name = 'QQQ' AND price < {tc}] AND max(b.volume) >= 500 "
+                         "AND count(b) <= 3 WITHIN {w} EVENTS")
+    cases.append(Case("registers", "max,count(b)", kleene_aggregates.format(tc=10, w=100), 100))
+    cases.append(Case("registers", "max,count(b)'", kleene_aggregates.format(tc=0, w=1000), 1000))
     # Enumeration E1: more closing events, ~4.5 results each (a, b dense in a 60-event window;
     # c any SELL with price < T: 500 * T closing events on DESIGN_ROWS).
     e1 = ("SELECT * FROM stock WHERE SELL AS a ; BUY AS b ; SELL AS c FILTER a[name = 'INTC'] "
@@ -301,7 +313,7 @@ def profile_case(plan, stream) -> dict:
         else:
             uniq, inverse = np.unique(bits, return_inverse=True)
             ids = np.array([run.symbols[b] for b in uniq.tolist()], np.int64)[inverse.reshape(-1)]
-        inert_share = round(float(run.inert[ids].mean()), 5) if len(ids) else 0.0
+        inert_share = round(float(run.dfa.inert[ids].mean()), 5) if len(ids) else 0.0
     parts = {k: round(v * 1e3, 2) for k, v in prof.seconds.items()}
     parts["other"] = round((total - sum(prof.seconds.values())) * 1e3, 2)
     return {
@@ -314,7 +326,7 @@ def profile_case(plan, stream) -> dict:
         "det_states": len(run.det.states) if run else None,
         "symbols": len(run.symbol_bits) if run else None,
         "inert_event_share": inert_share,
-        "arena_capacity": len(run.n_pos) if run else None,
+        "arena_capacity": len(run.arena.pos) if run else None,
     }
 
 

@@ -55,11 +55,11 @@ class Run:
                  windowed: bool, amount, value_dtype, registers=None):
         self.det = Determinizer(automaton)
         self.registers = registers if registers is not None else RegisterSpec.none()
-        self.strategy = STRATEGY_CODES[strategy]
-        self.consume, self.max_matches = consume, max_matches
+        self.max_matches = max_matches
         self.windowed = windowed
         self.value_dtype = np.dtype(value_dtype)
         self.amount = self.value_dtype.type(amount)
+        self.options = kernel.Options(windowed, self.amount, STRATEGY_CODES[strategy], consume, max_matches)
         self.symbols: dict[int, int] = {}
         self.symbol_bits: list[int] = []
         self.inert_bits: list[bool] = []
@@ -67,14 +67,11 @@ class Run:
         n_cond = len(automaton.conditions)
         self.lut = np.full(1 << n_cond, -1, np.int64) if n_cond <= LUT_BITS else None
         ds_cap, sym_cap = 8, 4
-        self.tr_first = np.full((ds_cap, sym_cap), -1, np.int64)
-        self.tr_count = np.zeros((ds_cap, sym_cap), np.int64)
-        self.tr_label = np.zeros(16, np.int64)
-        self.tr_target = np.zeros(16, np.int64)
+        self.dfa = kernel.Transitions(
+            first=np.full((ds_cap, sym_cap), -1, np.int64), count=np.zeros((ds_cap, sym_cap), np.int64),
+            label=np.zeros(16, np.int64), target=np.zeros(16, np.int64), final=np.zeros(ds_cap, np.bool_),
+            fixed=np.zeros(ds_cap, np.bool_), inert=np.zeros(sym_cap, np.bool_))
         self.n_tr = 0
-        self.ds_final = np.zeros(ds_cap, np.bool_)
-        self.ds_fixed = np.zeros(ds_cap, np.bool_)
-        self.inert = np.zeros(sym_cap, np.bool_)
         self.n_fixed_known = 0
         self._fixed: list[bool] = []
         self.atom_required = [t.required for t in automaton.transitions if t.required]
@@ -82,35 +79,34 @@ class Run:
         self.st[kernel.CONSUMED] = -1
         self.st[kernel.ARENA] = 1
         self.st[kernel.NACT] = 1
-        self.act_ds = np.zeros(ds_cap, np.int64)
-        self.act_node = np.zeros(ds_cap, np.int64)
-        self.new_ds = np.zeros(ds_cap, np.int64)
-        self.new_node = np.zeros(ds_cap, np.int64)
-        self.slot = np.full(ds_cap, -1, np.int64)
         shape = (ds_cap, kernel.REGISTER_COLUMNS)
-        self.act_rk, self.new_rk = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
-        self.act_rf, self.new_rf = np.zeros(shape, np.float64), np.zeros(shape, np.float64)
-        self.cut = np.zeros(1, self.value_dtype)
+        self.runs = kernel.Runs(
+            ds=np.zeros(ds_cap, np.int64), node=np.zeros(ds_cap, np.int64),
+            rk=np.zeros(shape, np.int64), rf=np.zeros(shape, np.float64),
+            new_ds=np.zeros(ds_cap, np.int64), new_node=np.zeros(ds_cap, np.int64),
+            new_rk=np.zeros(shape, np.int64), new_rf=np.zeros(shape, np.float64),
+            slot=np.full(ds_cap, -1, np.int64), cutoff=np.zeros(1, self.value_dtype))
+        self.arena = None
         self._alloc_arena(1 << 12)
         self._alloc_output(1 << 12, 1 << 14)
         self._sync_states()
 
     # -- buffers
     def _alloc_arena(self, cap: int) -> None:
-        old = getattr(self, "n_pos", None)
-        fields = [("n_pos", np.int64, -1), ("n_label", np.int64, 0), ("n_a", np.int64, -1),
-                  ("n_b", np.int64, -1), ("n_maxpos", np.int64, -1), ("n_maxval", self.value_dtype, 0)]
-        for name, dtype, fill in fields:
-            setattr(self, name, np.full(cap, fill, dtype) if old is None else _grow(getattr(self, name), cap, fill))
-        self.stack_node = np.zeros(cap + 1, np.int64)
-        self.stack_len = np.zeros(cap + 1, np.int64)
-        self.path = np.zeros(cap + 1, np.int64)
-        self.remap = np.zeros(cap, np.int64)
+        """An arena of ``cap`` nodes, holding the nodes of the current one if any."""
+        old = self.arena
+        nodes = {}
+        for name, dtype, fill in [("pos", np.int64, -1), ("label", np.int64, 0), ("a", np.int64, -1),
+                                  ("b", np.int64, -1), ("maxpos", np.int64, -1), ("maxval", self.value_dtype, 0)]:
+            nodes[name] = np.full(cap, fill, dtype) if old is None else _grow(getattr(old, name), cap, fill)
+        self.arena = kernel.Arena(**nodes, stack_node=np.zeros(cap + 1, np.int64),
+                                  stack_len=np.zeros(cap + 1, np.int64), path=np.zeros(cap + 1, np.int64),
+                                  remap=np.zeros(cap, np.int64))
 
     def _alloc_output(self, res_cap: int, lab_cap: int) -> None:
-        self.res = [np.zeros(res_cap, np.int64) for _ in range(5)]  # end, endpos, start, off, len
-        self.lab_pos = np.zeros(lab_cap, np.int64)
-        self.lab_mask = np.zeros(lab_cap, np.int64)
+        """Empty result buffers for ``res_cap`` results with ``lab_cap`` selected events."""
+        self.out = kernel.Output(*(np.zeros(res_cap, np.int64) for _ in range(5)),
+                                 lab_pos=np.zeros(lab_cap, np.int64), lab_mask=np.zeros(lab_cap, np.int64))
 
     def _sync_states(self) -> None:
         """Make room for every deterministic state the determinizer has created, and note which
@@ -120,24 +116,23 @@ class Run:
             self.n_fixed_known += 1
             self._fixed.append(self.det.successors(d, 0) == [(0, d)])
         n = len(self.det.states)
-        cap = self.tr_first.shape[0]
+        dfa = self.dfa
+        cap = dfa.first.shape[0]
         if n > cap:
             cap = max(n, 2 * cap)
-            self.tr_first = _grow(self.tr_first, cap, -1)
-            self.tr_count = _grow(self.tr_count, cap)
+            self.dfa = dfa = dfa._replace(first=_grow(dfa.first, cap, -1), count=_grow(dfa.count, cap),
+                                          final=_grow(dfa.final, cap), fixed=_grow(dfa.fixed, cap))
             self._grow_active(cap)
-            self.slot = _grow(self.slot, cap, -1)
-            self.ds_final = _grow(self.ds_final, cap)
-            self.ds_fixed = _grow(self.ds_fixed, cap)
-        self.ds_final[:n] = self.det.final
-        self.ds_fixed[:n] = self._fixed
+            self.runs = self.runs._replace(slot=_grow(self.runs.slot, cap, -1))
+        dfa.final[:n] = self.det.final
+        dfa.fixed[:n] = self._fixed
 
     def _grow_active(self, cap: int) -> None:
         """Room for ``cap`` active runs (one per deterministic state, or more with registers)."""
-        if cap <= len(self.act_ds):
+        if cap <= len(self.runs.ds):
             return
-        for name in ("act_ds", "act_node", "new_ds", "new_node", "act_rk", "act_rf", "new_rk", "new_rf"):
-            setattr(self, name, _grow(getattr(self, name), cap))
+        self.runs = self.runs._replace(**{name: _grow(getattr(self.runs, name), cap) for name in (
+            "ds", "node", "rk", "rf", "new_ds", "new_node", "new_rk", "new_rf")})
 
     def _symbol_ids(self, bits: np.ndarray) -> np.ndarray:
         """Each event's symbol id; a lookup table when there are few condition bits."""
@@ -154,15 +149,16 @@ class Run:
                               for b in uniq.tolist()], np.int64)
             ids = known[inverse.reshape(-1)]
         n = len(self.symbol_bits)
-        if n > self.tr_first.shape[1]:
-            cap = max(n, 2 * self.tr_first.shape[1])
-            first = np.full((self.tr_first.shape[0], cap), -1, np.int64)
-            first[:, : self.tr_first.shape[1]] = self.tr_first
-            count = np.zeros((self.tr_first.shape[0], cap), np.int64)
-            count[:, : self.tr_count.shape[1]] = self.tr_count
-            self.tr_first, self.tr_count = first, count
-        if len(self.inert) != self.tr_first.shape[1] or n > self.n_inert_known:
-            self.inert = np.array(self.inert_bits + [False] * (self.tr_first.shape[1] - n), np.bool_)
+        dfa = self.dfa
+        if n > dfa.first.shape[1]:
+            cap = max(n, 2 * dfa.first.shape[1])
+            first = np.full((dfa.first.shape[0], cap), -1, np.int64)
+            first[:, : dfa.first.shape[1]] = dfa.first
+            count = np.zeros((dfa.first.shape[0], cap), np.int64)
+            count[:, : dfa.count.shape[1]] = dfa.count
+            self.dfa = dfa = dfa._replace(first=first, count=count)
+        if len(dfa.inert) != dfa.first.shape[1] or n > self.n_inert_known:
+            self.dfa = dfa._replace(inert=np.array(self.inert_bits + [False] * (dfa.first.shape[1] - n), np.bool_))
             self.n_inert_known = n
         return ids
 
@@ -175,24 +171,23 @@ class Run:
     def _add_transitions(self, d: int, s: int) -> None:
         successors = self.det.successors(d, self.symbol_bits[s])
         need = self.n_tr + len(successors)
-        if need > len(self.tr_label):
-            self.tr_label = _grow(self.tr_label, max(need, 2 * len(self.tr_label)))
-            self.tr_target = _grow(self.tr_target, len(self.tr_label))
+        dfa = self.dfa
+        if need > len(dfa.label):
+            cap = max(need, 2 * len(dfa.label))
+            self.dfa = dfa = dfa._replace(label=_grow(dfa.label, cap), target=_grow(dfa.target, cap))
         for k, (label, target) in enumerate(successors):
-            self.tr_label[self.n_tr + k] = label
-            self.tr_target[self.n_tr + k] = target
-        self.tr_first[d, s] = self.n_tr
-        self.tr_count[d, s] = len(successors)
+            dfa.label[self.n_tr + k] = label
+            dfa.target[self.n_tr + k] = target
+        dfa.first[d, s] = self.n_tr
+        dfa.count[d, s] = len(successors)
         self.n_tr = need
         self._sync_states()
 
     def _make_room(self) -> None:
         st = self.st
-        kernel.compact(st, self.act_ds, self.act_node, self.act_rk, self.act_rf, self.windowed,
-                       self.cut, self.n_pos, self.n_label, self.n_a, self.n_b, self.n_maxpos, self.n_maxval,
-                       self.remap)
+        kernel.compact(st, self.runs, self.arena, self.windowed)
         need = st[kernel.ARENA] + st[kernel.BOUND]
-        cap = len(self.n_pos)
+        cap = len(self.arena.pos)
         if 2 * need > cap:
             self._alloc_arena(max(2 * need, 2 * cap))
 
@@ -200,23 +195,15 @@ class Run:
     def feed(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray, sides=None):
         """``sides``: the registers' per-event values (``RegisterSpec.sides``) when there are any."""
         sym = self._symbol_ids(np.ascontiguousarray(bits))
-        regs = self.registers
-        sides = sides if sides is not None else regs.empty_sides()
-        starts = np.ascontiguousarray(starts, dtype=np.bool_)
-        values = np.ascontiguousarray(values, dtype=self.value_dtype)
+        events = kernel.Events(sym, np.ascontiguousarray(starts, dtype=np.bool_),
+                               np.ascontiguousarray(values, dtype=self.value_dtype),
+                               kernel.Sides(*sides) if sides is not None else self.registers.empty_sides())
         st = self.st
         st[kernel.CURSOR] = 0
         chunks = []
         while True:
-            status = kernel.run_batch(
-                sym, starts, values, self.windowed, self.amount, self.strategy, self.consume, self.max_matches,
-                self.tr_first, self.tr_count, self.tr_label, self.tr_target, self.ds_final,
-                self.inert, self.ds_fixed, st, self.act_ds, self.act_node, self.new_ds, self.new_node, self.slot, self.cut,
-                self.n_pos, self.n_label, self.n_a, self.n_b, self.n_maxpos, self.n_maxval,
-                self.stack_node, self.stack_len, self.path,
-                *self.res, self.lab_pos, self.lab_mask,
-                regs.count, regs.kinds, regs.x_bits, regs.y_bits, regs.ops, regs.floats, regs.singles, *sides,
-                self.act_rk, self.act_rf, self.new_rk, self.new_rf)
+            status = kernel.run_batch(self.options, events, self.dfa, self.registers.plan, st, self.runs, self.arena,
+                                      self.out)
             if status == kernel.DONE:
                 if st[kernel.NRES] > 0:
                     chunks.append(self._take())
@@ -226,13 +213,13 @@ class Run:
             elif status == kernel.NEED_ARENA:
                 self._make_room()
             elif status == kernel.NEED_ACTIVE:
-                self._grow_active(max(int(st[kernel.BOUND]), 2 * len(self.act_ds)))
+                self._grow_active(max(int(st[kernel.BOUND]), 2 * len(self.runs.ds)))
             elif status == kernel.NEED_OUTPUT:
-                full = st[kernel.NRES] == 0 or len(self.res[0]) < MAX_OUTPUT
+                full = st[kernel.NRES] == 0 or len(self.out.end) < MAX_OUTPUT
                 if st[kernel.NRES] > 0:
                     chunks.append(self._take())
                 if full:
-                    self._alloc_output(2 * len(self.res[0]), 2 * len(self.lab_pos))
+                    self._alloc_output(2 * len(self.out.end), 2 * len(self.out.lab_pos))
             elif status == kernel.TOO_MANY:
                 raise too_many_matches(f"at least {int(st[kernel.COUNT]):,}", self.max_matches)
             elif status == kernel.TOO_MANY_CANDIDATES:
@@ -247,8 +234,9 @@ class Run:
         """Copy the buffered results out and empty the buffers."""
         st = self.st
         n, nl = int(st[kernel.NRES]), int(st[kernel.NLAB])
-        end, endpos, start, off, length = (a[:n].copy() for a in self.res)
-        out = [end, endpos, start, off, length, self.lab_pos[:nl].copy(), self.lab_mask[:nl].copy()]
+        res = self.out
+        out = [res.end[:n].copy(), res.endpos[:n].copy(), res.start[:n].copy(), res.off[:n].copy(),
+               res.length[:n].copy(), res.lab_pos[:nl].copy(), res.lab_mask[:nl].copy()]
         st[kernel.NRES] = 0
         st[kernel.NLAB] = 0
         return out
@@ -275,6 +263,9 @@ class RegisterSpec:
         self.kinds = np.array([self.KINDS[c.aggregate] for c in self.checks] or [0], np.int64)
         self.floats = np.array([c.floating for c in self.checks] or [False], np.bool_)
         self.singles = np.array([c.single for c in self.checks] or [False], np.bool_)
+        # what the kernel reads: the same arrays (``rise`` changes kinds in place)
+        self.plan = kernel.RegisterPlan(self.count, self.kinds, self.x_bits, self.y_bits, self.ops, self.floats,
+                                        self.singles)
 
     @classmethod
     def none(cls) -> "RegisterSpec":
@@ -289,7 +280,7 @@ class RegisterSpec:
         for p, check in enumerate(self.checks):
             if check.aggregate != "sum":
                 continue
-            values = sides[1][:, p][sides[2][:, p]]  # as float64, integers too (registers.side_values)
+            values = sides.fx_num[:, p][sides.fx_ok[:, p]]  # as float64, integers too (registers.side_values)
             if np.all(values >= 0.0) and float(values.sum()) < 2.0**62:  # NaN fails >= 0
                 mask |= 1 << p
         return self.rise(mask)
@@ -307,11 +298,11 @@ class RegisterSpec:
         return [(p, c.left_columns[0]) for p, c in enumerate(checks)
                 if c.aggregate == "sum" and len(c.left_columns) == 1]
 
-    def empty_sides(self):
+    def empty_sides(self) -> kernel.Sides:
         shape = (1, kernel.MAX_REGISTERS)
-        return (np.zeros(shape, np.int64), np.zeros(shape, np.float64), np.zeros(shape, np.bool_)) * 2
+        return kernel.Sides(*(np.zeros(shape, np.int64), np.zeros(shape, np.float64), np.zeros(shape, np.bool_)) * 2)
 
-    def sides(self, table) -> tuple:
+    def sides(self, table) -> kernel.Sides:
         """(f keys, f values, f valid, g keys, g values, g valid), each (rows, MAX_REGISTERS):
         column p holds check p's left side as if each row were its x, and its right side as if
         each row were its y. Keys are int64 values, or the bits of float64 values."""
@@ -324,7 +315,7 @@ class RegisterSpec:
                                                     (check.right, check.y, check.right_columns))):
                 keys, nums, ok = side_values(fn, var, columns, check.floating, table)
                 out[3 * k][:, p], out[3 * k + 1][:, p], out[3 * k + 2][:, p] = keys, nums, ok
-        return tuple(out)
+        return kernel.Sides(*out)
 
 
 def concat_chunks(chunks):
@@ -453,7 +444,7 @@ def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BAT
     starts[sub_starts] = True
     for b0 in range(0, n, batch_size):
         b1 = min(n, b0 + batch_size)
-        batch_sides = None if sides is None else tuple(a[b0:b1] for a in sides)
+        batch_sides = None if sides is None else kernel.Sides(*(a[b0:b1] for a in sides))
         chunks = run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1], batch_sides)
         for chunk in chunks:
             chunk[0] += b0

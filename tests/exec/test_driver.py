@@ -73,13 +73,13 @@ def run_in_batches(text: str, df: pd.DataFrame, batch: int) -> driver.Run:
 def test_memory_is_bounded_by_the_window_not_the_stream():
     run = run_in_batches("SELECT * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts WITHIN 8 EVENTS",
                          ab_stream(20_000, seed=1), batch=1000)
-    assert len(run.n_pos) == 1 << 12  # the arena never had to grow
+    assert len(run.arena.pos) == 1 << 12  # the arena never had to grow
 
 
 def test_without_window_the_arena_grows_with_the_stream():
     run = run_in_batches("SELECT ANY * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts",
                          ab_stream(20_000, seed=1), batch=20_000)
-    assert len(run.n_pos) > 1 << 12
+    assert len(run.arena.pos) > 1 << 12
 
 
 def test_window_pruning_keeps_results_equal_to_the_reference_across_compactions():

@@ -6,20 +6,28 @@ One module per job: :mod:`.state` (statuses and the slots of the state vector th
 :mod:`.arena` (the enumerable structure and its compaction), :mod:`.stepping` (the per-event
 loop, :func:`run_batch`), :mod:`.enumeration` and :mod:`.strategies` (the results of an end
 event), :mod:`.registers` (FILTER comparisons and aggregates checked as events are bound).
-This module re-exports what the driver reads.
+Its arguments come in bundles (NamedTuples of arrays, which numba takes as they are), built
+by the driver: :class:`Options`, :class:`Events`, :class:`Transitions`, :class:`RegisterPlan`,
+:class:`Runs`, :class:`Arena`, :class:`Output`. This module re-exports what the driver reads.
+
+numba's cache (``cache=True``) checks only the source file of the function it compiled, not
+the files of the functions it calls: after editing one of these modules, touch
+``stepping.py`` (or delete ``__pycache__`` here) so that ``run_batch`` is compiled again.
 """
 
-from cerql.exec.kernel.arena import compact
+from cerql.exec.kernel.arena import Arena, compact
+from cerql.exec.kernel.enumeration import Output
 from cerql.exec.kernel.registers import (AGG_AVG, AGG_COUNT, AGG_COUNT_EVENTS, AGG_MAX, AGG_MIN, AGG_SUM,
                                          AGG_SUM_RISING, COMPARE, MAX_REGISTERS, OP_EQ, OP_GE, OP_GT, OP_LE, OP_LT,
-                                         OP_NE, REGISTER_COLUMNS)
+                                         OP_NE, REGISTER_COLUMNS, RegisterPlan, Sides)
 from cerql.exec.kernel.state import (ALL, ANY, ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, LAST, MAX, NACT,
                                      NEED_ACTIVE, NEED_ARENA, NEED_D, NEED_OUTPUT, NEED_S, NEED_TRANSITION, NEXT, NLAB,
                                      NRES, OVERFLOW, POS, STATE_SIZE, STRICT, TOO_MANY, TOO_MANY_CANDIDATES,
-                                     TOO_MANY_RUNS, candidate_limit)
-from cerql.exec.kernel.stepping import run_batch
+                                     TOO_MANY_RUNS, Options, candidate_limit)
+from cerql.exec.kernel.stepping import Events, Runs, Transitions, run_batch
 
 __all__ = [
+    "Arena", "Events", "Options", "Output", "RegisterPlan", "Runs", "Sides", "Transitions",
     "AGG_AVG", "AGG_COUNT", "AGG_COUNT_EVENTS", "AGG_MAX", "AGG_MIN", "AGG_SUM", "AGG_SUM_RISING", "ALL", "ANY",
     "ARENA", "BOUND", "COMPARE", "CONSUMED", "COUNT", "CURSOR", "DONE", "LAST", "MAX", "MAX_REGISTERS", "NACT",
     "NEED_ACTIVE", "NEED_ARENA", "NEED_D", "NEED_OUTPUT", "NEED_S", "NEED_TRANSITION", "NEXT", "NLAB", "NRES",

@@ -7,18 +7,37 @@ start window value (``maxval``) of the results under it, so enumeration skips wh
 sub-structures outside the window or consumed (:func:`alive`), and each node it enters leads to
 at least one result (output-linear delay). Children always have smaller indices than their
 parents, so :func:`compact` frees dead nodes with one backward sweep. Kept apart from the
-stepping loop because the driver calls :func:`compact` on its own when the arena is full.
+stepping loop because the driver also calls :func:`compact` on its own, between batches.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
 from numba import njit
 
 from cerql.exec.kernel.state import ARENA, CONSUMED, NACT
 
 
+class Arena(NamedTuple):
+    """The node arrays (one entry per node), and the scratch arrays sized with them."""
+
+    pos: np.ndarray      # int64: the event's position (output node), -1 (union node)
+    label: np.ndarray    # int64: the label bits an output node marks its event with
+    a: np.ndarray        # int64: the continuation (output node), first child (union node)
+    b: np.ndarray        # int64: second child of a union node, else -1
+    maxpos: np.ndarray   # int64: the largest start position of the results under the node
+    maxval: np.ndarray   # window value dtype: the largest start window value under the node
+    stack_node: np.ndarray  # int64 scratch of enumeration: the union branches still to take ...
+    stack_len: np.ndarray   # ... and the path length at each
+    path: np.ndarray        # int64 scratch of enumeration: the output nodes of one result
+    remap: np.ndarray       # int64 scratch of compact: each node's new index
+
+
 @njit(nogil=True, cache=True)
 def alive(n, consumed, windowed, cutoff, maxpos, maxval):
+    """Whether node n leads to a result that starts after ``consumed`` and inside the window."""
     if n < 0:
         return False
     if n == 0:
@@ -31,24 +50,25 @@ def alive(n, consumed, windowed, cutoff, maxpos, maxval):
 
 
 @njit(nogil=True, cache=True)
-def compact(st, act_ds, act_node, act_rk, act_rf, windowed, cut, n_pos, n_label, n_a, n_b, n_maxpos,
-            n_maxval, remap):
-    """Free the nodes no live result can reach; keep node order (children before parents)."""
+def compact(st, runs, arena, windowed):
+    """Free the nodes no live result can reach, and the runs on dead nodes; keep node order
+    (children before parents). ``runs.cutoff[0]`` is the window cutoff of the last event."""
+    n_pos, n_a, n_b, n_maxpos, n_maxval, remap = arena.pos, arena.a, arena.b, arena.maxpos, arena.maxval, arena.remap
     used = st[ARENA]
     consumed = st[CONSUMED]
-    cutoff = cut[0]
+    cutoff = runs.cutoff[0]
     for x in range(used):
         remap[x] = 0
     remap[0] = 1
     kept = 0
     for k in range(st[NACT]):
-        node = act_node[k]
+        node = runs.node[k]
         if alive(node, consumed, windowed, cutoff, n_maxpos, n_maxval):
             remap[node] = 1
-            act_ds[kept] = act_ds[k]
-            act_node[kept] = node
-            for c in range(act_rk.shape[1]):
-                act_rk[kept, c], act_rf[kept, c] = act_rk[k, c], act_rf[k, c]
+            runs.ds[kept] = runs.ds[k]
+            runs.node[kept] = node
+            for c in range(runs.rk.shape[1]):
+                runs.rk[kept, c], runs.rf[kept, c] = runs.rk[k, c], runs.rf[k, c]
             kept += 1
     st[NACT] = kept
     for x in range(used - 1, 0, -1):
@@ -74,12 +94,11 @@ def compact(st, act_ds, act_node, act_rk, act_rf, windowed, cut, n_pos, n_label,
             continue
         a, b = n_a[x], n_b[x]
         n_pos[y] = n_pos[x]
-        n_label[y] = n_label[x]
+        arena.label[y] = arena.label[x]
         n_maxpos[y] = n_maxpos[x]
         n_maxval[y] = n_maxval[x]
         n_a[y] = remap[a] if a >= 0 else -1
         n_b[y] = remap[b] if b >= 0 else -1
     for k in range(kept):
-        act_node[k] = remap[act_node[k]]
+        runs.node[k] = remap[runs.node[k]]
     st[ARENA] = new
-

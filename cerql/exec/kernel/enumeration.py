@@ -2,14 +2,17 @@
 
 A depth-first walk from a final run's node to BOTTOM, taking both branches of a union node only
 when both lead to a live result (:func:`cerql.exec.kernel.arena.alive`), so each step leads to a
-result (output-linear delay). Each result is written as its end, start and its selected
-(position, label) pairs, last event first; the strategy decides what is kept
+result (output-linear delay). Each result is written to :class:`Output` as its end, start and
+its selected (position, label) pairs, last event first; the strategy decides what is kept
 (:mod:`cerql.exec.kernel.strategies`). Kept apart from stepping: it reads the arena, never
 changes it.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
 from numba import njit
 
 from cerql.exec.kernel.arena import alive
@@ -18,12 +21,31 @@ from cerql.exec.kernel.state import (ANY, COUNT, FULL, LAST, MAX, NEXT, NLAB, NR
 from cerql.exec.kernel.strategies import admit
 
 
+class Output(NamedTuple):
+    """The results buffer: st[NRES] results, their st[NLAB] selected (position, label) pairs.
+
+    Result r ends at batch event ``end[r]`` (position ``endpos[r]``), starts at position
+    ``start[r]``, and its pairs are ``lab_pos``/``lab_mask`` [off[r], off[r] + length[r]), last
+    event first. All int64.
+    """
+
+    end: np.ndarray
+    endpos: np.ndarray
+    start: np.ndarray
+    off: np.ndarray
+    length: np.ndarray
+    lab_pos: np.ndarray
+    lab_mask: np.ndarray
+
+
 @njit(nogil=True, cache=True)
-def enumerate_results(root, i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
-               n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
-               res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
+def enumerate_results(root, i, pos, r0, consumed, cutoff, options, arena, out, st):
     """Write the results under ``root`` ending at event i (position pos); the event's results
     start at r0. Returns OK, FULL (no room: the event's results are to be redone) or TOO_MANY."""
+    windowed, strategy, max_matches = options.windowed, options.strategy, options.max_matches
+    n_pos, n_label, n_a, n_maxpos, n_maxval = arena.pos, arena.label, arena.a, arena.maxpos, arena.maxval
+    stack_node, stack_len, path = arena.stack_node, arena.stack_len, arena.path
+    lab_pos, lab_mask = out.lab_pos, out.lab_mask
     top = 0
     stack_node[0] = root
     stack_len[0] = 0
@@ -35,7 +57,7 @@ def enumerate_results(root, i, pos, r0, max_matches, consumed, windowed, cutoff,
             if n == 0:
                 break
             if n_pos[n] < 0:
-                a, b = n_a[n], n_b[n]
+                a, b = n_a[n], arena.b[n]
                 if alive(b, consumed, windowed, cutoff, n_maxpos, n_maxval):
                     if alive(a, consumed, windowed, cutoff, n_maxpos, n_maxval):
                         top += 1
@@ -51,7 +73,7 @@ def enumerate_results(root, i, pos, r0, max_matches, consumed, windowed, cutoff,
         # a result: path[0..plen) from the last event back to the first
         r = st[NRES]
         lo = st[NLAB]
-        if r >= res_end.shape[0] or lo + plen > lab_pos.shape[0]:
+        if r >= out.end.shape[0] or lo + plen > lab_pos.shape[0]:
             return FULL
         w = lo
         for q in range(plen):
@@ -63,21 +85,20 @@ def enumerate_results(root, i, pos, r0, max_matches, consumed, windowed, cutoff,
                 w += 1
         if strategy == STRICT and w > lo and lab_pos[lo] - lab_pos[w - 1] + 1 != w - lo:
             continue
-        res_end[r] = i
-        res_endpos[r] = pos
-        res_start[r] = n_pos[path[plen - 1]]
-        res_off[r] = lo
-        res_len[r] = w - lo
+        out.end[r] = i
+        out.endpos[r] = pos
+        out.start[r] = n_pos[path[plen - 1]]
+        out.off[r] = lo
+        out.length[r] = w - lo
         st[NRES] = r + 1
         st[NLAB] = w
         if strategy == ANY:
             return OK
         if strategy == NEXT or strategy == LAST or strategy == MAX:
-            admit(strategy, r0, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+            admit(strategy, r0, out, st)
             st[COUNT] += 1  # candidates of this event, counted for candidate_limit
             if st[COUNT] > candidate_limit(max_matches):
                 return TOO_MANY_CANDIDATES
         elif st[NRES] - r0 > max_matches:
             return TOO_MANY
     return OK
-

@@ -9,8 +9,13 @@ this.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, types
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from cerql.plan import MAX_REGISTERS
 
 # Registers (seed 002): a FILTER comparison ``f(x) op g(y)`` holds when it holds for every pair of
 # events of x and y (DESIGN.md 4.7). The kernel checks it as events are bound: a run carries, per
@@ -33,7 +38,6 @@ from numba import njit, types
 # or NaN), since a later value moves it only further that way; a sum or an average over a Kleene
 # variable can take a new value with every subset of events. Past max_matches runs after one
 # event the kernel stops with TOO_MANY_RUNS rather than filling memory.
-MAX_REGISTERS = 4
 X_HAS, X_BAD, Y_HAS, Y_BAD, DONE_BOTH = 1, 2, 4, 8, 16
 OP_EQ, OP_NE, OP_GT, OP_GE, OP_LT, OP_LE = 0, 1, 2, 3, 4, 5
 # what a register check is: a comparison between two variables, or an aggregate of one
@@ -48,7 +52,32 @@ OVERFLOWED = -1
 INT64_MAX, INT64_MIN = np.int64(2**63 - 1), np.int64(-(2**63))
 REGISTER_COLUMNS = 3 * MAX_REGISTERS  # per check: flags, x's value, y's value (or count, accumulator)
 BIG = 1 << 62  # a count cap past any count
-KEY = types.UniTuple(types.int64, 1 + REGISTER_COLUMNS)  # a run's state and registers: run_key
+KEY = types.Tuple((types.int64, types.UniTuple(types.int64, REGISTER_COLUMNS)))  # a run's state, registers
+
+
+class RegisterPlan(NamedTuple):
+    """The query's register checks (driver.RegisterSpec), one entry per check."""
+
+    count: int            # how many checks (0: the query has no registers)
+    kind: np.ndarray      # int64: COMPARE or an AGG_* code
+    x_bits: np.ndarray    # int64: the label bit of the check's x variable (left side)
+    y_bits: np.ndarray    # int64: the label bit of its y variable (right side; unused by aggregates)
+    op: np.ndarray        # int64: an OP_* code
+    floating: np.ndarray  # bool: compares float64 values (else int64 keys)
+    single: np.ndarray    # bool: both variables hold one event (checked once, then forgotten)
+
+
+class Sides(NamedTuple):
+    """Each event's values of both sides of every check: (events, MAX_REGISTERS) arrays, column p
+    for check p, its left side as if the event were x (fx_*) and its right side as if it were y
+    (gy_*; an aggregate's constant). Keys are int64 values or the bits of float64 values."""
+
+    fx_key: np.ndarray
+    fx_num: np.ndarray
+    fx_ok: np.ndarray
+    gy_key: np.ndarray
+    gy_num: np.ndarray
+    gy_ok: np.ndarray
 
 
 @njit(nogil=True, cache=True)
@@ -159,9 +188,13 @@ def _side_of(kind, is_float, acc_k, acc_f, ck, cn):
 
 
 @njit(nogil=True, cache=True)
-def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf, const_ok, ck, cn):
-    """Add one event's value (ok, vk, vn) to aggregate check p's accumulator in regs_*; the
-    constant (const_ok, ck, cn) it is compared with lets a min or max keep only its side."""
+def _accumulate(p, kind, is_float, cap, value, const, scratch):
+    """Add one event's ``value`` (ok, key, number) to aggregate check p's accumulator in the
+    scratch registers; the ``const`` (ok, key, number) it is compared with lets a min or max keep
+    only its side."""
+    ok, vk, vn = value
+    const_ok, ck, cn = const
+    regs_k, regs_f, fbuf, kbuf = scratch
     if kind == AGG_COUNT_EVENTS:
         ok = True
     if not ok:
@@ -208,9 +241,12 @@ def _accumulate(p, kind, is_float, ok, vk, vn, cap, regs_k, regs_f, fbuf, kbuf, 
 
 
 @njit(nogil=True, cache=True)
-def aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, gy_ok, act_rk, act_rf):
-    """Whether run k's aggregates pass their checks (at a final state, at event i)."""
-    for p in range(n_regs):
+def aggregates_hold(k, i, regs, sides, act_rk, act_rf):
+    """Whether run k's aggregates (registers ``act_rk``, ``act_rf``) pass their checks (at a final
+    state, at event i)."""
+    reg_kind, reg_op, reg_float = regs.kind, regs.op, regs.floating  # fields read once (see step_registers)
+    gy_key, gy_num, gy_ok = sides.gy_key, sides.gy_num, sides.gy_ok
+    for p in range(regs.count):
         kind = reg_kind[p]
         if kind == COMPARE:
             continue
@@ -235,28 +271,36 @@ def aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num, g
 
 
 @njit(nogil=True, cache=True)
-def overflowed(k, n_regs, reg_kind, act_rk):
-    """Whether an integer sum of run k left the BIGINT range (its count is OVERFLOWED)."""
-    for p in range(n_regs):
+def overflowed(k, regs, act_rk):
+    """Whether an integer sum of run k (registers ``act_rk``) left the BIGINT range (its count is
+    OVERFLOWED)."""
+    reg_kind = regs.kind
+    for p in range(regs.count):
         if reg_kind[p] != COMPARE and act_rk[k, 3 * p] == OVERFLOWED:
             return True
     return False
 
 
 @njit(nogil=True, cache=True)
-def step_registers(k, lab, i, n_regs, reg_kind, reg_x, reg_y, reg_op, reg_float, reg_single, fx_key, fx_num,
-                    fx_ok, gy_key, gy_num, gy_ok, act_rk, act_rf, tmp_k, tmp_f, fbuf, kbuf):
-    """The registers of active run k after a transition marking ``lab`` on event i, in tmp_*;
-    False when a comparison fails on a pair of its events (the transition is dropped)."""
+def step_registers(k, lab, i, regs, sides, act_rk, act_rf, scratch):
+    """The registers of active run k (``act_rk``, ``act_rf``) after a transition marking ``lab``
+    on event i, in the scratch registers (``scratch``: int64 and float64 registers, and a float64
+    buffer with its int64 view); False when a comparison fails on a pair of its events (the
+    transition is dropped)."""
+    # a bundle's fields as locals: each read of a field in the loop would count a reference
+    reg_kind, reg_x, reg_y, reg_op, reg_float, reg_single = (regs.kind, regs.x_bits, regs.y_bits, regs.op,
+                                                             regs.floating, regs.single)
+    fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok = sides
+    tmp_k, tmp_f = scratch[0], scratch[1]
     for c in range(REGISTER_COLUMNS):
         tmp_k[c], tmp_f[c] = act_rk[k, c], act_rf[k, c]
-    for p in range(n_regs):
+    for p in range(regs.count):
         kind = reg_kind[p]
         if kind != COMPARE:
             if lab & reg_x[p] != 0:
                 cap = _count_cap(kind, reg_float[p], gy_key[i, p], gy_num[i, p])
-                _accumulate(p, kind, reg_float[p], fx_ok[i, p], fx_key[i, p], fx_num[i, p], cap, tmp_k, tmp_f,
-                            fbuf, kbuf, gy_ok[i, p], gy_key[i, p], gy_num[i, p])
+                _accumulate(p, kind, reg_float[p], cap, (fx_ok[i, p], fx_key[i, p], fx_num[i, p]),
+                            (gy_ok[i, p], gy_key[i, p], gy_num[i, p]), scratch)
             continue
         if tmp_k[3 * p] & DONE_BOTH:
             continue
@@ -277,6 +321,7 @@ def step_registers(k, lab, i, n_regs, reg_kind, reg_x, reg_y, reg_op, reg_float,
 
 
 @njit(nogil=True, cache=True)
-def run_key(d, t):
-    return (d, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11])
-
+def run_key(d, regs_k):
+    """The key runs meet on: deterministic state d and every register column (KEY), so a change
+    of MAX_REGISTERS changes the key with it."""
+    return (d, to_fixed_tuple(regs_k, REGISTER_COLUMNS))

@@ -9,7 +9,20 @@ both sides read it without magic indices.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from numba import njit
+
+
+class Options(NamedTuple):
+    """The query's settings the kernel reads, fixed for a whole run."""
+
+    windowed: bool    # WITHIN: results start at window value >= the end's value - amount
+    amount: object    # the window's size, in the window values' dtype
+    strategy: int     # ALL, ANY, NEXT, LAST, MAX or STRICT
+    consume: bool     # CONSUME BY: an event with results consumes the positions up to it
+    max_matches: int  # maxMatchesPerEvent
+
 
 # status codes run_batch returns to the driver
 DONE = 0              # every event of the batch is run

@@ -10,11 +10,14 @@ and calls again: the event is resumed, not redone.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
 from cerql.exec.kernel.arena import alive
+from cerql.exec.kernel.registers import Sides
 from cerql.exec.kernel.enumeration import enumerate_results
 from cerql.exec.kernel.registers import KEY, REGISTER_COLUMNS, aggregates_hold, overflowed, run_key, step_registers
 from cerql.exec.kernel.state import (ANY, ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, FULL, MOVING, NACT, NEED_ACTIVE,
@@ -22,21 +25,68 @@ from cerql.exec.kernel.state import (ANY, ARENA, BOUND, CONSUMED, COUNT, CURSOR,
                                      PENDING, POS, TOO_MANY, TOO_MANY_CANDIDATES, TOO_MANY_RUNS)
 
 
+class Events(NamedTuple):
+    """One batch of events, in stream order."""
+
+    symbol: np.ndarray  # int64: the event's symbol id (its condition bits, numbered by the driver)
+    starts: np.ndarray  # bool: the event starts a substream
+    values: np.ndarray  # the event's window value (its position in the substream for n EVENTS)
+    sides: Sides        # the registers' values of the event
+
+
+class Transitions(NamedTuple):
+    """The lazily determinized automaton: what the driver has built of it so far."""
+
+    first: np.ndarray   # int64 (states, symbols): where state d's transitions on symbol s start
+                        # in label/target, -1 while not built (the kernel returns NEED_TRANSITION)
+    count: np.ndarray   # int64 (states, symbols): how many transitions
+    label: np.ndarray   # int64: the label bits a transition marks the event with (0: none)
+    target: np.ndarray  # int64: the state a transition goes to
+    final: np.ndarray   # bool per state
+    fixed: np.ndarray   # bool per state: its successor on an inert event is itself
+    inert: np.ndarray   # bool per symbol: fires no transition but the TRUE gaps
+
+
+class Runs(NamedTuple):
+    """The active runs (st[NACT] of them) and the scratch the next event's runs are built in."""
+
+    ds: np.ndarray        # int64: the run's deterministic state
+    node: np.ndarray      # int64: the arena node of its results so far
+    rk: np.ndarray        # int64 (runs, REGISTER_COLUMNS): its registers
+    rf: np.ndarray        # float64 (runs, REGISTER_COLUMNS): the float values beside them
+    new_ds: np.ndarray    # the same four, for the runs after the event
+    new_node: np.ndarray
+    new_rk: np.ndarray
+    new_rf: np.ndarray
+    slot: np.ndarray      # int64 per state: its new run, -1 for none yet (runs without registers)
+    cutoff: np.ndarray    # window value dtype, one: the window cutoff of the last event (compact)
+
+
 @njit(nogil=True, cache=True)
-def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matches,
-              tr_first, tr_count, tr_label, tr_target, ds_final, inert, ds_fixed,
-              st, act_ds, act_node, new_ds, new_node, slot, cut,
-              n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
-              res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask,
-              n_regs, reg_kind, reg_x, reg_y, reg_op, reg_float, reg_single, fx_key, fx_num, fx_ok, gy_key, gy_num,
-              gy_ok, act_rk, act_rf, new_rk, new_rf):
+def run_batch(options, events, dfa, regs, st, runs, arena, out):
     """Run events st[CURSOR].. of one batch; return a status (see module docstring).
+
+    ``options``: :class:`cerql.exec.kernel.state.Options`; ``events``: :class:`Events`;
+    ``dfa``: :class:`Transitions`; ``regs``: :class:`cerql.exec.kernel.registers.RegisterPlan`;
+    ``st``: the state vector (:mod:`cerql.exec.kernel.state`); ``runs``: :class:`Runs`;
+    ``arena``: :class:`cerql.exec.kernel.arena.Arena`; ``out``:
+    :class:`cerql.exec.kernel.enumeration.Output`.
 
     An *inert* symbol fires no transition but the TRUE gaps; when every active state is a
     fixed point of those (st[MOVING] == 0), such an event changes nothing and costs O(1).
-    With registers (``n_regs`` > 0) an active run is a deterministic state, its registers
-    (``act_r*``) and its node, and runs meet on equal (state, registers) instead of state.
+    With registers (``regs.count`` > 0) an active run is a deterministic state, its registers
+    (``runs.rk``, ``runs.rf``) and its node, and runs meet on equal (state, registers) instead of
+    state.
     """
+    sym, starts, vals, sides = events.symbol, events.starts, events.values, events.sides
+    windowed, amount, strategy, max_matches = options.windowed, options.amount, options.strategy, options.max_matches
+    # the arrays as locals: reading a bundle's field in the loop would count a reference each time
+    tr_first, tr_count, tr_label, tr_target = dfa.first, dfa.count, dfa.label, dfa.target
+    ds_final, ds_fixed, inert, cut = dfa.final, dfa.fixed, dfa.inert, runs.cutoff
+    act_ds, act_node, act_rk, act_rf = runs.ds, runs.node, runs.rk, runs.rf
+    new_ds, new_node, new_rk, new_rf, slot = runs.new_ds, runs.new_node, runs.new_rk, runs.new_rf, runs.slot
+    n_pos, n_label, n_a, n_b, n_maxpos, n_maxval = arena.pos, arena.label, arena.a, arena.b, arena.maxpos, arena.maxval
+    n_regs = regs.count
     n_events = sym.shape[0]
     arena_cap = n_pos.shape[0]
     act_cap = new_ds.shape[0]
@@ -44,7 +94,7 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
     tmp_k = np.zeros(REGISTER_COLUMNS, np.int64)
     tmp_f = np.zeros(REGISTER_COLUMNS, np.float64)
     fbuf = np.zeros(1, np.float64)
-    kbuf = fbuf.view(np.int64)
+    scratch = (tmp_k, tmp_f, fbuf, fbuf.view(np.int64))
     while st[CURSOR] < n_events:
         i = st[CURSOR]
         s = sym[i]
@@ -83,7 +133,7 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                 st[BOUND] = bound // 2
                 return NEED_ACTIVE
             pos = st[POS]
-            arena = st[ARENA]
+            used = st[ARENA]
             nn = 0
             if n_regs > 0:
                 meet.clear()
@@ -97,15 +147,13 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                     lab = tr_label[j]
                     d2 = tr_target[j]
                     if n_regs > 0:
-                        if not step_registers(k, lab, i, n_regs, reg_kind, reg_x, reg_y, reg_op, reg_float,
-                                               reg_single, fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok, act_rk,
-                                               act_rf, tmp_k, tmp_f, fbuf, kbuf):
+                        if not step_registers(k, lab, i, regs, sides, act_rk, act_rf, scratch):
                             continue
                     if lab == 0:
                         x = node
                     else:
-                        x = arena
-                        arena += 1
+                        x = used  # an output node: event pos marked lab, then node
+                        used += 1
                         n_pos[x] = pos
                         n_label[x] = lab
                         n_a[x] = node
@@ -133,8 +181,8 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                         nn += 1
                     else:
                         y = new_node[at]
-                        u = arena
-                        arena += 1
+                        u = used  # a union node: the runs meet
+                        used += 1
                         n_pos[u] = -1
                         n_label[u] = 0
                         n_a[u] = y
@@ -157,7 +205,7 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
                     moving += 1
             st[NACT] = nn
             st[MOVING] = moving
-            st[ARENA] = arena
+            st[ARENA] = used
             st[PENDING] = 1
         # enumerate the results ending at this event
         consumed = st[CONSUMED]
@@ -168,19 +216,16 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
         if n_regs > 0:  # a sum past BIGINT in any result fails the query, whichever ANY would pick
             for k in range(st[NACT]):
                 if ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
-                        overflowed(k, n_regs, reg_kind, act_rk)):
+                        overflowed(k, regs, act_rk)):
                     return OVERFLOW
         for k in range(st[NACT]):
             if strategy == ANY and st[NRES] > r0:
                 break
             if not (ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval)):
                 continue
-            if n_regs > 0 and not aggregates_hold(k, i, n_regs, reg_kind, reg_op, reg_float, gy_key, gy_num,
-                                                   gy_ok, act_rk, act_rf):
+            if n_regs > 0 and not aggregates_hold(k, i, regs, sides, act_rk, act_rf):
                 continue
-            code = enumerate_results(act_node[k], i, pos, r0, max_matches, consumed, windowed, cutoff, strategy,
-                              n_pos, n_label, n_a, n_b, n_maxpos, n_maxval, stack_node, stack_len, path,
-                              res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+            code = enumerate_results(act_node[k], i, pos, r0, consumed, cutoff, options, arena, out, st)
             if code == FULL:
                 st[NRES] = r0
                 st[NLAB] = l0
@@ -194,7 +239,7 @@ def run_batch(sym, starts, vals, windowed, amount, strategy, consume, max_matche
         if count > max_matches:
             st[COUNT] = count
             return TOO_MANY
-        if count > 0 and consume:
+        if count > 0 and options.consume:
             st[CONSUMED] = pos
         st[POS] = pos + 1
         st[PENDING] = 0

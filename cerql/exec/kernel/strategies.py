@@ -1,9 +1,10 @@
 """Selection strategies at one end event: the results NEXT, LAST and MAX keep (DESIGN.md 4.3).
 
-Enumeration writes every candidate result of an event to the output buffer; :func:`admit`
-decides on each one as it is written, so the buffer holds the event's winners so far rather
-than every candidate (there can be exponentially many). Kept apart from enumeration because it
-compares finished results (their selected positions D), not nodes.
+Enumeration writes every candidate result of an event to the output buffer
+(:class:`cerql.exec.kernel.enumeration.Output`); :func:`admit` decides on each one as it is
+written, so the buffer holds the event's winners so far rather than every candidate (there can
+be exponentially many). Kept apart from enumeration because it compares finished results (their
+selected positions D), not nodes.
 """
 
 from __future__ import annotations
@@ -50,18 +51,18 @@ def _strict_subset(lab_pos, off1, len1, off2, len2):
 
 
 @njit(nogil=True, cache=True)
-def _keep(keep, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
+def _keep(keep, r0, r1, out, st):
     """Compact the results r0..r1 of one event to those with keep[k - r0]."""
     w = r0
-    lw = res_off[r0] if r1 > r0 else st[NLAB]
+    lw = out.off[r0] if r1 > r0 else st[NLAB]
     for r in range(r0, r1):
         if keep[r - r0]:
-            off, ln = res_off[r], res_len[r]
+            off, ln = out.off[r], out.length[r]
             for q in range(ln):
-                lab_pos[lw + q] = lab_pos[off + q]
-                lab_mask[lw + q] = lab_mask[off + q]
-            res_end[w], res_endpos[w], res_start[w] = res_end[r], res_endpos[r], res_start[r]
-            res_off[w], res_len[w] = lw, ln
+                out.lab_pos[lw + q] = out.lab_pos[off + q]
+                out.lab_mask[lw + q] = out.lab_mask[off + q]
+            out.end[w], out.endpos[w], out.start[w] = out.end[r], out.endpos[r], out.start[r]
+            out.off[w], out.length[w] = lw, ln
             lw += ln
             w += 1
     st[NRES] = w
@@ -69,13 +70,14 @@ def _keep(keep, r0, r1, res_end, res_endpos, res_start, res_off, res_len, lab_po
 
 
 @njit(nogil=True, cache=True)
-def admit(strategy, r0, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st):
+def admit(strategy, r0, out, st):
     """Decide on the newest result (the last one written) of an event under NEXT, LAST or MAX.
 
     The results kept so far for the event are always the winners among those seen, so memory
     holds the output, not every candidate: for NEXT and LAST they share one D, the greatest
     seen; for MAX they are the D no other seen D strictly contains (DESIGN.md 4.3).
     """
+    res_off, res_len, lab_pos = out.off, out.length, out.lab_pos
     r = st[NRES] - 1
     if r == r0:
         return
@@ -88,8 +90,8 @@ def admit(strategy, r0, res_end, res_endpos, res_start, res_off, res_len, lab_po
             lw, off, ln = res_off[r0], res_off[r], res_len[r]
             for q in range(ln):
                 lab_pos[lw + q] = lab_pos[off + q]
-                lab_mask[lw + q] = lab_mask[off + q]
-            res_end[r0], res_endpos[r0], res_start[r0] = res_end[r], res_endpos[r], res_start[r]
+                out.lab_mask[lw + q] = out.lab_mask[off + q]
+            out.end[r0], out.endpos[r0], out.start[r0] = out.end[r], out.endpos[r], out.start[r]
             res_len[r0] = ln
             st[NRES] = r0 + 1
             st[NLAB] = lw + ln
@@ -119,10 +121,9 @@ def admit(strategy, r0, res_end, res_endpos, res_start, res_off, res_len, lab_po
     keep = np.ones(r - r0 + 1, dtype=np.bool_)
     for q in range(r0, r):
         keep[q - r0] = not _strict_subset(lab_pos, res_off[q], res_len[q], res_off[r], ln)
-    _keep(keep, r0, r + 1, res_end, res_endpos, res_start, res_off, res_len, lab_pos, lab_mask, st)
+    _keep(keep, r0, r + 1, out, st)
     st[KMIN] = ln
     st[KMAX] = ln
     for q in range(r0, st[NRES]):
         st[KMIN] = min(st[KMIN], res_len[q])
         st[KMAX] = max(st[KMAX], res_len[q])
-
