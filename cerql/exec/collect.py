@@ -1,6 +1,6 @@
 """What ``cerql.run`` keeps of an engine's results: LIMIT's first rows, and a guard on the rest.
 
-Input: the results of a local engine (:class:`cerql.exec.reference.Result` values), batch by
+Input: the results of a local engine (:class:`cerql.exec.results.Result` values), batch by
 batch in stream order: substream after substream, each in increasing end position. Output: the
 results ``cerql.run`` renders.
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from cerql.errors import MAX_OUTPUT_ROWS_CONF, ExecutionError
 from cerql.exec.output import sort_key
-from cerql.exec.reference import Result
+from cerql.exec.results import Result
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
 

@@ -2,7 +2,7 @@
 
 Input: a :class:`cerql.plan.QueryPlan` (with its automaton) and the
 :class:`cerql.exec.stream.Stream` to read. Output: the results, as
-:class:`cerql.exec.reference.Result` values, like the reference evaluator's.
+:class:`cerql.exec.results.Result` values, like the reference evaluator's.
 
 The driver does the NumPy work around ``cerql.exec.kernel``: it turns each event's condition bits
 into a symbol id, keeps the lazily determinized transition table, the ECS arena and the output
@@ -21,7 +21,7 @@ from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.aggregate import sum_overflow
 from cerql.exec.automaton import Automaton, Determinizer
-from cerql.exec.reference import Result, too_many_candidates, too_many_matches, too_many_runs
+from cerql.exec.results import MatchChunk, Result, too_many_candidates, too_many_matches, too_many_runs
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan, TaskPlan
 from cerql.planner.bits import label_bits
@@ -46,9 +46,8 @@ class Run:
     ``feed(symbol_bits, starts, values)`` runs one batch: ``symbol_bits`` holds each event's
     condition bits, ``starts`` marks the first event of each substream and ``values`` the window
     values (positions within the substream for ``n EVENTS``). It returns the batch's results as a
-    list of chunks, each seven arrays: end event index (within the batch), end position, start
-    position, label offset and count per result, then the (position, label bits) pairs of the
-    selected events, last event first (:func:`concat_chunks` joins them).
+    list of :class:`cerql.exec.results.MatchChunk` (``end_row`` is the event's index within the
+    batch; :func:`concat_chunks` joins them).
     """
 
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
@@ -230,13 +229,14 @@ class Run:
                 raise sum_overflow(" in a FILTER")
         return chunks
 
-    def _take(self):
+    def _take(self) -> MatchChunk:
         """Copy the buffered results out and empty the buffers."""
         st = self.st
         n, nl = int(st[kernel.NRES]), int(st[kernel.NLAB])
         res = self.out
-        out = [res.end[:n].copy(), res.endpos[:n].copy(), res.start[:n].copy(), res.off[:n].copy(),
-               res.length[:n].copy(), res.lab_pos[:nl].copy(), res.lab_mask[:nl].copy()]
+        out = MatchChunk(end_row=res.end[:n].copy(), end=res.endpos[:n].copy(), start=res.start[:n].copy(),
+                         offset=res.off[:n].copy(), length=res.length[:n].copy(), label_pos=res.lab_pos[:nl].copy(),
+                         label_mask=res.lab_mask[:nl].copy())
         st[kernel.NRES] = 0
         st[kernel.NLAB] = 0
         return out
@@ -318,18 +318,20 @@ class RegisterSpec:
         return kernel.Sides(*out)
 
 
-def concat_chunks(chunks):
+def concat_chunks(chunks) -> MatchChunk:
+    """The results of ``chunks`` in order as one chunk (offsets moved to the joined labels)."""
     if not chunks:
-        return tuple(np.zeros(0, np.int64) for _ in range(7))
+        return MatchChunk(*(np.zeros(0, np.int64) for _ in MatchChunk._fields))
     if len(chunks) == 1:
         return chunks[0]
     shift = 0
-    offs = []
+    offsets = []
     for c in chunks:
-        offs.append(c[3] + shift)
-        shift += len(c[5])
-    return tuple(np.concatenate([c[k] for c in chunks]) if k != 3 else np.concatenate(offs)
-                 for k in range(7))
+        offsets.append(c.offset + shift)
+        shift += len(c.label_pos)
+    joined = {name: np.concatenate([getattr(c, name) for c in chunks]) for name in MatchChunk._fields
+              if name != "offset"}
+    return MatchChunk(offset=np.concatenate(offsets), **joined)
 
 
 def bits_dtype(n_conditions: int):
@@ -389,6 +391,16 @@ class Matches:
         self.substream, self.end_row, self.end, self.start = substream, end_row, end, start
         self.offset, self.length, self.label_pos, self.label_mask = offset, length, label_pos, label_mask
 
+    @classmethod
+    def of(cls, automaton, substream, chunk: MatchChunk) -> "Matches":
+        """The results of ``chunk`` (rows of the stream as its ``end_row``), in ``substream``."""
+        return cls(automaton, substream, **chunk._asdict())
+
+    def chunk(self) -> MatchChunk:
+        """The results' arrays, as the kernel gives them."""
+        return MatchChunk(self.end_row, self.end, self.start, self.offset, self.length, self.label_pos,
+                          self.label_mask)
+
     def __len__(self) -> int:
         return len(self.end)
 
@@ -414,7 +426,7 @@ class Matches:
                        offset, length, self.label_pos[gather], self.label_mask[gather])
 
     def results(self) -> list[Result]:
-        """As :class:`cerql.exec.reference.Result` values."""
+        """As :class:`cerql.exec.results.Result` values."""
         out = []
         pos, mask = self.label_pos.tolist(), self.label_mask.tolist()
         for k, s, e, off, ln in zip(self.substream.tolist(), self.start.tolist(), self.end.tolist(),
@@ -447,10 +459,10 @@ def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BAT
         batch_sides = None if sides is None else kernel.Sides(*(a[b0:b1] for a in sides))
         chunks = run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1], batch_sides)
         for chunk in chunks:
-            chunk[0] += b0
-        end_row, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
-        substream = np.searchsorted(sub_starts, end_row, side="right") - 1
-        yield Matches(automaton, substream, end_row, endpos, start, off, length, lab_pos, lab_mask)
+            chunk.end_row[:] += b0  # rows of the stream
+        joined = concat_chunks(chunks)
+        substream = np.searchsorted(sub_starts, joined.end_row, side="right") - 1
+        yield Matches.of(automaton, substream, joined)
 
 
 def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> Matches:
@@ -458,10 +470,9 @@ def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATC
     parts = [m for m in match_batches(plan, stream, batch_size) if len(m)]
     if len(parts) == 1:
         return parts[0]
-    arrays = concat_chunks([(m.end_row, m.end, m.start, m.offset, m.length, m.label_pos, m.label_mask)
-                            for m in parts])
+    joined = concat_chunks([m.chunk() for m in parts])
     substream = (np.concatenate([m.substream for m in parts]) if parts else np.zeros(0, np.int64))
-    return Matches(plan.automaton, substream, *arrays)
+    return Matches.of(plan.automaton, substream, joined)
 
 
 def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH):

@@ -2,7 +2,7 @@
 
 Input: a :class:`cerql.plan.QueryPlan` whose automaton was compiled with those predicates taken
 as true and with every variable their FILTERs read marked (planner/rules.py), and the
-:class:`cerql.exec.stream.Stream`. Output: the results, as :class:`cerql.exec.reference.Result`
+:class:`cerql.exec.stream.Stream`. Output: the results, as :class:`cerql.exec.results.Result`
 values, the same as the reference evaluator's, batch by batch. ``cerql.run`` feeds it the
 kernel's candidates over its stream; the Spark task (exec/arrow_task.py) those of each Arrow
 batch, over the rows it keeps back to the window edge (:class:`CandidateFilter`).
@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from cerql import ast
 from cerql.exec import driver, kernel, reference
-from cerql.exec.reference import Result, Valuation
+from cerql.exec.results import Result, Valuation
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
 from cerql.plan import QueryPlan, TaskPlan

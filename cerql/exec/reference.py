@@ -14,48 +14,19 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from cerql import ast
-from cerql.errors import MAX_MATCHES_CONF, ExecutionError
+from cerql.errors import ExecutionError
 from cerql.exec import aggregate
+from cerql.exec.results import Result, Valuation, too_many_matches
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
 from cerql.plan import AGGREGATE_COLUMN, CrossPlan, QueryPlan, TaskPlan
 
 MAX_VALUATIONS = 2_000_000
-
-Labels = frozenset  # of (variable, position) pairs
-
-
-@dataclass(frozen=True, order=True)
-class Valuation:
-    """Positions are 0-based within the substream; ``labels`` holds (variable, position)."""
-
-    start: int
-    end: int
-    labels: Labels
-
-    def positions(self) -> frozenset[int]:
-        return frozenset(p for _, p in self.labels)
-
-
-@dataclass(frozen=True, order=True)
-class Result:
-    """One output row before rendering: substream k, interval, selected (variable, position)."""
-
-    substream: int
-    start: int
-    end: int
-    labels: Labels
-
-    def data(self) -> frozenset[int]:
-        """D, the union of the selected positions (what strategies compare)."""
-        return frozenset(p for _, p in self.labels)
-
 
 class Substream:
     """Evaluation of the pattern over one substream (rows lo:hi of the stream)."""
@@ -219,46 +190,6 @@ class Substream:
             columns[f"{AGGREGATE_COLUMN}{k}"] = pa.array([value] * rows, agg.type)
         table = pa.table(columns) if columns else pa.table({"row": [0]})  # a constant: one row
         return bool(evaluate_predicate(cross.fn, table).all())
-
-
-def too_many_matches(count: str, limit: int) -> ExecutionError:
-    """The maxMatchesPerEvent failure of DESIGN.md 4.6, shared by every engine. The message
-    starts with the error class in brackets, as Spark's do, because on Spark it reaches the
-    driver only as the text of a failed task."""
-    return ExecutionError(
-        f"[TOO_MANY_MATCHES_PER_EVENT] One event completes {count} matches, more than "
-        f"maxMatchesPerEvent ({limit:,})",
-        error_class="TOO_MANY_MATCHES_PER_EVENT",
-        hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY) or a shorter "
-        "WITHIN window, or raise the limit: the Spark conf cerql.maxMatchesPerEvent, or "
-        "max_matches_per_event= of cerql.run",
-    )
-
-
-def too_many_candidates(count: int, limit: int) -> ExecutionError:
-    """NEXT, LAST and MAX choose among every result ALL would give at an end event; the
-    automaton engine fails when one event has more than ``limit`` of them (see kernel.py)."""
-    return ExecutionError(
-        f"[TOO_MANY_CANDIDATES_PER_EVENT] One event has {count:,} or more candidate matches to choose "
-        f"from for NEXT/LAST/MAX, more than {limit:,} (100 x maxMatchesPerEvent, at least 1,000,000)",
-        error_class="TOO_MANY_CANDIDATES_PER_EVENT",
-        hint="add or shorten WITHIN: without a window every earlier event is a candidate, and "
-        "their combinations grow exponentially; raising cerql.maxMatchesPerEvent raises the limit",
-    )
-
-
-def too_many_runs(count: int, limit: int) -> ExecutionError:
-    """Runs that carry different register values (kernel.py, MAX_REGISTERS) cannot be merged;
-    the automaton engine fails when one event leaves more than ``limit`` of them."""
-    return ExecutionError(
-        f"[TOO_MANY_RUNS_PER_EVENT] After one event {count:,} partial matches carry different values of a "
-        f"FILTER aggregate or comparison, more than maxMatchesPerEvent ({limit:,})",
-        error_class="TOO_MANY_RUNS_PER_EVENT",
-        hint="a sum or avg over a + variable takes a new value for every subset of its events: add or "
-        "shorten WITHIN, bound the iteration, or raise the limit: the Spark conf cerql.maxMatchesPerEvent, "
-        "or max_matches_per_event= of cerql.run",
-        params={"count": count, "limit": limit, "conf": MAX_MATCHES_CONF},
-    )
 
 
 # ------------------------------------------------------------------ strategies (DESIGN.md 4.3)

@@ -28,6 +28,7 @@ from cerql.exec.output import match_ids
 from cerql.exec.post_filter import CandidateFilter, group_by_substream, prune
 from cerql.exec.post_filter import relaxed as post_filter_relaxed
 from cerql.exec.reference import Substream
+from cerql.exec.results import MatchChunk
 from cerql.exec.stream import window_values
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, TaskPlan
 
@@ -145,8 +146,8 @@ class MatchTask:
         return {cond: (bits >> k) & 1 == 1 for k, cond in enumerate(self.plan.automaton.conditions)
                 if not isinstance(cond, ast.Atom)}
 
-    def _chunk(self, results, shift: int) -> list[np.ndarray]:
-        """Results of one substream in the kernel's output layout (see driver.Run._take); the
+    def _chunk(self, results, shift: int) -> MatchChunk:
+        """Results of one substream as the kernel gives them (see driver.Run._take); the
         batch row of a position is the position + ``shift``."""
         end, start, off, length, lab_pos, lab_mask = [], [], [], [], [], []
         for r in results:
@@ -161,7 +162,7 @@ class MatchTask:
                 lab_pos.append(p)
                 lab_mask.append(masks[p])
         end_row = np.array(end, np.int64) + shift
-        return [end_row] + [np.array(a, np.int64) for a in (end, start, off, length, lab_pos, lab_mask)]
+        return MatchChunk(end_row, *(np.array(a, np.int64) for a in (end, start, off, length, lab_pos, lab_mask)))
 
     def _values(self, table: pa.Table, positions: np.ndarray) -> np.ndarray:
         w = self.plan.window

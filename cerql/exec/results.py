@@ -1,0 +1,105 @@
+"""What every engine's results are, and the guards that stop a query whose results outgrow it.
+
+Every engine gives its results as the same values, so tests compare them and ``cerql.run``
+renders them alike: a :class:`Result` (substream, interval, selected (variable, position)
+pairs), built from :class:`Valuation` values by the reference evaluator and the post-filter. The
+kernel's results travel as arrays until a caller wants the values: a :class:`MatchChunk` per
+batch. The guards (TOO_MANY_MATCHES_PER_EVENT, TOO_MANY_CANDIDATES_PER_EVENT,
+TOO_MANY_RUNS_PER_EVENT) are shared so that every engine fails a query alike. Why a module of
+their own: they lived in the reference evaluator, so every engine imported the oracle to name
+its results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from cerql.errors import MAX_MATCHES_CONF, ExecutionError
+
+Labels = frozenset  # of (variable, position) pairs
+
+
+@dataclass(frozen=True, order=True)
+class Valuation:
+    """Positions are 0-based within the substream; ``labels`` holds (variable, position)."""
+
+    start: int
+    end: int
+    labels: Labels
+
+    def positions(self) -> frozenset[int]:
+        return frozenset(p for _, p in self.labels)
+
+
+@dataclass(frozen=True, order=True)
+class Result:
+    """One output row before rendering: substream k, interval, selected (variable, position)."""
+
+    substream: int
+    start: int
+    end: int
+    labels: Labels
+
+    def data(self) -> frozenset[int]:
+        """D, the union of the selected positions (what strategies compare)."""
+        return frozenset(p for _, p in self.labels)
+
+
+class MatchChunk(NamedTuple):
+    """Results of the kernel as int64 arrays (driver.Run.feed gives a list of them per batch).
+
+    Result r ends at batch row ``end_row[r]`` (position ``end[r]`` in its substream), starts at
+    position ``start[r]``, and its selected events are ``label_pos[offset[r]:offset[r] +
+    length[r]]`` (positions, last event first) with their label bits ``label_mask``.
+    """
+
+    end_row: np.ndarray
+    end: np.ndarray
+    start: np.ndarray
+    offset: np.ndarray
+    length: np.ndarray
+    label_pos: np.ndarray
+    label_mask: np.ndarray
+
+
+def too_many_matches(count: str, limit: int) -> ExecutionError:
+    """The maxMatchesPerEvent failure of DESIGN.md 4.6, shared by every engine. The message
+    starts with the error class in brackets, as Spark's do, because on Spark it reaches the
+    driver only as the text of a failed task."""
+    return ExecutionError(
+        f"[TOO_MANY_MATCHES_PER_EVENT] One event completes {count} matches, more than "
+        f"maxMatchesPerEvent ({limit:,})",
+        error_class="TOO_MANY_MATCHES_PER_EVENT",
+        hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY) or a shorter "
+        "WITHIN window, or raise the limit: the Spark conf cerql.maxMatchesPerEvent, or "
+        "max_matches_per_event= of cerql.run",
+    )
+
+
+def too_many_candidates(count: int, limit: int) -> ExecutionError:
+    """NEXT, LAST and MAX choose among every result ALL would give at an end event; the
+    automaton engine fails when one event has more than ``limit`` of them (kernel/state.py candidate_limit)."""
+    return ExecutionError(
+        f"[TOO_MANY_CANDIDATES_PER_EVENT] One event has {count:,} or more candidate matches to choose "
+        f"from for NEXT/LAST/MAX, more than {limit:,} (100 x maxMatchesPerEvent, at least 1,000,000)",
+        error_class="TOO_MANY_CANDIDATES_PER_EVENT",
+        hint="add or shorten WITHIN: without a window every earlier event is a candidate, and "
+        "their combinations grow exponentially; raising cerql.maxMatchesPerEvent raises the limit",
+    )
+
+
+def too_many_runs(count: int, limit: int) -> ExecutionError:
+    """Runs that carry different register values (exec/kernel/registers.py) cannot be merged;
+    the automaton engine fails when one event leaves more than ``limit`` of them."""
+    return ExecutionError(
+        f"[TOO_MANY_RUNS_PER_EVENT] After one event {count:,} partial matches carry different values of a "
+        f"FILTER aggregate or comparison, more than maxMatchesPerEvent ({limit:,})",
+        error_class="TOO_MANY_RUNS_PER_EVENT",
+        hint="a sum or avg over a + variable takes a new value for every subset of its events: add or "
+        "shorten WITHIN, bound the iteration, or raise the limit: the Spark conf cerql.maxMatchesPerEvent, "
+        "or max_matches_per_event= of cerql.run",
+        params={"count": count, "limit": limit, "conf": MAX_MATCHES_CONF},
+    )
