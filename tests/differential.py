@@ -96,3 +96,21 @@ def same_rows_as_reference(text: str, df) -> None:
     assert ends(local) == ends(ref), f"{text}\n{df}"
     every = _outcome(text.replace("SELECT ANY", "SELECT ALL", 1), df, "reference")
     assert all(row in every for row in local), f"{text}\n{df}"
+
+
+def check_any(text, table, stream, ref_any, loc_any):
+    """Local ANY: one result per end, on the reference's ends, each a result of ALL."""
+    if isinstance(ref_any, str) or isinstance(loc_any, str):
+        # one result per end never exceeds a limit of 1 or more
+        check_same(text, stream, ref_any, loc_any)
+        return
+    ends = [(r.substream, r.end) for r in loc_any]
+    assert len(ends) == len(set(ends)), f"{text}\nANY gives two results for one end:\n{shown(loc_any)}"
+    assert set(ends) == {(r.substream, r.end) for r in ref_any}, (
+        f"{text}\nstream:\n{stream.table.to_pandas()}\nreference:\n{shown(ref_any)}\nlocal:\n{shown(loc_any)}")
+    all_text = text.replace("SELECT ANY", "SELECT ALL", 1)
+    plan_all, stream_all = plan_and_stream(all_text, table)
+    ref_all = run_reference(plan_all, stream_all)
+    assert not isinstance(ref_all, str)
+    missing = set(loc_any) - set(ref_all)
+    assert not missing, f"{text}\nANY results that ALL lacks:\n{shown(missing)}\nALL:\n{shown(ref_all)}"

@@ -46,27 +46,10 @@ import cerql
 from cerql.api import analyze
 from cerql.errors import CeqlError, ExecutionError
 from cerql.plan import MAX_MATCHES_PER_EVENT
-from tests.differential import (BATCH_SIZES, TOO_LARGE, check_same, plan_and_stream, run_local, run_reference,
-                                same_rows_as_reference, shown)
+from tests.differential import (BATCH_SIZES, TOO_LARGE, check_any, check_same, plan_and_stream, run_local,
+                                run_reference, same_rows_as_reference, shown)
 from tests.generators import (CROSS_TEXTS, STRATEGIES, TYPES, WINDOWS, cases, cross_conditions, derandomized,
                               pattern_types, patterns, query_text, streams, table_for, variables)
-
-def check_any(text, table, stream, ref_any, loc_any):
-    """Local ANY: one result per end, on the reference's ends, each a result of ALL."""
-    if isinstance(ref_any, str) or isinstance(loc_any, str):
-        # one result per end never exceeds a limit of 1 or more
-        check_same(text, stream, ref_any, loc_any)
-        return
-    ends = [(r.substream, r.end) for r in loc_any]
-    assert len(ends) == len(set(ends)), f"{text}\nANY gives two results for one end:\n{shown(loc_any)}"
-    assert set(ends) == {(r.substream, r.end) for r in ref_any}, (
-        f"{text}\nstream:\n{stream.table.to_pandas()}\nreference:\n{shown(ref_any)}\nlocal:\n{shown(loc_any)}")
-    all_text = text.replace("SELECT ANY", "SELECT ALL", 1)
-    plan_all, stream_all = plan_and_stream(all_text, table)
-    ref_all = run_reference(plan_all, stream_all)
-    assert not isinstance(ref_all, str)
-    missing = set(loc_any) - set(ref_all)
-    assert not missing, f"{text}\nANY results that ALL lacks:\n{shown(missing)}\nALL:\n{shown(ref_all)}"
 
 
 def compare(query, df, max_matches: int = MAX_MATCHES_PER_EVENT):
