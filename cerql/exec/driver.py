@@ -24,7 +24,7 @@ from cerql.exec.automaton import Automaton, Determinizer
 from cerql.exec.results import MatchChunk, Result, too_many_candidates, too_many_matches, too_many_runs
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan, TaskPlan
-from cerql.planner.bits import label_bits
+from cerql.exec.bits import label_bits
 
 STRATEGY_CODES = {"ALL": kernel.ALL, "ANY": kernel.ANY, "NEXT": kernel.NEXT, "LAST": kernel.LAST,
                   "MAX": kernel.MAX, "STRICT": kernel.STRICT}

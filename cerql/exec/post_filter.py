@@ -40,7 +40,7 @@ from cerql.exec.results import Result, Valuation
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
 from cerql.plan import QueryPlan, TaskPlan
-from cerql.planner.bits import label_bits
+from cerql.exec.bits import label_bits
 
 P = TypeVar("P", bound=TaskPlan)  # ``relaxed`` keeps the kind of plan it is given
 BATCH = 1 << 13  # rows per kernel call: a batch's candidates are held until they are checked

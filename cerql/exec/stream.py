@@ -22,7 +22,7 @@ from cerql import ast
 from cerql.exec.values import evaluate_predicate, signed_columns
 from cerql.parser.units import MICROS_PER_UNIT
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
-from cerql.planner.bits import non_null_columns
+from cerql.exec.bits import non_null_columns
 
 
 @dataclass
@@ -64,7 +64,7 @@ def union_sources(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> pa.Table:
 
 
 def drop_null_rows(plan: QueryPlan, table: pa.Table) -> pa.Table:
-    """The rows with every one of :func:`cerql.planner.bits.non_null_columns` not NULL: the
+    """The rows with every one of :func:`cerql.exec.bits.non_null_columns` not NULL: the
     others take part in no match (the local engine's and the SQL-cell function's drop; Spark's
     is ``cerql.spark.lower.kept_rows``)."""
     columns = non_null_columns(plan)
@@ -77,7 +77,7 @@ def drop_null_rows(plan: QueryPlan, table: pa.Table) -> pa.Table:
 
 
 def firing_rows(bits: np.ndarray, masks) -> np.ndarray:
-    """Which rows have every bit of one of ``masks`` (:func:`cerql.planner.bits.firing_masks`):
+    """Which rows have every bit of one of ``masks`` (:func:`cerql.exec.bits.firing_masks`):
     the rows a query that does not count positions keeps."""
     bits = np.asarray(bits).astype(np.uint64)
     fires = np.zeros(len(bits), bool)

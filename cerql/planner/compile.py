@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from cerql import ast
 from cerql.errors import UnsupportedError
 from cerql.exec.automaton import START, Automaton, Transition
-from cerql.planner.bits import label_bits
+from cerql.exec.bits import label_bits
 
 
 @dataclass

@@ -41,7 +41,7 @@ from cerql.errors import UnsupportedError
 from cerql.exec.driver import RegisterSpec
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan, TaskPlan
 from cerql.planner import aggregates
-from cerql.planner.bits import firing_masks, non_null_columns
+from cerql.exec.bits import firing_masks, non_null_columns
 from cerql.spark.arrow_task import BITS_COLUMN, RISING_COLUMN
 from cerql.spark.patch import is_connect
 
@@ -220,7 +220,7 @@ def _signed(mask: int) -> int:
 
 
 def kept_rows(plan: QueryPlan, stream):
-    """Drop rows that take part in no match, by the rule of ``cerql.planner.bits`` (the local
+    """Drop rows that take part in no match, by the rule of ``cerql.exec.bits`` (the local
     engine's, in Spark columns): a NULL in one of its ``non_null_columns``; and, unless the
     query counts positions, rows with no mask of its ``firing_masks``. So most rows of a
     selective query never reach Python (the JVM-to-Python hop is most of the cost of a query on

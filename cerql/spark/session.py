@@ -23,7 +23,7 @@ from cerql import ast
 from cerql.errors import MAX_MATCHES_CONF, AnalysisError, CeqlError, start_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze
-from cerql.planner.bits import firing_masks
+from cerql.exec.bits import firing_masks
 from cerql.spark.lower import arrow_schema, lower
 from cerql.planner.resolve import resolve
 from cerql.parser import parse

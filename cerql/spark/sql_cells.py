@@ -37,7 +37,7 @@ from cerql.exec.driver import condition_bits
 from cerql.exec.stream import drop_null_rows, firing_rows, stream_of
 from cerql.exec.values import evaluate
 from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
-from cerql.planner.bits import firing_masks
+from cerql.exec.bits import firing_masks
 from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
 from cerql.spark.lower import arrow_schema, quoted
 from cerql.spark.patch import is_connect

@@ -13,7 +13,7 @@ import cerql
 from cerql.exec import driver
 from cerql.plan import ORDINAL_COLUMN
 from cerql.exec.stream import firing_rows
-from cerql.planner.bits import firing_masks
+from cerql.exec.bits import firing_masks
 from tests.differential import plan_and_stream
 from tests.generators import cases, derandomized, query_text, table_for
 from tests.spark.compare import canonical_rows, local_records
