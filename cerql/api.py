@@ -17,13 +17,13 @@ from typing import Any, MutableMapping
 import pandas as pd
 
 from cerql import ast
-from cerql.errors import AnalysisError, CeqlError, UnsupportedError
+from cerql.errors import CeqlError, UnsupportedError
 from cerql.exec import collect, driver, output, post_filter, reference
 from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.parser.depth import room_to_recurse
 from cerql.plan import MAX_MATCHES_PER_EVENT
-from cerql.planner.analyze import Analysis, analyze as _analyze
+from cerql.planner.analyze import Analysis, analyze as _analyze, check_view
 from cerql.plan import Evaluation
 from cerql.planner import rules
 from cerql.planner.resolve import resolve
@@ -119,10 +119,7 @@ def run(
     plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
     if engine == "reference":  # the oracle checks every equality itself, on the substreams of PARTITION BY alone
         plan = dataclasses.replace(plan, evaluation=dataclasses.replace(plan.evaluation, join_columns=()))
-    view = analysis.view
-    if view is not None and not view.replace and view.name in tables:
-        raise AnalysisError(f"Temporary view '{view.name}' already exists", error_class="VIEW_EXISTS",
-                            hint="write CREATE OR REPLACE TEMP VIEW", line=1, column=1, text=text)
+    check_view(analysis, lambda name: name in tables)
     try:
         stream = build_stream(plan, {s.key: arrow[s.key] for s in plan.sources})
         if engine == "reference":
@@ -136,8 +133,8 @@ def run(
     except CeqlError as err:
         raise err.with_text(text)
     frame = output.render(plan, stream, results)
-    if view is not None:
-        tables[view.name] = frame
+    if analysis.view is not None:
+        tables[analysis.view.name] = frame
     return frame
 
 

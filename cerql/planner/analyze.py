@@ -55,6 +55,15 @@ class Analysis:
     outputs: tuple[OutputVar | OutputExpr, ...]
 
 
+def check_view(analysis: Analysis, exists) -> None:
+    """``CREATE TEMP VIEW v`` without OR REPLACE fails with VIEW_EXISTS, as in Spark, when
+    ``exists(v)`` says the name is taken (a table given to ``cerql.run``, a view of the session)."""
+    view = analysis.view
+    if view is not None and not view.replace and exists(view.name):
+        raise AnalysisError.at(analysis.text, 0, f"Temporary view '{view.name}' already exists", "VIEW_EXISTS",
+                               "write CREATE OR REPLACE TEMP VIEW")
+
+
 def find_name(text: str, name: str, start: int = 0) -> int | None:
     """Offset of ``name`` written bare or back-quoted at or after ``start`` (clause positions
     the AST does not keep), or None."""

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from cerql import ast
 from cerql.exec import kernel
+from cerql.exec.bits import label_bits
 from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec.output import match_ids
 from cerql.exec.post_filter import CandidateFilter, group_by_substream, prune
@@ -255,8 +256,8 @@ class MatchTask:
         ordinal = combined.column(ORDINAL_COLUMN).to_numpy()
         # one label entry per (entry, variable marked on it), variables by label bit
         owners, variables, rows = [], [], []
-        for k in range(len(self.plan.automaton.labels)):
-            has = (lab_mask >> (k + 1)) & 1 == 1
+        for k, bit in enumerate(label_bits(self.plan.automaton.labels).values()):
+            has = (lab_mask & bit) != 0
             owners.append(owner[has])
             rows.append(entry_row[has])
             variables.append(np.full(int(has.sum()), k, np.int64))

@@ -22,7 +22,7 @@ import pyarrow as pa
 from cerql import ast
 from cerql.errors import MAX_MATCHES_CONF, AnalysisError, CeqlError, start_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
-from cerql.planner.analyze import Analysis, analyze
+from cerql.planner.analyze import Analysis, analyze, check_view
 from cerql.exec.bits import firing_masks
 from cerql.spark.lower import arrow_schema, lower
 from cerql.planner.resolve import resolve
@@ -91,9 +91,7 @@ def cer_sql(spark, text: str, **tables):
     view = analysis.view
     if view is None:
         return df
-    if not view.replace and spark.catalog.tableExists(view.name):
-        raise AnalysisError.at(text, 0, f"Temporary view '{view.name}' already exists", "VIEW_EXISTS",
-                               "write CREATE OR REPLACE TEMP VIEW")
+    check_view(analysis, spark.catalog.tableExists)
     df.createOrReplaceTempView(view.name)
     return spark.range(0).select()  # what spark.sql returns for a CREATE VIEW
 
