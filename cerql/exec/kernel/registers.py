@@ -52,7 +52,8 @@ OVERFLOWED = -1
 INT64_MAX, INT64_MIN = np.int64(2**63 - 1), np.int64(-(2**63))
 REGISTER_COLUMNS = 3 * MAX_REGISTERS  # per check: flags, x's value, y's value (or count, accumulator)
 BIG = 1 << 62  # a count cap past any count
-KEY = types.Tuple((types.int64, types.UniTuple(types.int64, REGISTER_COLUMNS)))  # a run's state, registers
+KEY_SIZE = 1 + REGISTER_COLUMNS  # a run's key: its state, then its registers (run_key)
+KEY = types.UniTuple(types.int64, KEY_SIZE)
 
 
 class RegisterPlan(NamedTuple):
@@ -321,7 +322,10 @@ def step_registers(k, lab, i, regs, sides, act_rk, act_rf, scratch):
 
 
 @njit(nogil=True, cache=True)
-def run_key(d, regs_k):
-    """The key runs meet on: deterministic state d and every register column (KEY), so a change
-    of MAX_REGISTERS changes the key with it."""
-    return (d, to_fixed_tuple(regs_k, REGISTER_COLUMNS))
+def run_key(d, regs_k, key_buf):
+    """The key runs meet on: deterministic state d and every register column (KEY), made in
+    ``key_buf`` (KEY_SIZE int64), so a change of MAX_REGISTERS changes the key with it."""
+    key_buf[0] = d
+    for c in range(REGISTER_COLUMNS):
+        key_buf[c + 1] = regs_k[c]
+    return to_fixed_tuple(key_buf, KEY_SIZE)

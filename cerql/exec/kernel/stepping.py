@@ -17,9 +17,9 @@ from numba import njit, types
 from numba.typed import Dict
 
 from cerql.exec.kernel.arena import alive
-from cerql.exec.kernel.registers import Sides
 from cerql.exec.kernel.enumeration import enumerate_results
-from cerql.exec.kernel.registers import KEY, REGISTER_COLUMNS, aggregates_hold, overflowed, run_key, step_registers
+from cerql.exec.kernel.registers import (KEY, KEY_SIZE, REGISTER_COLUMNS, Sides, aggregates_hold, overflowed, run_key,
+                                         step_registers)
 from cerql.exec.kernel.state import (ANY, ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, FULL, MOVING, NACT, NEED_ACTIVE,
                                      NEED_ARENA, NEED_D, NEED_OUTPUT, NEED_S, NEED_TRANSITION, NLAB, NRES, OVERFLOW,
                                      PENDING, POS, TOO_MANY, TOO_MANY_CANDIDATES, TOO_MANY_RUNS)
@@ -95,6 +95,7 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
     tmp_f = np.zeros(REGISTER_COLUMNS, np.float64)
     fbuf = np.zeros(1, np.float64)
     scratch = (tmp_k, tmp_f, fbuf, fbuf.view(np.int64))
+    key_buf = np.zeros(KEY_SIZE, np.int64)
     while st[CURSOR] < n_events:
         i = st[CURSOR]
         s = sym[i]
@@ -165,7 +166,7 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
                             n_maxpos[x] = n_maxpos[node]
                             n_maxval[x] = n_maxval[node]
                     if n_regs > 0:
-                        key = run_key(d2, tmp_k)
+                        key = run_key(d2, tmp_k, key_buf)
                         at = meet[key] if key in meet else -1
                         if at < 0:
                             meet[key] = nn
