@@ -2,7 +2,9 @@
 
 Input: a generated stream of BUY/SELL trades (``--rows``, default 1 000 000) and the query families
 of seed 001 (sequences of length 3-6, Kleene closure, disjunction, selection strategies, queries
-without output) plus an enumeration family whose result count goes from ~10 to ~10^6. Output: a
+without output), a registers family (FILTER checks the kernel carries per run: a comparison
+between two variables, aggregates over a Kleene variable) and an enumeration family whose result
+count goes from ~10 to ~10^6. Output: a
 table per family on stdout and, with ``--json PATH``, every figure as JSON.
 
 What is timed is ``driver.match_arrays(plan, stream)``: condition bits, symbol ids, the numba

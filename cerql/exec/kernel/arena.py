@@ -7,7 +7,7 @@ start window value (``maxval``) of the results under it, so enumeration skips wh
 sub-structures outside the window or consumed (:func:`alive`), and each node it enters leads to
 at least one result (output-linear delay). Children always have smaller indices than their
 parents, so :func:`compact` frees dead nodes with one backward sweep. Kept apart from the
-stepping loop because the driver also calls :func:`compact` on its own, between batches.
+stepping loop because the driver calls :func:`compact` on its own when the arena is full.
 """
 
 from __future__ import annotations
