@@ -275,7 +275,7 @@ class RegisterSpec:
         """This spec, with each sum whose values over the whole stream are all non-negative
         numbers adding up to less than 2**62 (so no sum can overflow) made a rising sum
         (kernel.AGG_SUM_RISING). Only an engine that sees every value can know it: the local
-        engine here, a Spark task from the column planner/lower.py computes (``rise``)."""
+        engine here, a Spark task from the column spark/lower.py computes (``rise``)."""
         mask = 0
         for p, check in enumerate(self.checks):
             if check.aggregate != "sum":

@@ -1,7 +1,7 @@
 """Each event's value of one side of a register check (seed 002; planner/registers.py).
 
 Input: the side's compiled function over "var.col" columns and a table of stream rows. Output:
-NumPy arrays the kernel compares (exec/kernel.py ``_holds``): int64 keys (the values, or the
+NumPy arrays the kernel compares (exec/kernel/registers.py): int64 keys (the values, or the
 bits of float64 values), float64 values, and validity. The function is the one the reference
 evaluator's predicate applies to the same rows, so the kernel compares what it compares; only
 the comparison itself moves into the kernel, with Arrow's rules (integers as int64, a float on

@@ -1,7 +1,7 @@
 """Aggregates over a variable's events in SELECT (DESIGN.md 4.7), on both local engines.
 
 Each value is Spark's aggregate of that column over the variable's events in the result (so
-tests/test_spark_engine.py checks cer_sql against the same code): sum, avg, min, max and
+tests/spark/test_spark_engine.py checks cer_sql against the same code): sum, avg, min, max and
 count(col) skip NULLs, first/last take the first/last event's value as it is, collect_list the
 non-NULL values in stream order, count(var) counts events. Expected values are worked out by
 hand in the comments. Positions = ts.

@@ -1,4 +1,4 @@
-"""The local engine's machinery (exec/driver.py, exec/kernel.py): state carried across batches,
+"""The local engine's machinery (exec/driver.py, exec/kernel/): state carried across batches,
 buffers that grow on demand, memory bounded by the window, and the per-event guard.
 
 Results are compared with the reference evaluator or with counts derived by hand.

@@ -2,7 +2,7 @@
 
 The reference evaluator (cerql/exec/reference.py) is DESIGN.md section 4 written as set
 operations on valuations; the local engine (planner/compile.py -> exec/automaton.py ->
-exec/kernel.py, fed by exec/driver.py) computes the same results by a lazily determinized
+the exec/kernel package, fed by exec/driver.py) computes the same results by a lazily determinized
 automaton over an enumerable structure. Hypothesis generates random nested patterns over event
 types A, B, C, D (every operator: ``;`` ``:`` ``+`` ``:+`` OR, AS with repeated variables, FILTERs
 with AND/OR on AS and type variables, nested), random streams of 0..12 events (ties in ts,

@@ -2,7 +2,7 @@
 
 ``FILTER b.p > a.p`` over the whole pattern, with a and b bound at most once, is checked on the
 transition that binds the later of the two, from the earlier one's value carried on the run
-(planner/registers.py, exec/kernel.py). Each case checks the plan (which comparisons the kernel
+(planner/registers.py, exec/kernel/registers.py). Each case checks the plan (which comparisons the kernel
 checks, and whether a post-filter remains), the results by hand, and that the local engine gives
 the reference evaluator's rows. Seed 002's cases come from its digest (shared/notes/seed002_rma.md:
 C7, C8, F1, F3, F7); positions = ts.

@@ -1,4 +1,4 @@
-"""The Arrow task (exec/arrow_task.py): sorted batches in, result rows out, as on a Spark
+"""The Arrow task (spark/arrow_task.py): sorted batches in, result rows out, as on a Spark
 executor. Its rows must equal cerql.run's for the same stream, however the stream is cut into
 batches, while it keeps only the rows a later result can still reference."""
 

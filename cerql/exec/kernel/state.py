@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 from numba import njit
 
+from cerql.exec.automaton import START  # noqa: F401  (re-exported: the START marker's label bit)
+
 
 class Options(NamedTuple):
     """The query's settings the kernel reads, fixed for a whole run."""
@@ -56,8 +58,6 @@ KMIN = 13      # MAX: the least ...
 KMAX = 14      # ... and greatest size of the results kept so far for the event
 STATE_SIZE = 15
 
-# the label bit of the START marker (bit 0); variables' bits start at 1
-START = 1
 # what enumeration reports (TOO_MANY and TOO_MANY_CANDIDATES are shared with the statuses)
 OK, FULL = 0, 1
 # NEXT, LAST and MAX choose among every result ALL would give at an end event. That number can
