@@ -102,6 +102,16 @@ def select(text: str) -> ast.Select:
     return query
 
 
+def assert_round_trips(q: ast.Select) -> None:
+    """The printed query parses back to the same AST."""
+    text = str(q)
+    try:
+        back = cerql.parse(text)
+    except cerql.ParseError as err:  # pragma: no cover - reported as the failure
+        pytest.fail(f"{text!r} does not parse: {err}")
+    assert back == q, text
+
+
 def pred(var: str, text: str) -> ast.VarPredicate:
     return ast.VarPredicate(var, ast.SqlExpr(text))
 
@@ -352,12 +362,7 @@ def test_names_needing_quotes_round_trip(name):
         pattern=ast.Filter(ast.Seq(ast.As(ast.Atom(name), name), ast.As(B, "v")),
                            ast.FilterAnd(pred(name, "price > 1"), pred("v", "price < 2"))),
     )
-    text = str(q)
-    try:
-        back = cerql.parse(text)
-    except cerql.ParseError as err:  # pragma: no cover - reported as the failure
-        pytest.fail(f"{text!r} does not parse: {err}")
-    assert back == q, text
+    assert_round_trips(q)
 
 
 @pytest.mark.parametrize("name", ["a,b", "a]b", "a b", "x`y"])
@@ -366,12 +371,7 @@ def test_partition_and_window_column_names_round_trip(name):
         projection=ast.Star(), sources=(ast.Source("s"),), pattern=A,
         partition_by=(name, "other"), order_by=(name,), within=ast.ColumnWindow(5, name),
     )
-    text = str(q)
-    try:
-        back = cerql.parse(text)
-    except cerql.ParseError as err:  # pragma: no cover - reported as the failure
-        pytest.fail(f"{text!r} does not parse: {err}")
-    assert back == q, text
+    assert_round_trips(q)
 
 
 # ---------------------------------------------------------------------------- random ASTs
