@@ -9,6 +9,8 @@ event), :mod:`.registers` (FILTER comparisons and aggregates checked as events a
 Its arguments come in bundles (NamedTuples of arrays, which numba takes as they are), built
 by the driver: :class:`Options`, :class:`Events`, :class:`Transitions`, :class:`RegisterPlan`,
 :class:`Runs`, :class:`Arena`, :class:`Output`. This module re-exports what the driver reads.
+The functions run_batch calls at each event are compiled without reference counting
+(``state.PHASE``): with it a call costs more than the event.
 
 numba's cache (``cache=True``) checks only the source file of the function it compiled, not
 the files of the functions it calls: after editing one of these modules, touch

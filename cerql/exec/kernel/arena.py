@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from cerql.exec.kernel.state import ARENA, CONSUMED, NACT
+from cerql.exec.kernel.state import ARENA, CONSUMED, NACT, PHASE
 
 
 class Arena(NamedTuple):
@@ -47,6 +47,36 @@ def alive(n, consumed, windowed, cutoff, maxpos, maxval):
     if windowed and not (maxval[n] >= cutoff):
         return False
     return True
+
+
+@njit(**PHASE)
+def add_output_node(arena, x, pos, label, then, value):
+    """Make node x an output node: event ``pos`` (window value ``value``) marked ``label``, then
+    node ``then``; its results start where ``then``'s do, or at this event when ``then`` is
+    BOTTOM. Returns x."""
+    arena.pos[x] = pos
+    arena.label[x] = label
+    arena.a[x] = then
+    arena.b[x] = -1
+    if then == 0:
+        arena.maxpos[x] = pos
+        arena.maxval[x] = value
+    else:
+        arena.maxpos[x] = arena.maxpos[then]
+        arena.maxval[x] = arena.maxval[then]
+    return x
+
+
+@njit(**PHASE)
+def add_union_node(arena, u, a, b):
+    """Make node u the union of nodes a and b (two runs meeting in one). Returns u."""
+    arena.pos[u] = -1
+    arena.label[u] = 0
+    arena.a[u] = a
+    arena.b[u] = b
+    arena.maxpos[u] = max(arena.maxpos[a], arena.maxpos[b])
+    arena.maxval[u] = max(arena.maxval[a], arena.maxval[b])
+    return u
 
 
 @njit(nogil=True, cache=True)

@@ -16,8 +16,9 @@ import numpy as np
 from numba import njit
 
 from cerql.exec.kernel.arena import alive
-from cerql.exec.kernel.state import (ANY, COUNT, FULL, LAST, MAX, NEXT, NLAB, NRES, OK, START, STRICT, TOO_MANY,
-                                     TOO_MANY_CANDIDATES, candidate_limit)
+from cerql.exec.kernel.registers import aggregates_hold, overflowed
+from cerql.exec.kernel.state import (ANY, CONSUMED, COUNT, FULL, LAST, MAX, NACT, NEED_OUTPUT, NEXT, NLAB, NRES, OK,
+                                     OVERFLOW, PHASE, POS, START, STRICT, TOO_MANY, TOO_MANY_CANDIDATES, candidate_limit)
 from cerql.exec.kernel.strategies import admit
 
 
@@ -101,4 +102,53 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, arena, out, s
                 return TOO_MANY_CANDIDATES
         elif st[NRES] - r0 > max_matches:
             return TOO_MANY
+    return OK
+
+
+@njit(**PHASE)
+def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
+    """Write every result ending at event i (window cutoff ``cutoff``): those of each active run
+    in a final state whose node is alive and whose aggregates hold. Returns OK, or the status
+    that stops the batch: OVERFLOW, NEED_OUTPUT (the buffer is full: the event's results are
+    dropped and redone once the driver has taken it), TOO_MANY or TOO_MANY_CANDIDATES (their
+    count in st[COUNT]).
+
+    Bundles as in :func:`cerql.exec.kernel.stepping.run_batch`; called once the event's runs are
+    stepped, so a resumed call redoes only this.
+    """
+    windowed, strategy, max_matches = options.windowed, options.strategy, options.max_matches
+    sides, ds_final, n_regs = events.sides, dfa.final, regs.count
+    act_ds, act_node, act_rk, act_rf = runs.ds, runs.node, runs.rk, runs.rf
+    n_maxpos, n_maxval = arena.maxpos, arena.maxval
+    consumed = st[CONSUMED]
+    pos = st[POS]
+    r0 = st[NRES]
+    l0 = st[NLAB]
+    st[COUNT] = 0
+    if n_regs > 0:  # a sum past BIGINT in any result fails the query, whichever ANY would pick
+        for k in range(st[NACT]):
+            if ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
+                    overflowed(k, regs, act_rk)):
+                return OVERFLOW
+    for k in range(st[NACT]):
+        if strategy == ANY and st[NRES] > r0:
+            break
+        if not (ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval)):
+            continue
+        if n_regs > 0 and not aggregates_hold(k, i, regs, sides, act_rk, act_rf):
+            continue
+        code = enumerate_results(act_node[k], i, pos, r0, consumed, cutoff, options, arena, out, st)
+        if code == FULL:
+            st[NRES] = r0
+            st[NLAB] = l0
+            return NEED_OUTPUT
+        if code == TOO_MANY:
+            st[COUNT] = st[NRES] - r0
+            return TOO_MANY
+        if code == TOO_MANY_CANDIDATES:  # COUNT holds the candidates
+            return TOO_MANY_CANDIDATES
+    count = st[NRES] - r0
+    if count > max_matches:
+        st[COUNT] = count
+        return TOO_MANY
     return OK

@@ -26,6 +26,13 @@ class Options(NamedTuple):
     max_matches: int  # maxMatchesPerEvent
 
 
+# How the phases run_batch calls per event are compiled. numba counts a reference to every array
+# a function reads from its arguments, at each call; for a per-event phase that costs more than
+# the event (5-20x on the bench_kernel families). The phases only read and write the elements of
+# arrays the caller holds and allocate nothing (numba refuses to compile an allocation without
+# its runtime, ``_nrt=False``), so they are compiled without reference counting.
+PHASE = dict(nogil=True, cache=True, _nrt=False)
+
 # status codes run_batch returns to the driver
 DONE = 0              # every event of the batch is run
 NEED_TRANSITION = 1   # the transition of state st[NEED_D] on symbol st[NEED_S] is not known yet
@@ -56,7 +63,8 @@ BOUND = 11     # with NEED_ARENA, NEED_ACTIVE: how many nodes or runs the event 
 MOVING = 12    # active runs whose state is not a fixed point of the TRUE gaps
 KMIN = 13      # MAX: the least ...
 KMAX = 14      # ... and greatest size of the results kept so far for the event
-STATE_SIZE = 15
+FINALS = 15    # active runs in a final state (at most: compact may drop some); none: no results
+STATE_SIZE = 16
 
 # what enumeration reports (TOO_MANY and TOO_MANY_CANDIDATES are shared with the statuses)
 OK, FULL = 0, 1

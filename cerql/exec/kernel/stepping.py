@@ -16,13 +16,12 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-from cerql.exec.kernel.arena import alive
-from cerql.exec.kernel.enumeration import enumerate_results
-from cerql.exec.kernel.registers import (KEY, KEY_SIZE, REGISTER_COLUMNS, Sides, aggregates_hold, overflowed, run_key,
-                                         step_registers)
-from cerql.exec.kernel.state import (ANY, ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, FULL, MOVING, NACT, NEED_ACTIVE,
-                                     NEED_ARENA, NEED_D, NEED_OUTPUT, NEED_S, NEED_TRANSITION, NLAB, NRES, OVERFLOW,
-                                     PENDING, POS, TOO_MANY, TOO_MANY_CANDIDATES, TOO_MANY_RUNS)
+from cerql.exec.kernel.arena import add_output_node, add_union_node, alive
+from cerql.exec.kernel.enumeration import report_results
+from cerql.exec.kernel.registers import KEY, KEY_SIZE, REGISTER_COLUMNS, Sides, run_key, step_registers
+from cerql.exec.kernel.state import (ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, FINALS, MOVING, NACT, NEED_ACTIVE,
+                                     NEED_ARENA, NEED_D, NEED_S, NEED_TRANSITION, NRES, OK, PENDING, PHASE, POS,
+                                     TOO_MANY_RUNS)
 
 
 class Events(NamedTuple):
@@ -73,23 +72,25 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
     :class:`cerql.exec.kernel.enumeration.Output`.
 
     An *inert* symbol fires no transition but the TRUE gaps; when every active state is a
-    fixed point of those (st[MOVING] == 0), such an event changes nothing and costs O(1).
+    fixed point of those (st[MOVING] == 0), such an event changes nothing and costs O(1). Any
+    other event goes through :func:`check_room`, the stepping of its runs into ``runs.new_*``
+    and their taking over, :func:`cerql.exec.kernel.enumeration.report_results` (when a run is
+    in a final state, st[FINALS]) and :func:`end_event`; a call resumed after a status
+    (st[PENDING]) redoes only the results. The stepping stays here: it needs the dict runs meet
+    in, which needs numba's reference counting (state.PHASE), and a function with it counts a
+    reference to each array it is passed, at every event (5x the cost of the event, measured).
     With registers (``regs.count`` > 0) an active run is a deterministic state, its registers
     (``runs.rk``, ``runs.rf``) and its node, and runs meet on equal (state, registers) instead of
     state.
     """
     sym, starts, vals, sides = events.symbol, events.starts, events.values, events.sides
-    windowed, amount, strategy, max_matches = options.windowed, options.amount, options.strategy, options.max_matches
+    windowed, amount, consume, max_matches = options.windowed, options.amount, options.consume, options.max_matches
     # the arrays as locals: reading a bundle's field in the loop would count a reference each time
-    tr_first, tr_count, tr_label, tr_target = dfa.first, dfa.count, dfa.label, dfa.target
-    ds_final, ds_fixed, inert, cut = dfa.final, dfa.fixed, dfa.inert, runs.cutoff
-    act_ds, act_node, act_rk, act_rf = runs.ds, runs.node, runs.rk, runs.rf
+    tr_first, tr_count, tr_label, tr_target, inert = dfa.first, dfa.count, dfa.label, dfa.target, dfa.inert
+    ds_fixed, ds_final = dfa.fixed, dfa.final
+    act_ds, act_node, act_rk, act_rf, cut = runs.ds, runs.node, runs.rk, runs.rf, runs.cutoff
     new_ds, new_node, new_rk, new_rf, slot = runs.new_ds, runs.new_node, runs.new_rk, runs.new_rf, runs.slot
-    n_pos, n_label, n_a, n_b, n_maxpos, n_maxval = arena.pos, arena.label, arena.a, arena.b, arena.maxpos, arena.maxval
-    n_regs = regs.count
-    n_events = sym.shape[0]
-    arena_cap = n_pos.shape[0]
-    act_cap = new_ds.shape[0]
+    n_maxpos, n_maxval, n_regs, n_events = arena.maxpos, arena.maxval, regs.count, sym.shape[0]
     meet = Dict.empty(key_type=KEY, value_type=types.int64)
     tmp_k = np.zeros(REGISTER_COLUMNS, np.int64)
     tmp_f = np.zeros(REGISTER_COLUMNS, np.float64)
@@ -108,34 +109,13 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
             continue
         if st[PENDING] == 0:
             if starts[i]:
-                st[POS] = 0
-                st[CONSUMED] = -1
-                st[ARENA] = 1
-                st[NACT] = 1
-                st[MOVING] = 0
-                act_ds[0] = 0
-                act_node[0] = 0
-                for c in range(REGISTER_COLUMNS):
-                    act_rk[0, c], act_rf[0, c] = 0, 0.0
-            consumed = st[CONSUMED]
-            # every transition known, and room for the nodes this event can create
-            bound = 0
-            for k in range(st[NACT]):
-                d = act_ds[k]
-                if tr_first[d, s] < 0:
-                    st[NEED_D] = d
-                    st[NEED_S] = s
-                    return NEED_TRANSITION
-                bound += 2 * tr_count[d, s]
-            if st[ARENA] + bound > arena_cap:
-                st[BOUND] = bound
-                return NEED_ARENA
-            if n_regs > 0 and bound // 2 > act_cap:  # one run per transition at most
-                st[BOUND] = bound // 2
-                return NEED_ACTIVE
-            pos = st[POS]
-            used = st[ARENA]
-            nn = 0
+                start_substream(st, runs)
+            status = check_room(s, tr_first, tr_count, act_ds, st, arena.pos.shape[0], new_ds.shape[0], n_regs)
+            if status != OK:
+                return status
+            # step every live run over the event into runs.new_*: an output node per transition
+            # marking the event, a union node where two runs reach one state (and registers)
+            consumed, pos, used, nn = st[CONSUMED], st[POS], st[ARENA], 0
             if n_regs > 0:
                 meet.clear()
             for k in range(st[NACT]):
@@ -150,21 +130,10 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
                     if n_regs > 0:
                         if not step_registers(k, lab, i, regs, sides, act_rk, act_rf, scratch):
                             continue
-                    if lab == 0:
-                        x = node
-                    else:
-                        x = used  # an output node: event pos marked lab, then node
+                    x = node
+                    if lab != 0:
+                        x = add_output_node(arena, used, pos, lab, node, v)
                         used += 1
-                        n_pos[x] = pos
-                        n_label[x] = lab
-                        n_a[x] = node
-                        n_b[x] = -1
-                        if node == 0:
-                            n_maxpos[x] = pos
-                            n_maxval[x] = v
-                        else:
-                            n_maxpos[x] = n_maxpos[node]
-                            n_maxval[x] = n_maxval[node]
                     if n_regs > 0:
                         key = run_key(d2, tmp_k, key_buf)
                         at = meet[key] if key in meet else -1
@@ -181,20 +150,13 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
                         new_node[nn] = x
                         nn += 1
                     else:
-                        y = new_node[at]
-                        u = used  # a union node: the runs meet
+                        new_node[at] = add_union_node(arena, used, new_node[at], x)
                         used += 1
-                        n_pos[u] = -1
-                        n_label[u] = 0
-                        n_a[u] = y
-                        n_b[u] = x
-                        n_maxpos[u] = max(n_maxpos[y], n_maxpos[x])
-                        n_maxval[u] = max(n_maxval[y], n_maxval[x])
-                        new_node[at] = u
             if n_regs > 0 and nn > max_matches:  # runs apart on register values (see MAX_REGISTERS)
                 st[COUNT] = nn
                 return TOO_MANY_RUNS
             moving = 0
+            finals = 0
             for k in range(nn):
                 if n_regs == 0:
                     slot[new_ds[k]] = -1
@@ -204,46 +166,68 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
                     act_rk[k, c], act_rf[k, c] = new_rk[k, c], new_rf[k, c]
                 if not ds_fixed[new_ds[k]]:
                     moving += 1
+                if ds_final[new_ds[k]]:
+                    finals += 1
             st[NACT] = nn
             st[MOVING] = moving
+            st[FINALS] = finals
             st[ARENA] = used
             st[PENDING] = 1
-        # enumerate the results ending at this event
-        consumed = st[CONSUMED]
-        pos = st[POS]
         r0 = st[NRES]
-        l0 = st[NLAB]
-        st[COUNT] = 0
-        if n_regs > 0:  # a sum past BIGINT in any result fails the query, whichever ANY would pick
-            for k in range(st[NACT]):
-                if ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
-                        overflowed(k, regs, act_rk)):
-                    return OVERFLOW
-        for k in range(st[NACT]):
-            if strategy == ANY and st[NRES] > r0:
-                break
-            if not (ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval)):
-                continue
-            if n_regs > 0 and not aggregates_hold(k, i, regs, sides, act_rk, act_rf):
-                continue
-            code = enumerate_results(act_node[k], i, pos, r0, consumed, cutoff, options, arena, out, st)
-            if code == FULL:
-                st[NRES] = r0
-                st[NLAB] = l0
-                return NEED_OUTPUT
-            if code == TOO_MANY:
-                st[COUNT] = st[NRES] - r0
-                return TOO_MANY
-            if code == TOO_MANY_CANDIDATES:  # COUNT holds the candidates
-                return TOO_MANY_CANDIDATES
-        count = st[NRES] - r0
-        if count > max_matches:
-            st[COUNT] = count
-            return TOO_MANY
-        if count > 0 and options.consume:
-            st[CONSUMED] = pos
-        st[POS] = pos + 1
-        st[PENDING] = 0
-        st[CURSOR] = i + 1
+        if st[FINALS] > 0:  # else no run ends a result here, and the call would cost more than the event
+            status = report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out)
+            if status != OK:
+                return status
+        end_event(i, st[NRES] - r0 > 0 and consume, st)
     return DONE
 
+
+@njit(**PHASE)
+def start_substream(st, runs):
+    """The event starts a substream: forget the positions, the arena and the runs, and start
+    again from one run at the initial state on BOTTOM with empty registers."""
+    act_rk, act_rf = runs.rk, runs.rf
+    st[POS] = 0
+    st[CONSUMED] = -1
+    st[ARENA] = 1
+    st[NACT] = 1
+    st[MOVING] = 0
+    runs.ds[0] = 0
+    runs.node[0] = 0
+    for c in range(REGISTER_COLUMNS):
+        act_rk[0, c], act_rf[0, c] = 0, 0.0
+
+
+@njit(**PHASE)
+def check_room(s, tr_first, tr_count, act_ds, st, arena_cap, act_cap, n_regs):
+    """Whether the active runs can step over symbol s now: every transition of their states on s
+    is built, the arena has room for the nodes the event can create (two per transition: an
+    output node and a union node) and, with registers, ``runs`` has room for one run per
+    transition. Returns OK, or what the driver must provide first: NEED_TRANSITION (state and
+    symbol in st[NEED_D], st[NEED_S]), NEED_ARENA or NEED_ACTIVE (how many in st[BOUND])."""
+    bound = 0
+    for k in range(st[NACT]):
+        d = act_ds[k]
+        if tr_first[d, s] < 0:
+            st[NEED_D] = d
+            st[NEED_S] = s
+            return NEED_TRANSITION
+        bound += 2 * tr_count[d, s]
+    if st[ARENA] + bound > arena_cap:
+        st[BOUND] = bound
+        return NEED_ARENA
+    if n_regs > 0 and bound // 2 > act_cap:  # one run per transition at most
+        st[BOUND] = bound // 2
+        return NEED_ACTIVE
+    return OK
+
+
+@njit(**PHASE)
+def end_event(i, consumes, st):
+    """Close event i once its results are written: it consumes its position when it has results
+    under CONSUME BY (``consumes``), and the next event runs at the next position."""
+    if consumes:
+        st[CONSUMED] = st[POS]
+    st[POS] += 1
+    st[PENDING] = 0
+    st[CURSOR] = i + 1

@@ -9,7 +9,6 @@ selected positions D), not nodes.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from cerql.exec.kernel.state import KMAX, KMIN, LAST, NEXT, NLAB, NRES
@@ -51,19 +50,24 @@ def _strict_subset(lab_pos, off1, len1, off2, len2):
 
 
 @njit(nogil=True, cache=True)
-def _keep(keep, r0, r1, out, st):
-    """Compact the results r0..r1 of one event to those with keep[k - r0]."""
+def _drop_contained(r0, r, out, st):
+    """Compact the results r0..r of one event to r and those r strictly contains not. A result
+    is tested before anything is moved over it (results only move down), so no array of flags is
+    allocated: admit runs inside :func:`cerql.exec.kernel.enumeration.report_results`, which is
+    compiled without numba's runtime (state.PHASE)."""
+    res_off, res_len, lab_pos = out.off, out.length, out.lab_pos
+    off_r, ln = res_off[r], res_len[r]
     w = r0
-    lw = out.off[r0] if r1 > r0 else st[NLAB]
-    for r in range(r0, r1):
-        if keep[r - r0]:
-            off, ln = out.off[r], out.length[r]
-            for q in range(ln):
-                out.lab_pos[lw + q] = out.lab_pos[off + q]
-                out.lab_mask[lw + q] = out.lab_mask[off + q]
-            out.end[w], out.endpos[w], out.start[w] = out.end[r], out.endpos[r], out.start[r]
-            out.off[w], out.length[w] = lw, ln
-            lw += ln
+    lw = res_off[r0]
+    for q in range(r0, r + 1):
+        if q == r or not _strict_subset(lab_pos, res_off[q], res_len[q], off_r, ln):
+            off, lq = res_off[q], res_len[q]
+            for p in range(lq):
+                lab_pos[lw + p] = lab_pos[off + p]
+                out.lab_mask[lw + p] = out.lab_mask[off + p]
+            out.end[w], out.endpos[w], out.start[w] = out.end[q], out.endpos[q], out.start[q]
+            res_off[w], res_len[w] = lw, lq
+            lw += lq
             w += 1
     st[NRES] = w
     st[NLAB] = lw
@@ -118,10 +122,7 @@ def admit(strategy, r0, out, st):
         st[KMIN] = min(st[KMIN], ln)
         st[KMAX] = max(st[KMAX], ln)
         return
-    keep = np.ones(r - r0 + 1, dtype=np.bool_)
-    for q in range(r0, r):
-        keep[q - r0] = not _strict_subset(lab_pos, res_off[q], res_len[q], res_off[r], ln)
-    _keep(keep, r0, r + 1, out, st)
+    _drop_contained(r0, r, out, st)
     st[KMIN] = ln
     st[KMAX] = ln
     for q in range(r0, st[NRES]):
