@@ -13,11 +13,15 @@ The functions run_batch calls at each event are compiled without reference count
 (``state.PHASE``): with it a call costs more than the event.
 
 numba's cache (``cache=True``) checks only the source file of the function it compiled, not
-the files of the functions it calls: after editing one of these modules, touch
-``stepping.py`` (or delete ``__pycache__`` here) so that ``run_batch`` is compiled again.
+the files of the functions it calls: :func:`cerql.exec.kernel.cache.drop_stale` runs first and
+drops the kernel's cache whenever any of these modules changed.
 """
 
-from cerql.exec.kernel.arena import Arena, compact
+from cerql.exec.kernel.cache import drop_stale
+
+drop_stale()
+
+from cerql.exec.kernel.arena import Arena, compact  # noqa: E402  (after drop_stale)
 from cerql.exec.kernel.enumeration import Output
 from cerql.exec.kernel.registers import (AGG_AVG, AGG_COUNT, AGG_COUNT_EVENTS, AGG_MAX, AGG_MIN, AGG_SUM,
                                          AGG_SUM_RISING, COMPARE, MAX_REGISTERS, OP_EQ, OP_GE, OP_GT, OP_LE, OP_LT,
