@@ -22,9 +22,8 @@ from cerql.exec import collect, driver, output, post_filter, reference
 from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.parser.depth import room_to_recurse
-from cerql.plan import MAX_MATCHES_PER_EVENT
+from cerql.plan import MAX_MATCHES_PER_EVENT, Evaluation
 from cerql.planner.analyze import Analysis, analyze as _analyze, check_view
-from cerql.plan import Evaluation
 from cerql.planner import rules
 from cerql.planner.resolve import resolve
 

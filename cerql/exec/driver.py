@@ -54,11 +54,10 @@ class Run:
                  windowed: bool, amount, value_dtype, registers=None):
         self.det = Determinizer(automaton)
         self.registers = registers if registers is not None else RegisterSpec.none()
-        self.max_matches = max_matches
-        self.windowed = windowed
         self.value_dtype = np.dtype(value_dtype)
-        self.amount = self.value_dtype.type(amount)
-        self.options = kernel.Options(windowed, self.amount, STRATEGY_CODES[strategy], consume, max_matches)
+        # the query's settings, as the kernel reads them (the amount in the window values' type)
+        self.options = kernel.Options(windowed, self.value_dtype.type(amount), STRATEGY_CODES[strategy], consume,
+                                      max_matches)
         self.symbols: dict[int, int] = {}
         self.symbol_bits: list[int] = []
         self.inert_bits: list[bool] = []
@@ -184,7 +183,7 @@ class Run:
 
     def _make_room(self) -> None:
         st = self.st
-        kernel.compact(st, self.runs, self.arena, self.windowed)
+        kernel.compact(st, self.runs, self.arena, self.options.windowed)
         need = st[kernel.ARENA] + st[kernel.BOUND]
         cap = len(self.arena.pos)
         if 2 * need > cap:
@@ -220,11 +219,11 @@ class Run:
                 if full:
                     self._alloc_output(2 * len(self.out.end), 2 * len(self.out.lab_pos))
             elif status == kernel.TOO_MANY:
-                raise too_many_matches(f"at least {int(st[kernel.COUNT]):,}", self.max_matches)
+                raise too_many_matches(f"at least {int(st[kernel.COUNT]):,}", self.options.max_matches)
             elif status == kernel.TOO_MANY_CANDIDATES:
-                raise too_many_candidates(int(st[kernel.COUNT]), kernel.candidate_limit(self.max_matches))
+                raise too_many_candidates(int(st[kernel.COUNT]), kernel.candidate_limit(self.options.max_matches))
             elif status == kernel.TOO_MANY_RUNS:
-                raise too_many_runs(int(st[kernel.COUNT]), self.max_matches)
+                raise too_many_runs(int(st[kernel.COUNT]), self.options.max_matches)
             elif status == kernel.OVERFLOW:
                 raise sum_overflow(" in a FILTER")
         return chunks

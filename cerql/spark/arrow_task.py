@@ -50,7 +50,7 @@ class MatchTask:
         self.kept_pos0 = 0                     # substream position of kept's first row
         self.next_pos = 0                      # substream position of the next row
         self.last_key: tuple | None = None
-        self.bit_of = {v: k + 1 for k, v in enumerate(plan.automaton.labels)}
+        self.label_bit = label_bits(plan.automaton.labels)  # variable -> its bit in a label mask
         self.bits_dtype = bits_dtype(len(plan.automaton.conditions))
         # post-filtered plans: the candidates' check, and the number of substreams begun so far
         self.check = CandidateFilter(plan) if plan.post_filters else None
@@ -154,7 +154,7 @@ class MatchTask:
         for r in results:
             masks: dict[int, int] = {}
             for var, p in r.labels:
-                masks[p] = masks.get(p, 0) | (1 << self.bit_of[var])
+                masks[p] = masks.get(p, 0) | self.label_bit[var]
             end.append(r.end)
             start.append(r.start)
             off.append(len(lab_pos))
@@ -185,7 +185,7 @@ class MatchTask:
             rows = combined
             vals = values if not (measured and n_kept) else np.concatenate([self.kept_values, values])
             pos0 = self.kept_pos0 if n_kept else self.next_pos
-        st, amount = self.run.st, self.run.amount
+        st, amount = self.run.st, self.run.options.amount
         first = int(st[kernel.CONSUMED]) + 1 - pos0  # later results start after the last output
         if w is not None:
             if w.kind == "events":
@@ -227,7 +227,7 @@ class MatchTask:
                     combined.column(plan.order_columns[0]).take(end_row)]
         names += ["match_id", "match_start", "match_end"]
         for o in plan.outputs:
-            has = (lab_mask >> self.bit_of[o.var]) & 1 == 1
+            has = (lab_mask & self.label_bit[o.var]) != 0
             r, rows = owner[has], entry_row[has]
             cols = list(o.columns or plan.columns)
             shown = combined.select(cols)
@@ -256,7 +256,7 @@ class MatchTask:
         ordinal = combined.column(ORDINAL_COLUMN).to_numpy()
         # one label entry per (entry, variable marked on it), variables by label bit
         owners, variables, rows = [], [], []
-        for k, bit in enumerate(label_bits(self.plan.automaton.labels).values()):
+        for k, bit in enumerate(self.label_bit.values()):
             has = (lab_mask & bit) != 0
             owners.append(owner[has])
             rows.append(entry_row[has])
