@@ -181,9 +181,7 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
             _, plan, df = plan_query(spark, text, tables)
             evaluation = plan.evaluation
         else:  # no schemas: the same rules, names as written (rules.NamesAsWritten)
-            single = frozenset(v for v, n in a.cardinality.items() if n == 1)
-            start = rules.start(a.select, a.selected, single, tuple(a.select.partition_by))
-            evaluation = rules.optimize(start, rules.NAMES_AS_WRITTEN)
+            evaluation = rules.optimize(rules.start(a), rules.NAMES_AS_WRITTEN)
     except CeqlError as err:
         raise err.with_text(text)
     lines += _evaluation_lines(evaluation)

@@ -370,8 +370,7 @@ class _Resolver:
         kind = self.order_kind(order[0])
         window = bounding(self.window(kind), self.union.field(order[0]).type)
         cross = self.cross_predicates()
-        single = frozenset(v for v, n in self.a.cardinality.items() if n == 1)
-        evaluation = rules.optimize(rules.start(sel, self.a.selected, single, partition), self)
+        evaluation = rules.optimize(rules.start(self.a, partition), self)
         return QueryPlan(
             select=sel, view=self.a.view, sources=tuple(sources), columns=tuple(self.union.names),
             atoms=atoms, predicates=self.predicates(), order_columns=order, order_kind=kind,

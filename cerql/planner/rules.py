@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from cerql import ast
 from cerql.plan import Evaluation, PostFilter, RegisterCheck
-from cerql.planner.analyze import pattern_variables
+from cerql.planner.analyze import Analysis, pattern_variables
 from cerql.planner.compile import compile_pattern
 from cerql.planner.equality import equality_keys, without
 from cerql.planner.registers import Candidate
@@ -238,11 +238,14 @@ def counts_positions(select: ast.Select) -> bool:
         isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(select.pattern))
 
 
-def start(select: ast.Select, selected: tuple[str, ...], single: frozenset[str],
-          partition_columns: tuple[str, ...] = ()) -> Evaluation:
-    """The Evaluation of an analyzed query before any rule: the WHERE pattern, nothing chosen."""
-    return Evaluation(pattern=select.pattern, selected=tuple(selected), single=frozenset(single),
-                      partition_columns=tuple(partition_columns), counts_positions=counts_positions(select),
+def start(analysis: Analysis, partition_columns: tuple[str, ...] | None = None) -> Evaluation:
+    """The Evaluation of an analyzed query before any rule: the WHERE pattern, nothing chosen.
+    ``partition_columns``: PARTITION BY as resolved against the schemas (as written without)."""
+    select = analysis.select
+    single = frozenset(v for v, n in analysis.cardinality.items() if n == 1)
+    partition = tuple(select.partition_by) if partition_columns is None else tuple(partition_columns)
+    return Evaluation(pattern=select.pattern, selected=tuple(analysis.selected), single=single,
+                      partition_columns=partition, counts_positions=counts_positions(select),
                       consumes=select.consume != "NONE")
 
 

@@ -18,9 +18,7 @@ SCHEMA = pa.schema([("type", pa.string()), ("ts", pa.int64()), ("id", pa.int64()
 
 
 def start(text: str) -> Evaluation:
-    a = cerql.analyze(text)
-    single = frozenset(v for v, n in a.cardinality.items() if n == 1)
-    return rules.start(a.select, a.selected, single, tuple(a.select.partition_by))
+    return rules.start(cerql.analyze(text))
 
 
 def test_rules_run_in_the_documented_order():
