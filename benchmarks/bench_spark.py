@@ -517,7 +517,8 @@ class StageTimer:
     """Wraps MatchTask's and Run's stages; seconds (thread CPU) and calls per stage."""
 
     def __init__(self):
-        from cerql.exec import arrow_task, driver
+        from cerql.exec import driver, output
+        from cerql.spark import arrow_task
 
         self.targets = [
             ("_starts", arrow_task.MatchTask, "_starts"),
@@ -525,8 +526,8 @@ class StageTimer:
             ("_values", arrow_task.MatchTask, "_values"),
             ("Run.feed", driver.Run, "feed"),
             ("_results", arrow_task.MatchTask, "_results"),
-            ("_results:_match_ids", arrow_task.MatchTask, "_match_ids"),
-            ("_results:take_rows", arrow_task, "take_rows"),
+            ("_results:_ids", output, "_ids"),
+            ("_results:take_rows", output, "take_rows"),
             ("_keep", arrow_task.MatchTask, "_keep"),
             ("concat_tables", arrow_task.pa, "concat_tables"),
         ]

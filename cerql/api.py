@@ -15,10 +15,12 @@ import functools
 from typing import Any, MutableMapping
 
 import pandas as pd
+import pyarrow as pa
 
 from cerql import ast
 from cerql.errors import CeqlError, UnsupportedError
-from cerql.exec import collect, driver, output, post_filter, reference
+from cerql.exec import collect, driver, post_filter, reference
+from cerql.exec import output as output_table
 from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser import parse as _parse
 from cerql.parser.depth import room_to_recurse
@@ -74,7 +76,8 @@ def run(
     engine: str | None = None,
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT,
     max_output_rows: int = collect.MAX_OUTPUT_ROWS,
-) -> pd.DataFrame:
+    output: str = "pandas",
+) -> pd.DataFrame | pa.Table:
     """Evaluate a CEQL query over pandas or Arrow tables, without Spark.
 
     Parameters
@@ -93,11 +96,16 @@ def run(
     max_output_rows : int
         A query with more results than this (after LIMIT) fails with TOO_MANY_OUTPUT_ROWS
         instead of filling memory (``cerql.maxOutputRows``, default 1 000 000).
+    output : {"pandas", "arrow"}
+        ``"pandas"`` (the default) returns a DataFrame whose variable columns are Arrow-backed
+        (``pd.ArrowDtype`` structs and lists of structs: ``out["b"].struct.field("price")``,
+        ``out["b"].list.len()``); ``"arrow"`` returns the ``pyarrow.Table`` itself.
 
     Returns
     -------
-    pandas.DataFrame
-        The output schema of DESIGN.md section 5.
+    pandas.DataFrame or pyarrow.Table
+        The output schema of docs/semantics.md: PARTITION BY columns, match_id, match_start,
+        match_end, then the SELECT items.
 
     Examples
     --------
@@ -108,6 +116,9 @@ def run(
     [[0, 1], [0, 3], [2, 3]]
     """
     engine = engine or DEFAULT_ENGINE
+    if output not in ("pandas", "arrow"):
+        raise UnsupportedError(f"Unknown output {output!r}", error_class="UNKNOWN_OUTPUT",
+                               hint="output='pandas' (a DataFrame) or output='arrow' (a pyarrow.Table)")
     if engine not in ENGINES:
         raise UnsupportedError(
             f"Unknown or unavailable engine {engine!r}", error_class="UNKNOWN_ENGINE",
@@ -125,16 +136,14 @@ def run(
             parts = [reference.evaluate(plan, stream)]
         else:
             parts = (post_filter if plan.post_filters else driver).result_batches(plan, stream)
-        collector = collect.Collector(plan, stream, max_output_rows)
-        for part in parts:
-            collector.add(part)
-        results = collector.results()
+        rows = collect.result_rows(plan, stream, parts, max_output_rows)
+        table = output_table.build(plan, stream.table, rows, order=True, limit=plan.limit)
     except CeqlError as err:
         raise err.with_text(text)
-    frame = output.render(plan, stream, results)
+    result = table if output == "arrow" else output_table.to_pandas(plan, table)
     if analysis.view is not None:
-        tables[analysis.view.name] = frame
-    return frame
+        tables[analysis.view.name] = result
+    return result
 
 
 @_deep

@@ -8,6 +8,7 @@ cerql resolves for a query over one stream ``s``.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from cerql.api import analyze
@@ -27,10 +28,13 @@ def typed_stream(spec: str, **columns) -> pd.DataFrame:
 
 
 def positions(value, key: str = "ts") -> tuple:
-    """The ``key`` values (positions by default) of the events in one result cell."""
-    if value is None:
+    """The ``key`` values (positions by default) of the events in one result cell, as pandas
+    gives a cell of cerql.run's Arrow-backed variable columns: a dict, a list of dicts (a NumPy
+    array of them through ``iterrows``), or pd.NA for a variable left unbound; or as Spark's
+    ``toPandas`` gives it (Rows, None)."""
+    if value is None or value is pd.NA:
         return ()
-    events = value if isinstance(value, list) else [value]
+    events = list(value) if isinstance(value, (list, np.ndarray)) else [value]
     return tuple(e[key] for e in events)
 
 

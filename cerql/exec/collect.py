@@ -1,8 +1,11 @@
 """What ``cerql.run`` keeps of an engine's results: LIMIT's first rows, and a guard on the rest.
 
-Input: the results of a local engine (:class:`cerql.exec.results.Result` values), batch by
-batch in stream order: substream after substream, each in increasing end position. Output: the
-results ``cerql.run`` renders.
+Input: the results of a local engine, part by part in stream order (substream after substream,
+each in increasing end position): the kernel's arrays (``driver.Matches``) or, from the
+reference evaluator and the post-filter, :class:`cerql.exec.results.Result` values. Output:
+the results as rows of the stream (:class:`cerql.exec.output.ResultRows`), which
+``cerql.exec.output.build`` renders. The kernel's arrays stay arrays: only LIMIT's collector
+and the engines that make Result values work per result in Python.
 
 Why: ``cerql.run`` returns every result as one pandas DataFrame in memory. A query with many
 results (``A ; B`` without a window has a quadratic number) would otherwise grow until the
@@ -20,7 +23,8 @@ import bisect
 import numpy as np
 
 from cerql.errors import MAX_OUTPUT_ROWS_CONF, ExecutionError
-from cerql.exec.output import sort_key
+from cerql.exec.bits import label_bits
+from cerql.exec.output import ResultRows, sort_key
 from cerql.exec.results import Result
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
@@ -39,6 +43,55 @@ def too_many_output_rows(limit: int) -> ExecutionError:
         "raise the limit with cerql.run(..., max_output_rows=N)",
         params={"limit": limit, "conf": MAX_OUTPUT_ROWS_CONF},
     )
+
+
+def result_rows(plan: QueryPlan, stream: Stream, parts, max_rows: int = MAX_OUTPUT_ROWS) -> ResultRows:
+    """The results of an engine's ``parts`` that ``cerql.run`` returns, as rows of the stream."""
+    if plan.limit is None:  # every result: counted, then turned into rows without Python objects
+        count, rows = 0, []
+        for part in parts:
+            count += len(part)
+            if count > max_rows:
+                raise too_many_output_rows(max_rows)
+            rows.append(from_results(part, stream, plan.automaton.labels) if isinstance(part, list)
+                        else from_matches(part))
+        return ResultRows.concat(rows)
+    collector = Collector(plan, stream, max_rows)
+    for part in parts:
+        collector.add(part)
+    return from_results(collector.results(), stream, plan.automaton.labels)
+
+
+def from_matches(matches) -> ResultRows:
+    """The rows of a ``driver.Matches``: positions of one substream are consecutive stream
+    rows, so a position's row is the end row less the positions between them."""
+    end_row = np.asarray(matches.end_row, np.int64)
+    start_row = end_row - (matches.end - matches.start)
+    owner = np.repeat(np.arange(len(end_row)), matches.length)
+    entry_row = end_row[owner] - (matches.end[owner] - matches.label_pos)
+    return ResultRows(end_row, start_row, owner, entry_row, np.asarray(matches.label_mask, np.int64))
+
+
+def from_results(results: list[Result], stream: Stream, labels) -> ResultRows:
+    """The rows of Result values: a loop in Python, over results the engine that made them
+    already holds as objects."""
+    if not results:
+        return ResultRows.none()
+    bit_of = label_bits(labels)
+    lo = np.array([b[0] for b in stream.bounds], np.int64)
+    base = lo[np.array([r.substream for r in results], np.int64)]
+    owner, at, mask = [], [], []
+    for i, r in enumerate(results):
+        masks: dict[int, int] = {}
+        for var, p in r.labels:
+            masks[p] = masks.get(p, 0) | bit_of[var]
+        owner += [i] * len(masks)
+        at += masks.keys()
+        mask += masks.values()
+    owner = np.array(owner, np.int64)
+    return ResultRows(base + np.array([r.end for r in results], np.int64),
+                      base + np.array([r.start for r in results], np.int64), owner,
+                      base[owner] + np.array(at, np.int64), np.array(mask, np.int64))
 
 
 class Collector:

@@ -1,24 +1,62 @@
-"""Results as rows of the output schema (DESIGN.md section 5).
+"""Results as rows of the output schema (DESIGN.md section 5), built with Arrow for every engine.
 
-Input: a plan, the stream and the results of an engine. Output: a pandas DataFrame with the
-PARTITION BY columns, ``match_id``, ``match_start``, ``match_end``, then one column per SELECT
-item: a variable that holds at most one event is a dict (or None), any other variable is a list
-of dicts in stream order, an expression is its value. ``match_id`` is a 63-bit hash of the
-interval's end rows and the selected rows' identities (source position, row ordinal), so it is
-the same for the same input whichever engine found the match. LIMIT takes the first n
-results in (partition key, match_end, match_start, match_id) order.
+Input: the rows results refer to (an Arrow table with the plan's columns, ``__cerql_ordinal``
+and, unless a Spark task has one source, ``__cerql_source``) and each result as row indices
+into it (:class:`ResultRows`). Output: an Arrow table with the PARTITION BY columns,
+``match_id``, ``match_start``, ``match_end``, then one column per SELECT item: a variable that
+holds at most one event is a struct (NULL when unbound), any other variable a list of structs in
+stream order, an expression its value. The local engine (``cerql.run``) and the Spark task
+(``cerql.spark.arrow_task``) both call :func:`build`, so they cannot differ in how a result
+looks; nothing in it makes a Python object per result or per event (a query with millions of
+results renders in seconds). Spark evaluates SELECT expressions itself, on the task's output.
+
+``match_id`` is a 63-bit hash of the interval's end rows and the selected rows' identities
+(source position, row ordinal), so it is the same for the same input whichever engine found
+the match. LIMIT takes the first n results in (partition key, match_end, match_start,
+match_id) order.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cerql.exec import aggregate
-from cerql.exec.stream import Stream
+from cerql.exec.bits import label_bits
 from cerql.exec.values import evaluate
-from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
+from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN
+
+
+class ResultRows(NamedTuple):
+    """Results as int64 row indices into the rows they refer to. Result r starts at row
+    ``start_row[r]`` and ends at ``end_row[r]``; label entry j says that result ``owner[j]``
+    selects row ``entry_row[j]`` as the variables whose label bits are in ``entry_mask[j]``
+    (``cerql.exec.bits.label_bits``), one entry per (result, row)."""
+
+    end_row: np.ndarray
+    start_row: np.ndarray
+    owner: np.ndarray
+    entry_row: np.ndarray
+    entry_mask: np.ndarray
+
+    @staticmethod
+    def none() -> "ResultRows":
+        return ResultRows(*(np.zeros(0, np.int64) for _ in range(5)))
+
+    @staticmethod
+    def concat(parts) -> "ResultRows":
+        """One ResultRows of several over the same rows (owners renumbered)."""
+        parts = [p for p in parts if len(p.end_row)]
+        if len(parts) <= 1:
+            return parts[0] if parts else ResultRows.none()
+        shifts = np.cumsum([0] + [len(p.end_row) for p in parts[:-1]])
+        return ResultRows(np.concatenate([p.end_row for p in parts]), np.concatenate([p.start_row for p in parts]),
+                          np.concatenate([p.owner + s for p, s in zip(parts, shifts)]),
+                          np.concatenate([p.entry_row for p in parts]), np.concatenate([p.entry_mask for p in parts]))
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -75,95 +113,200 @@ def sort_key(value):
     return (1, value)
 
 
-def render(plan: QueryPlan, stream: Stream, results) -> pd.DataFrame:
-    """Build the result DataFrame of a query from an engine's results."""
-    table = stream.table
-    rows = table.select(list(plan.columns)).to_pylist() if results else []
-    src = table.column(SOURCE_COLUMN).to_pylist() if results else []
-    ordinal = table.column(ORDINAL_COLUMN).to_pylist() if results else []
-    order_values = table.column(plan.order_columns[0]).to_pylist() if results else []
-
-    records = []
-    var_index = {v: k for k, v in enumerate(dict.fromkeys(plan.selected))}  # the label bits' order
-    ends = {"ss": [], "so": [], "es": [], "eo": []}
-    labels = {"owner": [], "var": [], "src": [], "ord": []}
-    for i, r in enumerate(results):
-        lo = stream.bounds[r.substream][0]
-        positions: dict[str, list[int]] = {}
-        for var, p in sorted(r.labels, key=lambda l: l[1]):
-            positions.setdefault(var, []).append(p)
-            labels["owner"].append(i)
-            labels["var"].append(var_index[var])
-            labels["src"].append(src[lo + p])
-            labels["ord"].append(ordinal[lo + p])
-        for name, p in (("s", r.start), ("e", r.end)):
-            ends[name + "s"].append(src[lo + p])
-            ends[name + "o"].append(ordinal[lo + p])
-        record = dict(zip(plan.partition_columns, stream.keys[r.substream]))
-        record["match_start"] = order_values[lo + r.start]
-        record["match_end"] = order_values[lo + r.end]
-        record["__positions"] = (lo, positions)
-        records.append(record)
-    ids = match_ids(*(np.array(v, np.int64) for v in ends.values()),
-                    *(np.array(v, np.int64) for v in labels.values()))
-    for record, i in zip(records, ids.tolist()):
-        record["match_id"] = i
-
-    # LIMIT's order (DESIGN.md 4.6); without LIMIT it just makes the output stable
-    records.sort(key=lambda rec: tuple(sort_key(rec[c]) for c in plan.partition_columns)
-                 + (sort_key(rec["match_end"]), sort_key(rec["match_start"]), rec["match_id"]))
-    if plan.limit is not None:
-        records = records[: plan.limit]
-
-    for rec in records:
-        lo, positions = rec.pop("__positions")
-        for out in plan.outputs:
-            if out.var is not None:
-                cols = out.columns or plan.columns
-                events = [{c: rows[lo + p][c] for c in cols} for p in positions.get(out.var, [])]
-                rec[out.name] = events if out.many else (events[0] if events else None)
-            else:
-                rec[out.name] = _expression(out, rows, lo, positions)
-
-    names = list(plan.partition_columns) + ["match_id", "match_start", "match_end"] + [o.name for o in plan.outputs]
-    frame = pd.DataFrame.from_records(records, columns=names)
-    for out in plan.outputs:  # from the records: pandas' inference turns NULL into NaN
-        if out.expr is not None and out.expr_type is not None and not pa.types.is_null(out.expr_type):
-            values = pa.array([rec[out.name] for rec in records], out.expr_type)
-            frame[out.name] = values.to_pandas(types_mapper=_nullable_dtype)
-    return _typed(frame, plan, table)
+def build(plan, rows: pa.Table, results: ResultRows, order: bool = False, limit: int | None = None) -> pa.Table:
+    """The result table of ``results`` over ``rows`` (see module docstring). ``order``: sort
+    by (partition key, match_end, match_start, match_id) as LIMIT wants (it also makes the
+    local output stable); ``limit``: then keep the first n."""
+    if len(results.end_row) == 0:
+        return schema(plan, rows.schema).empty_table()
+    end_row, start_row, owner, entry_row, entry_mask = results
+    # only the rows results show, as one chunk: work on all of ``rows`` would grow with them
+    used, renumber = used_rows(rows.num_rows, end_row, start_row, entry_row)
+    rows = take_rows(rows, used)
+    end_row, start_row, entry_row = (renumber(x) for x in (end_row, start_row, entry_row))
+    bit_of = label_bits(plan.automaton.labels)
+    ids = _ids(rows, bit_of, end_row, start_row, owner, entry_row, entry_mask)
+    order_col = rows.column(plan.order_columns[0])
+    if order:
+        perm = _limit_order(plan, rows, order_col, end_row, start_row, ids, limit)
+        end_row, start_row, ids = end_row[perm], start_row[perm], ids[perm]
+        new_index = np.full(len(results.end_row), -1, np.int64)
+        new_index[perm] = np.arange(len(perm))
+        owner = new_index[owner]
+        live = owner >= 0
+        owner, entry_row, entry_mask = owner[live], entry_row[live], entry_mask[live]
+    n = len(end_row)
+    columns = {c: rows.column(c).take(end_row) for c in plan.partition_columns}
+    columns["match_id"] = pa.array(ids, pa.int64())
+    columns["match_start"] = order_col.take(start_row)
+    columns["match_end"] = order_col.take(end_row)
+    events = _Events(n, owner, entry_row, entry_mask, bit_of)
+    for o in plan.outputs:
+        if o.var is None:
+            columns[o.name] = _expression(o, rows, events)
+        elif o.many:  # each result's events in stream order
+            offsets, at = events.of(o.var)
+            columns[o.name] = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), _structs(rows, o, plan, at))
+        else:  # at most one event per result: one take, NULL where unbound
+            at, missing = events.one(o.var)
+            structs = _structs(rows, o, plan, at)  # row 0 exists: n > 0
+            columns[o.name] = pa.StructArray.from_arrays(structs.flatten(), fields=list(structs.type),
+                                                         mask=pa.array(missing))
+    return pa.Table.from_arrays([_one_chunk(c) for c in columns.values()], names=list(columns))
 
 
-def _expression(out, rows, lo, positions):
+def _one_chunk(column):
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _structs(rows: pa.Table, o, plan, at: np.ndarray) -> pa.StructArray:
+    """The variable's shown columns at rows ``at``, as structs."""
+    cols = list(o.columns or plan.columns)
+    taken = rows.select(cols).take(at)
+    return pa.StructArray.from_arrays([_one_chunk(taken.column(c)) for c in cols],
+                                      fields=[rows.schema.field(c) for c in cols])
+
+
+def _limit_order(plan, rows, order_col, end_row, start_row, ids, limit) -> np.ndarray:
+    """The results' order by DESIGN.md 4.6, its first ``limit`` when given."""
+    from cerql.exec.stream import spark_sort_indices
+
+    keys = {c: rows.column(c).take(end_row) for c in plan.partition_columns}
+    keys.update({"__end": order_col.take(end_row), "__start": order_col.take(start_row), "__id": pa.array(ids)})
+    perm = spark_sort_indices(pa.table(keys), list(keys)).to_numpy()
+    return perm if limit is None else perm[:limit]
+
+
+class _Events:
+    """Each result's events of a variable, from the label entries."""
+
+    def __init__(self, n, owner, entry_row, entry_mask, bit_of):
+        self.n, self.owner, self.entry_row, self.entry_mask, self.bit_of = n, owner, entry_row, entry_mask, bit_of
+        self._of: dict[str, tuple] = {}
+
+    def of(self, var: str) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets, rows): result r's events are ``rows[offsets[r]:offsets[r + 1]]``, in
+        stream order."""
+        if var not in self._of:
+            has = (self.entry_mask & self.bit_of[var]) != 0
+            r, at = self.owner[has], self.entry_row[has]
+            offsets = np.zeros(self.n + 1, np.int64)
+            np.cumsum(np.bincount(r, minlength=self.n), out=offsets[1:])
+            self._of[var] = offsets, at[np.lexsort((at, r))]
+        return self._of[var]
+
+    def one(self, var: str) -> tuple[np.ndarray, np.ndarray]:
+        """(row, missing): each result's first event of the variable (row 0 when it has none)."""
+        offsets, at = self.of(var)
+        missing = offsets[1:] == offsets[:-1]
+        first = np.zeros(self.n, np.int64)
+        first[~missing] = at[offsets[:-1][~missing]]
+        return first, missing
+
+
+def _expression(o, rows: pa.Table, events: _Events) -> pa.Array:
+    """A SELECT expression's value per result: the compiled expression over a table with a
+    ``var.col`` column (the variable's first event, NULL when unbound) and a ``__agg<k>``
+    column per aggregate (cerql.exec.aggregate.grouped)."""
     values = {}
-    for var, col in out.expr_columns:
-        ps = positions.get(var, [])
-        values[f"{var}.{col}"] = [rows[lo + ps[0]][col] if ps else None]
-    for k, agg in enumerate(out.aggregates):
-        events = positions.get(agg.var, [])
-        column = None if agg.column is None else [rows[lo + p][agg.column] for p in events]
-        values[f"{AGGREGATE_COLUMN}{k}"] = pa.array([aggregate.value(agg.kind, events, column)], agg.type)
-    table = pa.table(values) if values else pa.table({"_": [None]})
-    return evaluate(out.expr, table)[0].as_py()
+    for var, col in o.expr_columns:
+        at, missing = events.one(var)
+        values[f"{var}.{col}"] = rows.column(col).take(pa.array(at, mask=missing))
+    for k, agg in enumerate(o.aggregates):
+        offsets, at = events.of(agg.var)
+        column = None if agg.column is None else _one_chunk(rows.column(agg.column).take(at))
+        values[f"{AGGREGATE_COLUMN}{k}"] = aggregate.grouped(agg.kind, offsets, column, agg.type)
+    table = pa.table(values) if values else pa.table({"_": pa.nulls(events.n)})
+    value = evaluate(o.expr, table)
+    if o.expr_type is not None and not pa.types.is_null(o.expr_type) and value.type != o.expr_type:
+        value = pc.cast(value, o.expr_type)
+    return value
 
 
+def _ids(rows, bit_of, end_row, start_row, owner, entry_row, entry_mask) -> np.ndarray:
+    """match ids (:func:`match_ids`): one label entry per (entry, variable marked on it)."""
+    src = (rows.column(SOURCE_COLUMN).to_numpy() if SOURCE_COLUMN in rows.column_names
+           else np.zeros(rows.num_rows, np.int64))  # a Spark task with one source has no source column
+    ordinal = rows.column(ORDINAL_COLUMN).to_numpy()
+    owners, variables, at = [], [], []
+    for k, bit in enumerate(bit_of.values()):
+        has = (entry_mask & bit) != 0
+        owners.append(owner[has])
+        at.append(entry_row[has])
+        variables.append(np.full(int(has.sum()), k, np.int64))
+    at_all = np.concatenate(at) if at else np.zeros(0, np.int64)
+    return match_ids(src[start_row], ordinal[start_row], src[end_row], ordinal[end_row],
+                     np.concatenate(owners) if owners else at_all,
+                     np.concatenate(variables) if variables else at_all, src[at_all], ordinal[at_all])
+
+
+def schema(plan, rows: pa.Schema) -> pa.Schema:
+    """The result schema for rows of schema ``rows``."""
+    fields = [rows.field(c) for c in plan.partition_columns]
+    order = rows.field(plan.order_columns[0]).type
+    fields += [pa.field("match_id", pa.int64()), pa.field("match_start", order), pa.field("match_end", order)]
+    for o in plan.outputs:
+        if o.var is None:
+            fields.append(pa.field(o.name, o.expr_type or pa.null()))
+            continue
+        struct = pa.struct([rows.field(c) for c in (o.columns or plan.columns)])
+        fields.append(pa.field(o.name, pa.list_(struct) if o.many else struct))
+    return pa.schema(fields)
+
+
+# -- pandas
 _NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
              pa.int64(): pd.Int64Dtype(), pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
              pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.float32(): pd.Float32Dtype(),
              pa.float64(): pd.Float64Dtype(), pa.bool_(): pd.BooleanDtype()}
 
 
-def _nullable_dtype(arrow_type: pa.DataType):
-    """pandas' nullable dtype for numbers and booleans, so NULL (pd.NA) stays apart from NaN."""
-    return _NULLABLE.get(arrow_type)
+def to_pandas(plan, table: pa.Table) -> pd.DataFrame:
+    """The result as pandas: variables (structs, lists of structs) and any other nested value
+    as ``pd.ArrowDtype``, so ``df["b"].struct.field("price")`` and ``df["b"].list.len()`` work
+    without a Python object per cell; expressions' numbers and booleans as pandas' nullable
+    dtypes, so NULL (pd.NA) stays apart from NaN; the other columns as Arrow converts them."""
+    expressions = {o.name for o in plan.outputs if o.var is None}
+
+    def dtype(name: str, arrow_type: pa.DataType):
+        if pa.types.is_nested(arrow_type):
+            return pd.ArrowDtype(arrow_type)
+        return _NULLABLE.get(arrow_type) if name in expressions else None
+
+    frame = {}
+    for name, column in zip(table.column_names, table.columns):
+        frame[name] = column.to_pandas(types_mapper=lambda t, name=name: dtype(name, t))
+    return pd.DataFrame(frame, columns=table.column_names)
 
 
-def _typed(frame: pd.DataFrame, plan: QueryPlan, table: pa.Table) -> pd.DataFrame:
-    """Give the fixed columns their Arrow types, also when there are no results."""
-    frame["match_id"] = frame["match_id"].astype("int64")
-    order_type = table.schema.field(plan.order_columns[0]).type
-    for col in ["match_start", "match_end"]:
-        frame[col] = pa.array(frame[col].tolist(), type=order_type).to_pandas()
-    for col in plan.partition_columns:
-        frame[col] = pa.array(frame[col].tolist(), type=table.schema.field(col).type).to_pandas()
-    return frame
+# -- taking rows
+def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)`` as one chunk, for sorted ``rows``, touching only the record batches
+    that hold them: Arrow's take on a table of many chunks costs time in the number of chunks,
+    and the rows a Spark task keeps across batches (a whole substream without WITHIN) are many
+    chunks."""
+    batches = table.to_batches()
+    if len(batches) <= 1:
+        return table.take(rows).combine_chunks()
+    bounds = np.cumsum([0] + [b.num_rows for b in batches])
+    which = np.searchsorted(bounds, rows, side="right") - 1
+    cuts = np.flatnonzero(np.diff(which)) + 1
+    parts = [batches[w[0]].take(pa.array(g - bounds[w[0]]))
+             for g, w in zip(np.split(rows, cuts), np.split(which, cuts)) if len(g)]
+    if not parts:
+        return table.schema.empty_table()
+    return pa.Table.from_batches(parts, schema=table.schema).combine_chunks()
+
+
+def used_rows(n: int, *indexes: np.ndarray):
+    """The sorted distinct rows among ``indexes`` (rows of a table of ``n`` rows) and a function
+    renumbering rows into positions among them. A mask over the table when it is not much
+    larger than the indexes (no sort), else ``np.unique`` and a binary search."""
+    everything = np.concatenate(indexes)
+    if n <= 8 * len(everything):
+        mark = np.zeros(n, bool)
+        mark[everything] = True
+        position = np.cumsum(mark) - 1
+        return np.flatnonzero(mark), lambda x: position[x]
+    used = np.unique(everything)
+    return used, lambda x: np.searchsorted(used, x)

@@ -25,13 +25,13 @@ from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.bits import label_bits
 from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
-from cerql.exec.output import match_ids
+from cerql.exec import output
 from cerql.exec.post_filter import CandidateFilter, group_by_substream, prune
 from cerql.exec.post_filter import relaxed as post_filter_relaxed
 from cerql.exec.reference import Substream
 from cerql.exec.results import MatchChunk
 from cerql.exec.stream import window_values
-from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, TaskPlan
+from cerql.plan import TaskPlan
 
 BITS_COLUMN = "__cerql_bits"
 RISING_COLUMN = "__cerql_rising"  # the sums known to rise over the whole input (RegisterSpec.rise)
@@ -206,113 +206,23 @@ class MatchTask:
 
     def _results(self, plan, combined, n_kept, sub_start, chunks) -> pa.Table:
         end, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
-        nres = len(end)
-        if nres == 0:
+        if len(end) == 0:
             return self._empty(combined)
         end_row = n_kept + end
         start_row = self._row_index(end, start, sub_start, n_kept)
-        owner = np.repeat(np.arange(nres), length)
+        owner = np.repeat(np.arange(len(end)), length)
         entry_row = self._row_index(end[owner], lab_pos, sub_start, n_kept) if len(owner) else owner
-        # only the rows results show, as one chunk: work on ``combined`` would grow with it
-        used, renumber = _used_rows(combined.num_rows, end_row, start_row, entry_row)
-        combined = take_rows(combined, used)
-        end_row, start_row, entry_row = (renumber(x) for x in (end_row, start_row, entry_row))
-        columns, names = [], []
-        for c in plan.partition_columns:
-            columns.append(combined.column(c).take(end_row))
-            names.append(c)
-        ids = self._match_ids(combined, end_row, start_row, owner, entry_row, lab_mask)
-        columns += [pa.array(ids, pa.int64()),
-                    combined.column(plan.order_columns[0]).take(start_row),
-                    combined.column(plan.order_columns[0]).take(end_row)]
-        names += ["match_id", "match_start", "match_end"]
-        for o in plan.outputs:
-            has = (lab_mask & self.label_bit[o.var]) != 0
-            r, rows = owner[has], entry_row[has]
-            cols = list(o.columns or plan.columns)
-            shown = combined.select(cols)
-            if o.many:  # each result's events in stream order
-                order = np.lexsort((rows, r))
-                taken = shown.take(rows[order])
-                structs = pa.StructArray.from_arrays([taken.column(c).combine_chunks() for c in cols], names=cols)
-                offsets = np.zeros(nres + 1, np.int32)
-                np.cumsum(np.bincount(r, minlength=nres), out=offsets[1:])
-                columns.append(pa.ListArray.from_arrays(pa.array(offsets), structs))
-            else:  # at most one event per result: one take, NULL where unbound
-                at = np.zeros(nres, np.int64)
-                at[r] = rows
-                missing = np.ones(nres, bool)
-                missing[r] = False
-                taken = shown.take(at)  # row 0 exists: every result has its end row
-                fields = [taken.column(c).combine_chunks() for c in cols]
-                columns.append(pa.StructArray.from_arrays(fields, names=cols, mask=pa.array(missing)))
-            names.append(o.name)
-        return pa.Table.from_arrays(columns, names=names)
-
-    def _match_ids(self, combined, end_row, start_row, owner, entry_row, lab_mask) -> np.ndarray:
-        # Spark leaves the source column out when the query has one source
-        src = (combined.column(SOURCE_COLUMN).to_numpy() if SOURCE_COLUMN in combined.column_names
-               else np.zeros(combined.num_rows, np.int64))
-        ordinal = combined.column(ORDINAL_COLUMN).to_numpy()
-        # one label entry per (entry, variable marked on it), variables by label bit
-        owners, variables, rows = [], [], []
-        for k, bit in enumerate(self.label_bit.values()):
-            has = (lab_mask & bit) != 0
-            owners.append(owner[has])
-            rows.append(entry_row[has])
-            variables.append(np.full(int(has.sum()), k, np.int64))
-        rows_all = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-        return match_ids(src[start_row], ordinal[start_row], src[end_row], ordinal[end_row],
-                         np.concatenate(owners) if owners else rows_all, np.concatenate(variables)
-                         if variables else rows_all, src[rows_all], ordinal[rows_all])
+        return output.build(plan, combined, output.ResultRows(end_row, start_row, owner, entry_row, lab_mask))
 
     def _empty(self, table: pa.Table) -> pa.Table:
         return self.output_schema(table.schema).empty_table()
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         """The result schema for input batches of ``schema``."""
-        plan = self.plan
-        fields = [schema.field(c) for c in plan.partition_columns]
-        order = schema.field(plan.order_columns[0]).type
-        fields += [pa.field("match_id", pa.int64()), pa.field("match_start", order), pa.field("match_end", order)]
-        for o in plan.outputs:
-            struct = pa.struct([schema.field(c) for c in (o.columns or plan.columns)])
-            fields.append(pa.field(o.name, pa.list_(struct) if o.many else struct))
-        return pa.schema(fields)
+        return output.schema(self.plan, schema)
 
 
 def _same_key(a: tuple, b: tuple) -> bool:
     """Partition keys equal, NaN equal to NaN (Spark groups NaNs together)."""
     return all(x == y or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
                for x, y in zip(a, b))
-
-
-def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
-    """``table.take(rows)`` as one chunk, for sorted ``rows``, touching only the record batches
-    that hold them: Arrow's take on a table of many chunks costs time in the number of chunks,
-    and the rows kept across batches (a whole substream without WITHIN) are many chunks."""
-    batches = table.to_batches()
-    if len(batches) <= 1:
-        return table.take(rows).combine_chunks()
-    bounds = np.cumsum([0] + [b.num_rows for b in batches])
-    which = np.searchsorted(bounds, rows, side="right") - 1
-    cuts = np.flatnonzero(np.diff(which)) + 1
-    parts = [batches[w[0]].take(pa.array(g - bounds[w[0]]))
-             for g, w in zip(np.split(rows, cuts), np.split(which, cuts)) if len(g)]
-    if not parts:
-        return table.schema.empty_table()
-    return pa.Table.from_batches(parts, schema=table.schema).combine_chunks()
-
-
-def _used_rows(n: int, *indexes: np.ndarray):
-    """The sorted distinct rows among ``indexes`` (rows of a table of ``n`` rows) and a function
-    renumbering rows into positions among them. A mask over the table when it is not much
-    larger than the indexes (no sort), else ``np.unique`` and a binary search."""
-    everything = np.concatenate(indexes)
-    if n <= 8 * len(everything):
-        mark = np.zeros(n, bool)
-        mark[everything] = True
-        position = np.cumsum(mark) - 1
-        return np.flatnonzero(mark), lambda x: position[x]
-    used = np.unique(everything)
-    return used, lambda x: np.searchsorted(used, x)

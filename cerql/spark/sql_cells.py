@@ -258,23 +258,28 @@ class CerqlFunction:
                 continue
             values = {f"{v}.{c}": pc.struct_field(out.column(EXPR_STRUCT_PREFIX + v), c) for v, c in o.expr_columns}
             for k, a in enumerate(o.aggregates):
-                hidden = out.column(EXPR_STRUCT_PREFIX + a.var).to_pylist()
-                values[f"{AGGREGATE_COLUMN}{k}"] = _aggregate_column(a, hidden)
+                values[f"{AGGREGATE_COLUMN}{k}"] = _aggregate_column(a, out.column(EXPR_STRUCT_PREFIX + a.var))
             columns.append(evaluate(o.expr, pa.table(values) if values else pa.table({"_": pa.nulls(n)})))
         yield from zip(*[c.to_pylist() for c in columns])
 
 
-def _aggregate_column(a, hidden: list) -> pa.Array:
+def _aggregate_column(a, hidden) -> pa.Array:
     """An aggregate's value per result row, from the hidden column of its variable's events (a
-    list of structs, or one struct or None), by the local engines' rules (cerql.exec.aggregate)."""
+    list of structs, or one nullable struct), by the local engines' rules, for all rows at once
+    (cerql.exec.aggregate.grouped)."""
     from cerql.exec import aggregate
 
-    out = []
-    for events in hidden:
-        events = events if a.many else ([] if events is None else [events])
-        column = None if a.column is None else [e[a.column] for e in events]
-        out.append(aggregate.value(a.kind, events, column))
-    return pa.array(out, a.type)
+    hidden = hidden.combine_chunks() if isinstance(hidden, pa.ChunkedArray) else hidden
+    if a.many:
+        counts = pc.fill_null(pc.list_value_length(hidden), 0).to_numpy(zero_copy_only=False)
+        events = pc.list_flatten(hidden)
+    else:
+        present = hidden.is_valid()
+        counts = present.to_numpy(zero_copy_only=False).astype(np.int64)
+        events = hidden.filter(present)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    column = None if a.column is None else pc.struct_field(events, a.column)
+    return aggregate.grouped(a.kind, offsets, column, a.type)
 
 
 def _local_is_utc() -> bool:

@@ -725,12 +725,14 @@ def test_variable_bound_once_on_each_or_branch_is_a_struct(engine):
     assert all(isinstance(v, dict) for v in df.x)
 
 
-def test_unbound_struct_is_none_and_unbound_list_is_empty(engine):
+def test_unbound_struct_is_null_and_unbound_list_is_empty(engine):
     df = run("SELECT * FROM s WHERE (A+ AS a) OR (B AS b) ORDER BY ts", engine, s=typed_stream("A B"))
-    rows = sorted(((len(a), b is None) for a, b in zip(df.a, df.b)))
+    rows = sorted(((len(a), b is pd.NA) for a, b in zip(df.a, df.b)))
     assert rows == [(0, False), (1, True)]
-    b_row = df[df.b.map(lambda v: v is not None)].iloc[0]
-    assert b_row.a == []
+    assert df.b.isna().tolist() == [b is pd.NA for b in df.b]
+    b_row = df[df.b.notna()].iloc[0]
+    assert list(b_row.a) == []
+    assert df.a.list.len().tolist() == [len(a) for a in df.a]
 
 
 def test_match_start_and_end_are_ordering_values_of_the_interval_ends(engine):

@@ -78,11 +78,11 @@ def keys(df: pd.DataFrame, partition=()) -> list[tuple]:
     skip = {"match_id", "match_start", "match_end", *partition}
     cols = [c for c in df.columns if c not in skip]
     out = []
-    for _, row in df.iterrows():
+    for row in df.to_dict("records"):  # cells as Python values: a list of dicts, a dict or None
         labels = []
         for c in cols:
             v = row[c]
-            events = [] if v is None else v if isinstance(v, list) else [v]
+            events = [] if v is None or v is pd.NA else v if isinstance(v, list) else [v]
             labels.append((c, tuple(e["ts"] for e in events)))
         out.append((tuple(row[c] for c in partition), int(row["match_start"]), int(row["match_end"]), tuple(labels)))
     return out

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import cerql
-from cerql.exec import driver, output, post_filter
+from cerql.exec import collect, driver, output, post_filter
 from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
 from cerql.exec.stream import build_stream
 from cerql.planner.resolve import resolve
@@ -36,11 +36,17 @@ def records(table_or_frame) -> list:
     return sorted(rows, key=lambda r: r["match_id"])
 
 
+def rendered(plan, stream, results) -> pa.Table:
+    """What cerql.run makes of an engine's results."""
+    rows = collect.from_results(results, stream, plan.automaton.labels)
+    return output.build(plan, stream.table, rows, order=True)
+
+
 def task_rows(text: str, df: pd.DataFrame, batch: int):
     table = pa.Table.from_pandas(df, preserve_index=False)
     plan = resolve(cerql.analyze(text), {"s": table.schema})
     stream = build_stream(plan, {"s": table})
-    expected = output.render(plan, stream, driver.evaluate(plan, stream))
+    expected = rendered(plan, stream, driver.evaluate(plan, stream))
     rows = stream.table.append_column(BITS_COLUMN, pa.array(driver.condition_bits(plan.automaton, stream)))
     task = MatchTask(plan)
     parts = [task.process(b) for b in rows.to_batches(max_chunksize=batch)]
@@ -92,7 +98,7 @@ def test_output_schema_matches_the_rows():
 
 
 def test_take_rows_reads_across_chunks_in_order():
-    from cerql.spark.arrow_task import take_rows
+    from cerql.exec.output import take_rows
 
     table = pa.concat_tables([pa.table({"x": list(range(i, i + 3))}) for i in range(0, 30, 3)])
     assert table.column("x").num_chunks == 10
@@ -119,7 +125,7 @@ def post_filtered_rows(text: str, df: pd.DataFrame, batch: int):
     plan = resolve(cerql.analyze(text), {"s": table.schema})
     assert plan.post_filters
     stream = build_stream(plan, {"s": table})
-    expected = output.render(plan, stream, post_filter.evaluate(plan, stream))
+    expected = rendered(plan, stream, post_filter.evaluate(plan, stream))
     rows = stream.table.append_column(BITS_COLUMN, pa.array(driver.condition_bits(plan.automaton, stream)))
     task = MatchTask(plan)
     parts, kept = [], []
