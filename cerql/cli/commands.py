@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 import cerql
 from cerql import errors
@@ -37,7 +38,7 @@ from cerql.spark.task_errors import first_line, task_error
 from cerql.cli import DEMO_ROWS
 from cerql.cli.runtime import parse_conf, progress, spark_session
 from cerql.cli.tables_io import (
-    CliError, OutputRefused, check_not_input, check_out, out_suffix, read_spark_table,
+    CliError, OutputRefused, check_not_input, check_out, out_suffix, plain_frame, read_spark_table,
     read_table, show_text, table_specs, write_result, write_spark_result,
 )
 
@@ -83,10 +84,11 @@ def local_options(conf: dict[str, str]) -> dict[str, int]:
 
 
 def evaluate(text: str, tables: dict[str, pd.DataFrame], engine: str | None,
-             conf: dict[str, str] | None = None) -> pd.DataFrame:
-    """Run a query over pandas tables on a local engine (``local`` or ``reference``); an unknown
-    engine is rejected by :func:`cerql.run` with a CeqlError naming the available ones."""
-    return cerql.run(text, tables, engine=engine, **local_options(conf or {}))
+             conf: dict[str, str] | None = None) -> pa.Table:
+    """Run a query over pandas tables on a local engine (``local`` or ``reference``), its result
+    as Arrow (written as it is, no pandas between); an unknown engine is rejected by
+    :func:`cerql.run` with a CeqlError naming the available ones."""
+    return cerql.run(text, tables, engine=engine, output="arrow", **local_options(conf or {}))
 
 
 def check_sources(analysis, names: list[str]) -> None:
@@ -162,7 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{len(result)} matches written to {out}")
     else:
         with pd.option_context("display.width", 0, "display.max_columns", None):
-            print(result.to_string(index=False))
+            print(plain_frame(result).to_string(index=False))
         print(f"({len(result)} matches)")
     return 0
 

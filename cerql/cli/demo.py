@@ -29,6 +29,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 import cerql
 from cerql import ast
@@ -308,16 +309,14 @@ def spark_tables(spark, tables: Mapping[str, pd.DataFrame]) -> dict:
     >>> frames["stock"].schema.simpleString()  # doctest: +SKIP
     'struct<type:string,name:string,price:double,volume:bigint,ts:timestamp>'
     """
-    import pyarrow as pa
-
     return {name: spark.createDataFrame(pa.Table.from_pandas(df, preserve_index=False))
             for name, df in tables.items()}
 
 
 def _first_matches(table, limit: int) -> pd.DataFrame:
-    """The first ``limit`` rows of a Spark result in the order of DESIGN.md 4.6 (partition
-    columns, match_end, match_start, match_id), the order the local engine returns, as the
-    plain Python values (dicts, lists of dicts) the local engine's rows hold."""
+    """The first ``limit`` rows of a result (either engine's, as Arrow) in the order of DESIGN.md
+    4.6 (partition columns, match_end, match_start, match_id), as plain Python values (dicts,
+    lists of dicts)."""
     names = table.column_names
     keys = names[: names.index("match_id")] + ["match_end", "match_start", "match_id"]
     first = table.sort_by([(k, "ascending") for k in keys]).slice(0, limit)
@@ -325,11 +324,11 @@ def _first_matches(table, limit: int) -> pd.DataFrame:
 
 
 def _evaluate(text: str, used: Mapping[str, pd.DataFrame], engine: str, spark, frames,
-              progress) -> tuple[int, pd.DataFrame]:
-    """(number of matches, result rows that include the first ones) of one demo query."""
+              progress) -> tuple[int, pa.Table]:
+    """(number of matches, the result as Arrow) of one demo query."""
     if spark is None:
-        result = cerql.run(text, dict(used), engine=engine)
-        return len(result), result
+        result = cerql.run(text, dict(used), engine=engine, output="arrow")
+        return result.num_rows, result
     from pyspark.errors import PySparkException
 
     from cerql.spark.task_errors import first_line, task_error
@@ -456,8 +455,7 @@ def _run_demo(out, n_rows, engine, show, directory, spark, progress) -> list[dic
         seconds = time.perf_counter() - started
         rows_in = sum(len(t) for t in used.values())
         if show and matches:
-            first = result.head(show) if isinstance(result, pd.DataFrame) else _first_matches(result, show)
-            out(_show(first, show))
+            out(_show(_first_matches(result, show), show))
         summaries.append({"query": name, "rows_in": rows_in, "matches": matches,
                           "seconds": seconds, "error": None})
         out(f"-- {name}: {rows_in} rows in, {matches} matches out, {seconds:.2f} s")

@@ -52,6 +52,7 @@ import uuid
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 from cerql.spark.task_errors import first_line
 
@@ -405,12 +406,15 @@ def _delete_partial(written: Path) -> None:
         written.unlink()
 
 
-def _write_local(result: pd.DataFrame, path: Path, suffix: str) -> None:
+def _write_local(result: pa.Table, path: Path, suffix: str) -> None:
     """One local result file at ``path`` in the format ``suffix`` names."""
     if suffix == ".parquet":
-        result.to_parquet(path, index=False)
-    elif suffix == ".csv":
-        flat = result.copy()
+        import pyarrow.parquet as pq
+
+        pq.write_table(result, path)
+        return
+    flat = plain_frame(result)
+    if suffix == ".csv":
         for column in flat.columns:
             if flat[column].map(lambda v: isinstance(v, (list, dict))).any():
                 flat[column] = flat[column].map(
@@ -418,19 +422,29 @@ def _write_local(result: pd.DataFrame, path: Path, suffix: str) -> None:
         flat.to_csv(path, index=False)
     else:
         with path.open("w", encoding="utf-8") as f:
-            for record in result.to_dict("records"):
+            for record in flat.to_dict("records"):
                 plain = {k: _plain(v) for k, v in record.items()}
                 f.write(json.dumps(plain, default=_json_value) + "\n")
 
 
-def write_result(result: pd.DataFrame, path: Path) -> None:
+def plain_frame(result: pa.Table) -> pd.DataFrame:
+    """A local result as pandas with nested cells (variables) as Python dicts and lists, what
+    the CSV and JSON writers and the console print."""
+    frame = result.to_pandas()
+    for name, column in zip(result.column_names, result.columns):
+        if pa.types.is_nested(column.type):
+            frame[name] = pd.Series(column.to_pylist(), index=frame.index, dtype=object)
+    return frame
+
+
+def write_result(result: pa.Table, path: Path) -> None:
     """Write a local engine's result to ``.parquet``, ``.csv`` or ``.json`` (one file each;
     formats in the module docstring), under a hidden name first and then moved to ``path``.
 
     Parameters
     ----------
-    result : pandas.DataFrame
-        What :func:`cerql.run` returned.
+    result : pyarrow.Table
+        What :func:`cerql.run` returned with ``output="arrow"``.
     path : pathlib.Path
         The output file, checked by :func:`check_out`; its suffix picks the format.
     """
