@@ -12,6 +12,13 @@ once for all of them:
   needed (every gap of a pattern without `:`, `:+`, STRICT or `n EVENTS` admits any number of
   events) and the results do not change when it is gone.
 
+A query that counts positions cannot forget such a row, but it can forget its content: the row
+only moves every run along the TRUE gaps (an *inert* event). :func:`inert_steps` says how many
+inert events in a row have the effect of any longer run of them, so Spark drops the inert rows
+before they reach Python, sends each kept row's position in its substream, and the task puts
+back at most that many inert events per gap (``cerql.spark.arrow_task``);
+:func:`gap_masks` says when this applies.
+
 Label bits: bit 0 of a label is START, bit k + 1 the k-th selected variable
 (``cerql.exec.automaton``); :func:`label_bits` is that map.
 """
@@ -35,3 +42,42 @@ def firing_masks(plan) -> list[int] | None:
 def label_bits(labels: Iterable[str]) -> dict[str, int]:
     """``{variable: its label bit}`` for the selected variables in ``labels`` order."""
     return {v: 1 << (k + 1) for k, v in enumerate(labels)}
+
+
+def inert_steps(automaton) -> int | None:
+    """The least k >= 1 such that k inert events in a row leave every run where any longer
+    run of them does (the TRUE steps reach a fixed point after k), or None when they never do
+    (a cycle of TRUE steps) or when a TRUE step can end a match (an inert event would then
+    have results). An inert event moves a set of automaton states to the targets of their
+    TRUE transitions; that map is a union over states, so checking single states suffices."""
+    true = {}
+    for t in automaton.transitions:
+        if not t.required:
+            true.setdefault(t.source, set()).add(t.target)
+    if any(automaton.final & targets for targets in true.values()):
+        return None
+
+    def step(states: frozenset) -> frozenset:
+        return frozenset(x for q in states for x in true.get(q, ()))
+
+    worst = 1
+    for q in range(automaton.n_states):
+        seen = [frozenset({q})]
+        while True:
+            nxt = step(seen[-1])
+            if nxt == seen[-1]:
+                worst = max(worst, len(seen) - 1)
+                break
+            if nxt in seen:  # a cycle: never settles
+                return None
+            seen.append(nxt)
+    return worst
+
+
+def gap_masks(plan) -> list[int] | None:
+    """For a query that counts positions: the condition sets a kept row must have every bit of
+    one of (as :func:`firing_masks`), when the other rows can be replaced by the gaps between
+    positions (:func:`inert_steps`); else None."""
+    if not plan.uses_positions or inert_steps(plan.automaton) is None:
+        return None
+    return plan.automaton.firing_masks()

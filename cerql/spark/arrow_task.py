@@ -4,7 +4,9 @@ Input: a :class:`cerql.plan.TaskPlan` (spark/lower.py ``task_plan``) and, batch 
 the rows of one task in evaluation order (partition key, ordering columns, source, ordinal),
 each row with the stream columns,
 ``__cerql_source`` (optional with one source), ``__cerql_ordinal`` and its condition bits in ``__cerql_bits`` (bit k set when
-the row satisfies ``plan.automaton.conditions[k]``). Output: per batch, an Arrow table of the
+the row satisfies ``plan.automaton.conditions[k]``), and, when Spark dropped the inert rows of a
+query that counts positions (``cerql.exec.bits.gap_masks``), each row's position in its
+substream in ``__cerql_pos``. Output: per batch, an Arrow table of the
 results that end in it, in the output schema of DESIGN.md section 5, without SELECT expressions
 (the caller evaluates them on the result, as Spark does).
 
@@ -13,6 +15,13 @@ reports positions within substreams; the task maps them to rows of the current b
 rows it kept from earlier batches. It keeps only the rows a later result can still reference:
 those of the current substream from the window edge on (and after the last consumed position),
 so memory is bounded by the window, not by the partition (DESIGN.md 6.2).
+
+Gaps: where positions jump over dropped rows, the task puts back at most
+``cerql.exec.bits.inert_steps`` inert events (copies of the next row with no condition bit,
+valued at the last skipped positions), which move the runs as the whole gap would: a run that
+needs contiguity dies, STRICT sees the gap, an ``n EVENTS`` window measures the real positions.
+The kernel's positions then count the events it was given, which keep the order and the gaps,
+and the window is measured on the real positions as values.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ import pyarrow.compute as pc
 
 from cerql import ast
 from cerql.exec import kernel
-from cerql.exec.bits import label_bits
+from cerql.exec.bits import inert_steps, label_bits
 from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec import output
 from cerql.exec.post_filter import CandidateFilter, group_by_substream, prune
@@ -34,6 +43,7 @@ from cerql.exec.stream import window_values
 from cerql.plan import TaskPlan
 
 BITS_COLUMN = "__cerql_bits"
+POSITION_COLUMN = "__cerql_pos"  # a row's position in its substream, when Spark dropped inert rows
 RISING_COLUMN = "__cerql_rising"  # the sums known to rise over the whole input (RegisterSpec.rise)
 
 
@@ -55,6 +65,9 @@ class MatchTask:
         # post-filtered plans: the candidates' check, and the number of substreams begun so far
         self.check = CandidateFilter(plan) if plan.post_filters else None
         self.substreams = 0
+        self.gap_fill = inert_steps(plan.automaton)  # inert events put back per gap, when gaps come
+        self.filled = False                          # the batches come with positions (and gaps)
+        self.last_pos = -1                           # real position of the last row seen
 
     # -- substreams
     def _starts(self, table: pa.Table) -> np.ndarray:
@@ -85,6 +98,9 @@ class MatchTask:
             return self._empty(table)
         plan = self.plan
         starts = self._starts(table)
+        if POSITION_COLUMN in table.column_names:
+            table, starts = self._fill_gaps(table, starts)
+            n = table.num_rows
         idx = np.arange(n)
         sub_start = np.maximum.accumulate(np.where(starts, idx, -1))  # batch row of the substream start
         positions = np.where(sub_start < 0, self.next_pos + idx, idx - sub_start)
@@ -167,16 +183,50 @@ class MatchTask:
 
     def _values(self, table: pa.Table, positions: np.ndarray) -> np.ndarray:
         w = self.plan.window
+        if self.filled and (w is None or w.kind == "events"):  # the real positions
+            return table.column(POSITION_COLUMN).to_numpy().astype(np.int64)
         if w is None or w.kind == "events":
             return positions.astype(np.int64)
         return window_values(self.plan, table)
+
+    # -- the gaps Spark left where it dropped inert rows
+    def _fill_gaps(self, table: pa.Table, starts: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+        """The batch with up to ``gap_fill`` inert events before each row whose position is
+        not the one after the last (see module docstring), and where substreams start."""
+        if self.gap_fill is None:
+            raise ValueError("positions were sent for a query whose gaps cannot be filled (bits.gap_masks)")
+        self.filled = True
+        pos = table.column(POSITION_COLUMN).to_numpy().astype(np.int64)
+        before = np.empty_like(pos)
+        before[0] = -1 if starts[0] else self.last_pos
+        before[1:] = pos[:-1]
+        before[starts] = -1
+        self.last_pos = int(pos[-1])
+        fill = np.minimum(pos - before - 1, self.gap_fill)
+        if not fill.any():
+            return table, starts
+        count = fill + 1
+        rows = np.repeat(np.arange(len(pos)), count)
+        group_end = np.cumsum(count)
+        offset = np.arange(len(rows)) - np.repeat(group_end - 1, count)  # -fill..0 in a group
+        inert = offset < 0
+        filled = table.take(rows)
+        bits = filled.column(BITS_COLUMN)
+        filled = filled.set_column(filled.column_names.index(BITS_COLUMN), BITS_COLUMN,
+                                   pc.if_else(pa.array(inert), pa.scalar(0, bits.type), bits))
+        filled = filled.set_column(filled.column_names.index(POSITION_COLUMN), POSITION_COLUMN,
+                                   pa.array(pos[rows] + offset).cast(table.schema.field(POSITION_COLUMN).type))
+        new_starts = np.zeros(len(rows), bool)
+        new_starts[(group_end - count)[starts]] = True
+        return filled, new_starts
 
     # -- rows kept for later batches
     def _keep(self, table, combined, n_kept, starts, sub_start, values) -> None:
         n = table.num_rows
         last_start = sub_start[n - 1]
         w = self.plan.window
-        measured = w is not None and w.kind != "events"  # the window edge is found on values
+        # the window edge is found on values (real positions, when there are gaps)
+        measured = w is not None and (w.kind != "events" or self.filled)
         if last_start >= 0:  # the last substream began in this batch
             rows = table.slice(last_start)
             vals = values[last_start:]

@@ -41,8 +41,8 @@ from cerql.errors import UnsupportedError
 from cerql.exec.driver import RegisterSpec
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan, TaskPlan
 from cerql.planner import aggregates
-from cerql.exec.bits import firing_masks, non_null_columns
-from cerql.spark.arrow_task import BITS_COLUMN, RISING_COLUMN
+from cerql.exec.bits import firing_masks, gap_masks, non_null_columns
+from cerql.spark.arrow_task import BITS_COLUMN, POSITION_COLUMN, RISING_COLUMN
 from cerql.spark.patch import is_connect
 
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
@@ -219,6 +219,12 @@ def _signed(mask: int) -> int:
     return mask - (1 << 64) if mask >= 1 << 63 else mask
 
 
+def _fires(F, masks: list[int]):
+    """Whether a row's bits hold every bit of one of ``masks``."""
+    fires = [F.col(BITS_COLUMN).bitwiseAND(F.lit(_signed(m))) == F.lit(_signed(m)) for m in masks]
+    return reduce(lambda a, b: a | b, fires) if fires else F.lit(False)
+
+
 def kept_rows(plan: QueryPlan, stream):
     """Drop rows that take part in no match, by the rule of ``cerql.exec.bits`` (the local
     engine's, in Spark columns): a NULL in one of its ``non_null_columns``; and, unless the
@@ -230,9 +236,30 @@ def kept_rows(plan: QueryPlan, stream):
     keep = reduce(lambda a, b: a & b, [F.col(hidden[c]).isNotNull() for c in non_null_columns(plan)])
     masks = firing_masks(plan)
     if masks is not None:
-        fires = [F.col(BITS_COLUMN).bitwiseAND(F.lit(_signed(m))) == F.lit(_signed(m)) for m in masks]
-        keep = keep & (reduce(lambda a, b: a | b, fires) if fires else F.lit(False))
+        keep = keep & _fires(F, masks)
     return stream.filter(keep)
+
+
+def positioned_rows(plan: QueryPlan, stream, keys: list, order: list):
+    """For a query that counts positions (``cerql.exec.bits.gap_masks``): each row's position
+    in its substream, on the JVM, then only the rows that can fire a transition, in the
+    evaluation order. The task puts the inert rows back as gaps (spark/arrow_task.py), so they
+    never cross to Python. With keys the position is a ``row_number`` over them, whose shuffle
+    and sort are the ones the task needs; without keys the stream is one sorted partition, where
+    ``monotonically_increasing_id`` counts the rows in order (a window without keys would do the
+    same and warn that it moves every row to one partition)."""
+    F = functions_for(stream)
+    if keys:
+        if is_connect(stream):
+            from pyspark.sql.connect.window import Window
+        else:
+            from pyspark.sql.window import Window
+        window = Window.partitionBy(*keys).orderBy(*order[len(keys):])
+        stream = stream.withColumn(POSITION_COLUMN, F.row_number().over(window) - F.lit(1))
+    else:
+        stream = stream.repartition(1).sortWithinPartitions(*order)
+        stream = stream.withColumn(POSITION_COLUMN, F.monotonically_increasing_id())
+    return stream.filter(_fires(F, gap_masks(plan)))
 
 
 def with_rising_sums(plan: QueryPlan, stream):
@@ -350,8 +377,12 @@ def lower(plan: QueryPlan, frames: Mapping):
     keep = shuffled_columns(plan)
     stream = stream.select(*[F.col(hidden[c]) for c in keep], *[F.col(c) for c in ties + [BITS_COLUMN] + extra])
     keys = [F.col(hidden[c]) for c in plan.substream_columns]
-    stream = stream.repartition(*keys) if keys else stream.repartition(1)
     order = [F.col(hidden[c]) for c in plan.substream_columns + plan.order_columns] + [F.col(c) for c in ties]
+    if gap_masks(plan) is not None:  # the window shuffles by the keys and sorts; the sort below is a no-op
+        stream = positioned_rows(plan, stream, keys, order)
+        extra.append(POSITION_COLUMN)
+    else:
+        stream = stream.repartition(*keys) if keys else stream.repartition(1)
     stream = stream.sortWithinPartitions(*order)
     task = task_plan(plan)
     names = keep + ties + [BITS_COLUMN] + extra

@@ -23,7 +23,7 @@ from cerql import ast
 from cerql.errors import MAX_MATCHES_CONF, AnalysisError, CeqlError, start_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze, check_view
-from cerql.exec.bits import firing_masks
+from cerql.exec.bits import firing_masks, gap_masks
 from cerql.spark.lower import arrow_schema, lower
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
@@ -108,10 +108,13 @@ def describe_on_spark(plan: QueryPlan, df) -> str:
     lines.append(f"  partition by: {', '.join(plan.substream_columns) or '(none: one ordered partition)'}{hidden}")
     for k, cond in enumerate(plan.automaton.conditions):
         lines.append(f"  bit {k}: {cond if isinstance(cond, str) else 'atom ' + str(cond)}")
-    masks = firing_masks(plan)
-    fires = " or ".join("{" + ", ".join(f"bit {k}" for k in range(64) if m >> k & 1) + "}" for m in masks or [])
+    masks, gaps = firing_masks(plan), gap_masks(plan)
+    fires = " or ".join("{" + ", ".join(f"bit {k}" for k in range(64) if m >> k & 1) + "}"
+                        for m in (masks if masks is not None else gaps) or [])
+    if gaps is not None:
+        fires += " after the shuffle, each with its position in its substream (the query counts positions)"
     lines.append("  rows kept: ordering value and partition keys not NULL"
-                 + (f", and all bits of one of {fires}" if masks is not None else ""))
+                 + (f", and all bits of one of {fires}" if masks is not None or gaps is not None else ""))
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         df.explain()
