@@ -9,7 +9,7 @@ and the engines that make Result values work per result in Python.
 
 Why: ``cerql.run`` returns every result as one pandas DataFrame in memory. A query with many
 results (``A ; B`` without a window has a quadratic number) would otherwise grow until the
-process is killed (about 1.4 KB per result today). So results past ``max_output_rows``
+process is killed (about 0.5 KB per result for three one-event variables of five columns). So results past ``max_output_rows``
 (``cerql.maxOutputRows``, default 1 000 000) fail the query
 with TOO_MANY_OUTPUT_ROWS, a CeqlError that says what to do. With LIMIT n only results that can
 still be among the first n (DESIGN.md 4.6: PARTITION BY columns, match_end, match_start,
