@@ -4,25 +4,31 @@ What: two generated streams (``streams.py``: seed 001's stock trades with ``ts``
 and smart-plug loads shaped like its DEBS 2014 house) and seed 001's families (``cases.py``):
 sequences of length 3-6, windows of 10^2-10^5, 10^2-10^6 results, a query with no output, its
 Q1-Q7 (filters, PARTITION BY, disjunction, Kleene), the selection strategies and CONSUME BY ANY,
-contiguous sequences, and its smart-home queries. Each runs on up to four engines:
+contiguous sequences, its smart-home queries, and issue 17's three-ticker query with ~6 * 10^5
+results. Each runs on up to five engines:
 
-- ``local``: cerql's kernel in this process (``cerql_engines.run_local``), the baseline;
-- ``spark``: ``cerql.cer_sql`` on a local Spark session over Parquet (``cerql_engines.SparkEngine``);
+- ``run``: ``cerql.run`` in this process, pandas in and out (``cerql_engines.run_public``): the
+  user's call end to end, the baseline every other engine is a multiple of;
+- ``local``: cerql's kernel alone in this process (``cerql_engines.run_local``: build_stream +
+  match_arrays, no result table), kept as a diagnosis of where cerql.run's time goes;
+- ``spark``: ``cerql.cer_sql`` on a local Spark session over Parquet, written to the ``noop`` sink
+  (``cerql_engines.SparkEngine``);
 - ``core``: CORE, seed 001's engine (``pycer`` 0.1.6 in its own Python 3.13 venv, ``core_engine.py``);
 - ``flink``: Flink SQL MATCH_RECOGNIZE (PyFlink 2.3 in its own venv, ``flink_engine.py``), on
   the contiguous queries only.
 
 Printed per query: events, cerql's result count, each engine's wall seconds (Spark, CORE and
 Flink less their fixed cost per job: the same query on an empty stream), its time as a multiple
-of cerql local's from the same run (``x``: above 1 is slower), and whether its count agrees. Then
-a summary per engine. The smallest examples of where the engines' semantics differ are run first
+of cerql.run's from the same run (``x``: above 1 is slower; CORE also as a multiple of the
+kernel's, ``xk``), and whether its count agrees. Then a summary per engine against cerql.run and
+against the kernel, and CORE's multiple of cerql.run per family. The smallest examples of where the engines' semantics differ are run first
 (``differences.py``). An engine that cannot be installed is reported and left out.
 
 A script, not a test (STYLE.md 12). ``--plots DIR`` writes the PNGs of docs/benchmarks.md.
 
     .venv/bin/python benchmarks/peers/bench_peers.py --quick              # 100k rows, ~2 min
     .venv/bin/python benchmarks/peers/bench_peers.py --json /tmp/peers.json --plots docs/img
-    .venv/bin/python benchmarks/peers/bench_peers.py --family ops --engine local --engine core
+    .venv/bin/python benchmarks/peers/bench_peers.py --family ops --engine core
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -45,10 +52,13 @@ import flink_engine  # noqa: E402
 import streams  # noqa: E402
 from bench_kernel import machine  # noqa: E402
 
-ENGINES = ("local", "spark", "core", "flink")
-LABELS = {"local": cerql_engines.LOCAL_LABEL, "spark": cerql_engines.SPARK_LABEL, "core": core_engine.LABEL,
-          "flink": flink_engine.LABEL}
-SHORT = {"local": "cerql", "spark": "Spark", "core": "CORE", "flink": "Flink"}
+ENGINES = ("run", "local", "spark", "core", "flink")
+PEERS = ENGINES[2:]  # the engines --engine chooses from; cerql.run and the kernel always run
+BASE = "run"  # every ratio's denominator: the user's call
+KERNEL = "local"  # the diagnosis: every ratio again against the kernel alone
+LABELS = {"run": cerql_engines.RUN_LABEL, "local": cerql_engines.LOCAL_LABEL, "spark": cerql_engines.SPARK_LABEL,
+          "core": core_engine.LABEL, "flink": flink_engine.LABEL}
+SHORT = {"run": "cerql.run", "local": "kernel", "spark": "Spark", "core": "CORE", "flink": "Flink"}
 
 
 def _say(line: str) -> None:
@@ -90,13 +100,16 @@ def run_external(name: str, runner, py: str, cache: Path, selected, tables, repe
 
 # ------------------------------------------------------------------------------------- records
 def record(case, events: int, runs: dict[str, dict]) -> dict:
-    """One case's report entry: every engine's count, seconds, events/s, ratio and agreement.
-    A run that took no longer than its fixed cost (``seconds`` None) has no throughput or ratio."""
-    base = runs["local"]
+    """One case's report entry: every engine's count, seconds, events/s, ratios and agreement.
+    ``ratio`` is the engine's seconds / cerql.run's, ``ratio_kernel`` / the kernel's. A run that
+    took no longer than its fixed cost (``seconds`` None) has no throughput or ratio."""
+    base, kernel = runs[BASE], runs[KERNEL]
     for engine, r in runs.items():
         r["events_per_s"] = None if r["seconds"] is None else events / max(r["seconds"], 1e-9)
-        if engine != "local":
+        if engine != BASE:
             r["ratio"] = None if r["seconds"] is None else r["seconds"] / base["seconds"]
+            if engine != KERNEL:
+                r["ratio_kernel"] = None if r["seconds"] is None else r["seconds"] / kernel["seconds"]
             comparable = not (engine == "core" and case.core_differs)
             r["agree"] = (r["count"] == base["count"]) if comparable else None
     queries = {"cerql": case.cerql, "core": case.core, "flink": case.flink}
@@ -119,10 +132,10 @@ def external_run(got: dict | None) -> dict | None:
             **({"cpu_seconds": got["cpu_seconds"]} if "cpu_seconds" in got else {})}
 
 
-def _x(r: dict | None) -> str:
-    if r is None or r["ratio"] is None:
+def _x(r: dict | None, key: str = "ratio") -> str:
+    if r is None or r.get(key) is None:
         return "-"
-    return f"{r['ratio']:.1f}" if r["ratio"] >= 10 else f"{r['ratio']:.2f}"
+    return f"{r[key]:.1f}" if r[key] >= 10 else f"{r[key]:.2f}"
 
 
 def _s(r: dict | None) -> str:
@@ -131,7 +144,7 @@ def _s(r: dict | None) -> str:
 
 def _agreement(rec: dict) -> str:
     marks = []
-    for engine in ("spark", "core", "flink"):
+    for engine in ("local",) + PEERS:
         r = rec["runs"].get(engine)
         if r is not None:
             marks.append(SHORT[engine] + ("=" if r["agree"] else "~" if r["agree"] is None else "!=")
@@ -139,34 +152,47 @@ def _agreement(rec: dict) -> str:
     return " ".join(marks)
 
 
-HEAD = (f"{'family':<14}{'case':<17}{'x':>7}{'results':>9}{'cerql s':>9}{'cerql ev/s':>11}"
-        f"{'Spark s':>9}{'x':>7}{'CORE s':>9}{'x':>7}{'Flink s':>9}{'x':>7}  counts")
+HEAD = (f"{'family':<14}{'case':<17}{'x':>7}{'results':>9}{'run s':>8}{'run ev/s':>9}{'kern s':>8}{'x':>6}"
+        f"{'Spark s':>8}{'x':>6}{'CORE s':>8}{'x':>6}{'xk':>6}{'Flink s':>8}{'x':>6}  counts")
 
 
 def print_record(rec: dict) -> None:
     r = rec["runs"]
     x = "" if rec["x"] is None else f"{rec['x']:g}"
-    _say(f"{rec['family']:<14}{rec['name'][:16]:<17}{x:>7}{r['local']['count']:>9}{r['local']['seconds']:>9.3f}"
-         f"{r['local']['events_per_s'] / 1e6:>10.1f}M{_s(r.get('spark')):>9}{_x(r.get('spark')):>7}"
-         f"{_s(r.get('core')):>9}{_x(r.get('core')):>7}{_s(r.get('flink')):>9}{_x(r.get('flink')):>7}  "
-         f"{_agreement(rec)}")
+    _say(f"{rec['family']:<14}{rec['name'][:16]:<17}{x:>7}{r[BASE]['count']:>9}{r[BASE]['seconds']:>8.3f}"
+         f"{r[BASE]['events_per_s'] / 1e6:>8.1f}M{_s(r[KERNEL]):>8}{_x(r[KERNEL]):>6}"
+         f"{_s(r.get('spark')):>8}{_x(r.get('spark')):>6}{_s(r.get('core')):>8}{_x(r.get('core')):>6}"
+         f"{_x(r.get('core'), 'ratio_kernel'):>6}{_s(r.get('flink')):>8}{_x(r.get('flink')):>6}  {_agreement(rec)}")
+
+
+def _spread(ratios: list[float]) -> str:
+    ratios = sorted(ratios)
+    return f"{ratios[0]:.2f}x-{ratios[-1]:.1f}x (median {statistics.median(ratios):.1f}x)"
 
 
 def summary(records: list[dict]) -> None:
-    for engine in ("spark", "core", "flink"):
+    for engine in ("local",) + PEERS:
         ran = [rec for rec in records if engine in rec["runs"]]
         if not ran:
             continue
-        ratios = sorted(rec["runs"][engine]["ratio"] for rec in ran if rec["runs"][engine]["ratio"] is not None)
+        ratios = [rec["runs"][engine]["ratio"] for rec in ran if rec["runs"][engine]["ratio"] is not None]
+        kernel = [rec["runs"][engine]["ratio_kernel"] for rec in ran
+                  if rec["runs"][engine].get("ratio_kernel") is not None]
         compared = [rec for rec in ran if rec["runs"][engine]["agree"] is not None]
         bad = [rec["family"] + "/" + rec["name"] for rec in compared if not rec["runs"][engine]["agree"]]
-        timed = (f"{ratios[0]:.2f}x-{ratios[-1]:.1f}x cerql local's time (median {ratios[len(ratios) // 2]:.1f}x)"
+        timed = (f"{_spread(ratios)} cerql.run's time" + (f", {_spread(kernel)} the kernel's" if kernel else "")
                  if ratios else "no time above its fixed cost")
         fixed = len(ran) - len(ratios)
         _say(f"# {SHORT[engine]}: {len(ran)} queries, {timed}"
              + (f", {fixed} within its fixed cost" if fixed else "")
              + f"; counts agree on {len(compared) - len(bad)} of {len(compared)} comparable"
              + (f", differ on {', '.join(bad)}" if bad else ""))
+    for engine in ("core", "flink"):
+        for family in dict.fromkeys(rec["family"] for rec in records):
+            ratios = [rec["runs"][engine]["ratio"] for rec in records if rec["family"] == family
+                      and engine in rec["runs"] and rec["runs"][engine]["ratio"] is not None]
+            if ratios:
+                _say(f"#   {SHORT[engine]} / cerql.run on {family}: {_spread(ratios)}")
 
 
 # ----------------------------------------------------------------------------------------- main
@@ -177,8 +203,8 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true", help="100k rows, one run each")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--family", action="append", choices=case_defs.FAMILIES, help="only these families (repeatable)")
-    ap.add_argument("--engine", action="append", choices=ENGINES[1:],
-                    help="only these engines besides cerql local (repeatable; default all)")
+    ap.add_argument("--engine", action="append", choices=PEERS,
+                    help="only these engines besides cerql.run and the kernel (repeatable; default all)")
     ap.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "cerql-peers"),
                     help="where the CORE and Flink venvs, scratch CSVs and Parquet go (default $TMPDIR/cerql-peers)")
     ap.add_argument("--core-python", help="a CPython 3.13 to build CORE's venv with (default: python3.13 on PATH, "
@@ -196,7 +222,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     rows = args.rows or (100_000 if args.quick else 1_000_000)
     repeat = args.repeat or (1 if args.quick else 3)
-    wanted = set(args.engine or ENGINES[1:])
+    wanted = set(args.engine or PEERS)
     cache = Path(args.cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     info = machine()
@@ -211,9 +237,15 @@ def main(argv=None) -> int:
         _say(line)
 
     _say(f"# {rows:,} events per stream, best of {repeat}; wall seconds")
-    cerql_engines.run_local(selected[0].cerql, selected[0].domain, tables[selected[0].domain].slice(0, 10_000), 1)
-    runs = {c.key: {"local": dict(zip(("count", "seconds"), cerql_engines.run_local(
-        c.cerql, c.domain, tables[c.domain], repeat)))} for c in selected}
+    frames = {d: t.to_pandas() for d, t in tables.items()}  # the user's input: pandas, as cerql.run takes it
+    first = selected[0]
+    cerql_engines.run_local(first.cerql, first.domain, tables[first.domain].slice(0, 10_000), 1)
+    cerql_engines.run_public(first.cerql, first.domain, frames[first.domain].head(10_000), 1)
+    runs = {}
+    for c in selected:  # cerql.run and the kernel side by side, so that load hits both alike
+        public = cerql_engines.run_public(c.cerql, c.domain, frames[c.domain], repeat)
+        kernel = cerql_engines.run_local(c.cerql, c.domain, tables[c.domain], repeat)
+        runs[c.key] = {BASE: dict(zip(("count", "seconds"), public)), KERNEL: dict(zip(("count", "seconds"), kernel))}
     if "spark" in wanted:
         t0 = time.perf_counter()
         with cerql_engines.SparkEngine(tables, cache / "parquet") as spark:
@@ -240,13 +272,15 @@ def main(argv=None) -> int:
     for rec in records:
         print_record(rec)
     summary(records)
-    _say("# x = engine s / cerql local s (Spark, CORE, Flink: less the same run on an empty stream; "
-         "'fixed': within 10 % of that cost, no figure); counts: = agree, !=n differs (n), ~ not comparable "
-         "(CORE ignores selection strategies)")
+    _say("# x = engine s / cerql.run s, xk = engine s / kernel s (Spark, CORE, Flink: less the same run on an "
+         "empty stream; 'fixed': within 10 % of that cost, no figure); counts against cerql.run's: = agree, "
+         "!=n differs (n), ~ not comparable (CORE ignores selection strategies)")
     report = {"machine": info, "command": " ".join([sys.executable] + sys.argv),
               "rows": {d: t.num_rows for d, t in tables.items()}, "repeat": repeat,
               "seed": args.seed,
-              "engines": {"local": {"label": LABELS["local"], "available": True},
+              "baseline": BASE,
+              "engines": {BASE: {"label": LABELS[BASE], "available": True},
+                          KERNEL: {"label": LABELS[KERNEL], "available": True},
                           "spark": {"label": LABELS["spark"], "available": "spark" in wanted},
                           **{n: {"label": LABELS[n], "available": n in pythons, **e} for n, e in external.items()}},
               "cases": records}

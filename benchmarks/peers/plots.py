@@ -34,12 +34,13 @@ DPI = 150
 
 # Okabe-Ito colours (readable by colour-blind readers and in greyscale by marker).
 STYLE = {
-    "local": ("#0072B2", "o"),
+    "run": ("#0072B2", "o"),
+    "local": ("#56B4E9", "P"),
     "spark": ("#E69F00", "s"),
     "core": ("#009E73", "^"),
     "flink": ("#CC79A7", "D"),
 }
-SPARE = [("#D55E00", "v"), ("#56B4E9", "P"), ("#F0E442", "X"), ("#000000", "*")]
+SPARE = [("#D55E00", "v"), ("#F0E442", "X"), ("#000000", "*")]
 
 
 # --- report access -----------------------------------------------------------------------------
@@ -57,15 +58,20 @@ def eps(case: dict, engine: str) -> float | None:
     return value if value and value > 0 else None
 
 
-def ratio(case: dict, engine: str) -> float | None:
-    """The engine's seconds / local's seconds; recomputed when the producer left "ratio" out."""
+def baseline(report: dict) -> str:
+    """The engine every ratio is against: cerql.run's ("run"); "local" in reports before it ran."""
+    return report.get("baseline", "local")
+
+
+def ratio(case: dict, engine: str, base: str = "local") -> float | None:
+    """The engine's seconds / the baseline's; recomputed when the producer left "ratio" out."""
     runs = case.get("runs", {})
-    if engine not in runs or engine == "local":
+    if engine not in runs or engine == base:
         return None
     if runs[engine].get("ratio") is not None:
         return runs[engine]["ratio"]
-    mine, base = runs[engine].get("seconds"), runs.get("local", {}).get("seconds")
-    return mine / base if mine and base else None
+    mine, base_s = runs[engine].get("seconds"), runs.get(base, {}).get("seconds")
+    return mine / base_s if mine and base_s else None
 
 
 def engines_in(report: dict, cases: list[dict]) -> list[str]:
@@ -285,7 +291,7 @@ def draw_bars(ax, report: dict, cases: list[dict], engines: list[str]) -> None:
             if not value:
                 continue
             ax.bar(j + offset, value, width * 0.92, color=colour)
-            r = ratio(case, e)
+            r = ratio(case, e, baseline(report))
             if r is not None:
                 ax.annotate(_ratio_text(r), (j + offset, value), xytext=(0, 2), textcoords="offset points",
                             ha="center", va="bottom", fontsize=6.5, color="#333333")
@@ -319,7 +325,7 @@ def plot_headline(report: dict, out_dir: Path) -> Path | None:
         ax.tick_params(axis="y", left=False)
     fig.suptitle(f"cerql and its peers — {subtitle(report)}")
     bottom_legend(fig, engine_handles(report, engines, line=False),
-                  title=f"above a bar: its time ÷ the time of {label(report, 'local')}")
+                  title=f"above a bar: its time ÷ the time of {label(report, baseline(report))}")
     return save(fig, out_dir, name)
 
 
