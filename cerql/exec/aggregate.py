@@ -7,11 +7,19 @@ avg, min, max, count(col) and collect_list, kept by first and last; NaN above ev
 min and max, as Spark orders it. A sum of integers is a BIGINT that must not overflow: Spark 4
 (ANSI mode) raises ARITHMETIC_OVERFLOW when an addition in stream order leaves the BIGINT range,
 and so does this module (Python's integers would otherwise grow past what Arrow can hold).
+
+A sum or avg of DECIMAL(p, s) is exact (DESIGN.md 4.7, docs/semantics.md "Decimal aggregates"):
+the values are added as integers of unit 10**-s into Spark's sum type DECIMAL(min(38, p + 10),
+s), ARITHMETIC_OVERFLOW when a running sum in stream order leaves it (the same point where
+Spark's higher-order ``aggregate`` of ``cer_sql`` fails); avg divides that sum by the count and
+rounds half away from zero (HALF_UP) to Spark's scale min(38, s + 4), NUMERIC_VALUE_OUT_OF_RANGE
+when it does not fit Spark's DECIMAL(min(38, p + 4), min(38, s + 4)).
 """
 
 from __future__ import annotations
 
 import math
+from decimal import Context, Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +28,17 @@ from numba import njit
 from cerql.errors import ExecutionError
 
 BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
+MAX_PRECISION = 38  # digits of Spark's widest DECIMAL
+
+
+def decimal_sum_type(column_type: pa.Decimal128Type) -> pa.Decimal128Type:
+    """Spark's type of a sum of DECIMAL(p, s): DECIMAL(min(38, p + 10), s); avg adds up in it too."""
+    return pa.decimal128(min(MAX_PRECISION, column_type.precision + 10), column_type.scale)
+
+
+def decimal_avg_type(column_type: pa.Decimal128Type) -> pa.Decimal128Type:
+    """Spark's type of an avg of DECIMAL(p, s): DECIMAL(min(38, p + 4), min(38, s + 4))."""
+    return pa.decimal128(min(MAX_PRECISION, column_type.precision + 4), min(MAX_PRECISION, column_type.scale + 4))
 
 
 def sum_overflow(detail: str = "") -> ExecutionError:
@@ -33,8 +52,62 @@ def _is_nan(v) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
-def value(kind: str, events: list, values: list | None):
-    """The aggregate of ``values`` (the column at ``events``), or of ``events`` for count(var)."""
+def decimal_sum_overflow(kind: str, sum_type: pa.Decimal128Type, detail: str = "") -> ExecutionError:
+    """Spark's ANSI error for a decimal sum (of sum or avg) that leaves its sum type."""
+    return ExecutionError(f"[ARITHMETIC_OVERFLOW] {kind}() overflows DECIMAL({sum_type.precision},{sum_type.scale}){detail}",
+                          error_class="ARITHMETIC_OVERFLOW", params={"kind": kind},
+                          hint="cast the column to DOUBLE, or to a DECIMAL with fewer fraction digits, before the query")
+
+
+def decimal_avg_out_of_range(avg_type: pa.Decimal128Type, unscaled: int) -> ExecutionError:
+    """Spark's ANSI error for a decimal average that its result type cannot hold."""
+    shown = Decimal(unscaled).scaleb(-avg_type.scale, context=_EXACT)
+    return ExecutionError(f"[NUMERIC_VALUE_OUT_OF_RANGE] avg() = {shown} cannot be represented as "
+                          f"DECIMAL({avg_type.precision},{avg_type.scale})",
+                          error_class="NUMERIC_VALUE_OUT_OF_RANGE", params={"kind": "avg"},
+                          hint="cast the column to a DECIMAL with fewer fraction digits, or to DOUBLE, before the query")
+
+
+_EXACT = Context(prec=200)  # wide enough for any 38-digit sum of 2**63 values
+
+
+def _unscaled(v: Decimal, scale: int) -> int:
+    """A decimal value of a column of ``scale`` as the integer count of its units of 10**-scale."""
+    return int(v.scaleb(scale, context=_EXACT))
+
+
+def _decimal_value(kind: str, present: list, column_type: pa.DataType | None) -> Decimal:
+    """sum or avg of non-NULL decimals (module docstring); ``column_type`` (DECIMAL(p, s)) when
+    known, else DECIMAL(38, the values' largest scale)."""
+    if not pa.types.is_decimal(column_type):
+        column_type = pa.decimal128(38, max(-v.as_tuple().exponent for v in present))
+    sum_type = decimal_sum_type(column_type)
+    bound, scale = 10 ** sum_type.precision, column_type.scale
+    total = 0
+    for v in present:
+        total += _unscaled(v, scale)
+        if abs(total) >= bound:
+            raise decimal_sum_overflow(kind, sum_type, f" after adding {v}")
+    if kind == "sum":
+        return Decimal(total).scaleb(-scale, context=_EXACT)
+    avg_type = decimal_avg_type(column_type)
+    rounded = _half_up(total * 10 ** (avg_type.scale - scale), len(present))
+    if abs(rounded) >= 10 ** avg_type.precision:
+        raise decimal_avg_out_of_range(avg_type, rounded)
+    return Decimal(rounded).scaleb(-avg_type.scale, context=_EXACT)
+
+
+def _half_up(numerator, count):
+    """numerator / count (count > 0) rounded half away from zero: Python ints, or object arrays
+    of them (NumPy applies the same operators element by element)."""
+    magnitude = (2 * abs(numerator) + count) // (2 * count)
+    return np.where(numerator < 0, -magnitude, magnitude) if isinstance(magnitude, np.ndarray) else (
+        -magnitude if numerator < 0 else magnitude)
+
+
+def value(kind: str, events: list, values: list | None, column_type: pa.DataType | None = None):
+    """The aggregate of ``values`` (the column at ``events``, of ``column_type`` when known: a
+    decimal's sum and avg need its precision), or of ``events`` for count(var)."""
     if values is None:
         return len(events)
     present = [v for v in values if v is not None]
@@ -48,6 +121,8 @@ def value(kind: str, events: list, values: list | None):
         return values[-1] if values else None
     if not present:
         return None
+    if kind in ("sum", "avg") and isinstance(present[0], Decimal):
+        return _decimal_value(kind, present, column_type)
     if kind == "sum":
         total = present[0]
         for v in present[1:]:
@@ -93,6 +168,8 @@ def grouped(kind: str, offsets: np.ndarray, values: pa.Array | None, result_type
     if kind == "collect_list":
         return pa.ListArray.from_arrays(pa.array(present_offsets, pa.int32()), present).cast(result_type)
     empty = present_offsets[1:] == present_offsets[:-1]  # NULL: no value to aggregate
+    if kind in ("sum", "avg") and pa.types.is_decimal(present.type):
+        return _grouped_decimal(kind, present, present_offsets, empty)
     if kind == "sum" and pa.types.is_integer(present.type):
         numbers = present.cast(pa.int64()).to_numpy()
         sums, bad = _sum_int64(numbers, present_offsets)
@@ -117,6 +194,53 @@ def grouped(kind: str, offsets: np.ndarray, values: pa.Array | None, result_type
         at[got.column("r").to_numpy()] = np.arange(got.num_rows)
         return got.column(f"v_{kind}").take(pa.array(at, mask=at < 0)).combine_chunks().cast(result_type)
     raise ValueError(f"unknown aggregate {kind}")  # pragma: no cover - planner/aggregates.py refuses it
+
+
+def _grouped_decimal(kind: str, present: pa.Array, offsets: np.ndarray, empty: np.ndarray) -> pa.Array:
+    """Decimal sum or avg per group (module docstring), exact: the values' 128-bit units as
+    Python integers in NumPy object arrays, running sums from one cumulative sum."""
+    column_type = present.type
+    sum_type = decimal_sum_type(column_type)
+    units = _units(present)
+    running = np.cumsum(np.concatenate([np.array([0], object), units]))  # running[k]: sum of units[:k]
+    starts = np.repeat(offsets[:-1], np.diff(offsets))
+    partial = running[1:] - running[starts]  # each group's running sum after each of its values
+    over = np.flatnonzero(np.abs(partial) >= 10 ** sum_type.precision)
+    if len(over):
+        group = int(np.searchsorted(offsets, over[0], side="right") - 1)
+        values = present.slice(offsets[group], offsets[group + 1] - offsets[group]).to_pylist()
+        _decimal_value(kind, values, column_type)
+        raise AssertionError("the grouped decimal sum saw an overflow that value's does not")  # pragma: no cover
+    sums = running[offsets[1:]] - running[offsets[:-1]]
+    if kind == "sum":
+        return _decimal_array(sums, empty, sum_type)
+    avg_type = decimal_avg_type(column_type)
+    counts = np.maximum(np.diff(offsets), 1).astype(object)
+    rounded = _half_up(sums * 10 ** (avg_type.scale - column_type.scale), counts)
+    too_big = np.flatnonzero((np.abs(rounded) >= 10 ** avg_type.precision) & ~empty)
+    if len(too_big):
+        raise decimal_avg_out_of_range(avg_type, int(rounded[too_big[0]]))
+    return _decimal_array(rounded, empty, avg_type)
+
+
+def _units(array: pa.Array) -> np.ndarray:
+    """A decimal128 array's unscaled values (counts of 10**-scale) as Python ints, from its two
+    little-endian 64-bit words per value (the high one signed)."""
+    words = np.frombuffer(array.buffers()[1], dtype="<u8", count=2 * (array.offset + len(array)))
+    words = words.reshape(-1, 2)[array.offset:]
+    return words[:, 1].view("<i8").astype(object) * (1 << 64) + words[:, 0].astype(object)
+
+
+def _decimal_array(units: np.ndarray, empty: np.ndarray, type_: pa.Decimal128Type) -> pa.Array:
+    """A decimal128 array of ``type_`` from unscaled Python ints, NULL where ``empty``."""
+    units = np.where(empty, 0, units).astype(object)
+    low = (units & ((1 << 64) - 1)).astype(np.uint64)
+    high = (units >> 64).astype(np.int64)
+    words = np.empty((len(units), 2), np.uint64)
+    words[:, 0], words[:, 1] = low, high.view(np.uint64)
+    validity = pa.array(~empty, pa.bool_()).buffers()[1] if empty.any() else None
+    return pa.Array.from_buffers(type_, len(units), [validity, pa.py_buffer(words)],
+                                 null_count=int(empty.sum()))
 
 
 def _raise_overflow(numbers: np.ndarray, offsets: np.ndarray, group: int):

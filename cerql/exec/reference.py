@@ -185,8 +185,9 @@ class Substream:
         for k, agg in enumerate(cross.aggregates):
             positions = events_of.get(agg.var, [])
             taken = pa.array(np.array(positions, np.int64) - self.offset, pa.int64())
-            values = None if agg.column is None else self.table.column(agg.column).take(taken).to_pylist()
-            value = aggregate.value(agg.kind, positions, values)
+            column = None if agg.column is None else self.table.column(agg.column)
+            values = None if column is None else column.take(taken).to_pylist()
+            value = aggregate.value(agg.kind, positions, values, None if column is None else column.type)
             columns[f"{AGGREGATE_COLUMN}{k}"] = pa.array([value] * rows, agg.type)
         table = pa.table(columns) if columns else pa.table({"row": [0]})  # a constant: one row
         return bool(evaluate_predicate(cross.fn, table).all())

@@ -18,6 +18,8 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from cerql.exec.aggregate import decimal_avg_type, decimal_sum_type
+
 KINDS = {exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
          exp.First: "first", exp.Last: "last", exp.ArrayAgg: "collect_list"}
 NUMERIC_ONLY = ("sum", "avg")
@@ -84,9 +86,13 @@ def check(call: exp.AggFunc, variables) -> None:
 
 
 def result_type(kind: str, column_type: pa.DataType | None) -> pa.DataType:
-    """Spark's result type of an aggregate of a column of ``column_type`` (None: count(var))."""
+    """Spark's result type of an aggregate of a column of ``column_type`` (None: count(var)).
+    Over DECIMAL(p, s), ``sum`` is DECIMAL(p + 10, s) and ``avg`` DECIMAL(p + 4, s + 4), each
+    bounded by 38 (Spark's ``DecimalType.bounded``)."""
     if kind == "count":
         return pa.int64()
+    if kind in NUMERIC_ONLY and pa.types.is_decimal(column_type):
+        return decimal_sum_type(column_type) if kind == "sum" else decimal_avg_type(column_type)
     if kind == "avg":
         return pa.float64()
     if kind == "sum":
@@ -97,21 +103,27 @@ def result_type(kind: str, column_type: pa.DataType | None) -> pa.DataType:
 
 
 def accepts(kind: str, column_type: pa.DataType) -> bool:
-    """Whether the local engines and Spark agree on this aggregate of this type."""
+    """Whether the local engines and Spark agree on this aggregate of this type: sum and avg take
+    numbers, decimals included (128-bit ones: Spark's DECIMAL holds at most 38 digits)."""
     if kind in NUMERIC_ONLY:
-        return pa.types.is_integer(column_type) or pa.types.is_floating(column_type)
+        return (pa.types.is_integer(column_type) or pa.types.is_floating(column_type)
+                or pa.types.is_decimal128(column_type))
     return True
 
 
-def spark_sql(kind: str, hidden: str, column: str | None, many: bool, value_type: pa.DataType) -> str:
+def spark_sql(kind: str, hidden: str, column: str | None, many: bool, value_type: pa.DataType,
+              column_type: pa.DataType | None = None) -> str:
     """The aggregate as Spark SQL over ``hidden``: the variable's hidden column on Spark, an array
-    of structs (``many``) or one nullable struct. ``value_type`` is the aggregate's result type."""
+    of structs (``many``) or one nullable struct. ``value_type`` is the aggregate's result type,
+    ``column_type`` the column's (needed for the avg of a decimal)."""
     if column is None:  # count(var)
         return f"CAST(size({hidden}) AS BIGINT)" if many else f"CAST(IF({hidden} IS NULL, 0, 1) AS BIGINT)"
     values = f"{hidden}.`{column}`" if many else f"filter(array({hidden}.`{column}`), v -> {hidden} IS NOT NULL)"
     present = f"filter({values}, v -> v IS NOT NULL)"
     if kind == "count":
         return f"CAST(size({present}) AS BIGINT)"
+    if kind in NUMERIC_ONLY and pa.types.is_decimal(value_type):
+        return _decimal_sql(kind, present, value_type, column_type)
     if kind == "sum":
         acc = "BIGINT" if pa.types.is_integer(value_type) else "DOUBLE"
         return f"aggregate({present}, CAST(NULL AS {acc}), (acc, v) -> coalesce(acc, CAST(0 AS {acc})) + v)"
@@ -126,3 +138,39 @@ def spark_sql(kind: str, hidden: str, column: str | None, many: bool, value_type
     if kind == "last":
         return f"try_element_at({values}, -1)"
     return present  # collect_list
+
+
+def _decimal_sql(kind: str, present: str, value_type: pa.Decimal128Type, column_type: pa.DataType | None) -> str:
+    """sum or avg of decimals as Spark's own sum and avg compute them (exec/aggregate.py).
+
+    The running sum is Spark's sum type DECIMAL(P, s), P = min(38, p + 10), cast back after each
+    addition (Spark widens ``acc + v`` by a digit; the cast fails where the sum leaves the type).
+    At P = 38 Spark's ``+`` keeps only 37 digits and drops a fraction digit when s > 6, so there
+    the sum counts units of 10**-s in DECIMAL(38, 0) instead (a value's units are its digits
+    without the point). Spark's division of decimals loses fraction digits near 38 digits too, so
+    avg divides by long division: the sum's digits and 10**(scale gained) are divided by the
+    count digit by digit in BIGINT (the remainder stays below the count), the quotient is rounded
+    half up from the last remainder and read back, shifted by an exponent, as Spark's avg type."""
+    sum_type = decimal_sum_type(column_type) if kind == "avg" else value_type
+    precision, scale = sum_type.precision, sum_type.scale
+    if precision == 38 and scale > 6:
+        acc = f"DECIMAL({precision},0)"
+        add = f"CAST({{}} + CAST(replace(CAST(v AS STRING), '.', '') AS DECIMAL(38,0)) AS {acc})"
+        total = f"CAST(concat(CAST({{}} AS STRING), 'E-{scale}') AS DECIMAL({precision},{scale}))"
+    else:
+        acc = f"DECIMAL({precision},{scale})"
+        add, total = f"CAST({{}} + v AS {acc})", "{}"
+    if kind == "sum":
+        return (f"aggregate({present}, CAST(NULL AS {acc}), (acc, v) -> {add.format(f'coalesce(acc, CAST(0 AS {acc}))')}, "
+                f"acc -> {total.format('acc')})")
+    out = f"DECIMAL({value_type.precision},{value_type.scale})"
+    digits = (f"concat(replace(CAST(abs(acc.s) AS STRING), '.', ''), "
+              f"repeat('0', {value_type.scale - scale}))")
+    quotient = (f"aggregate(split({digits}, ''), named_struct('q', '', 'r', CAST(0 AS BIGINT)), "
+                "(d, c) -> named_struct('q', concat(d.q, CAST((d.r * 10 + CAST(c AS BIGINT)) div acc.n AS STRING)), "
+                "'r', (d.r * 10 + CAST(c AS BIGINT)) % acc.n), "
+                "d -> CAST(d.q AS DECIMAL(38,0)) + IF(2 * d.r >= acc.n, 1, 0))")
+    return (f"aggregate({present}, named_struct('s', CAST(0 AS {acc}), 'n', CAST(0 AS BIGINT)), "
+            f"(acc, v) -> named_struct('s', {add.format('acc.s')}, 'n', acc.n + 1), "
+            f"acc -> IF(acc.n = 0, CAST(NULL AS {out}), "
+            f"CAST(concat(IF(acc.s < 0, '-', ''), CAST({quotient} AS STRING), 'E-{value_type.scale}') AS {out})))")

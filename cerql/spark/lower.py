@@ -111,7 +111,8 @@ def spark_sql(tree: exp.Expression, spell: Callable[[str], str], qualify=None) -
     return tree.copy().transform(spelled).sql(dialect="spark")
 
 
-def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[str, str]) -> str:
+def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[str, str],
+                   schema: pa.Schema | None = None) -> str:
     """Spark SQL of a SELECT expression over the hidden struct columns of its variables
     (``structs``: variable -> column name). Each aggregate call is replaced in the sqlglot tree
     by its Spark SQL over the variable's events (planner/aggregates.py), as a raw-text node, so
@@ -119,7 +120,8 @@ def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[
     tree = o.sql.tree.copy()
     for call, a in zip(aggregates.calls(tree), o.aggregates):
         column = a.column.replace("`", "``") if a.column else None  # aggregates.spark_sql quotes it
-        text = aggregates.spark_sql(a.kind, quoted(structs[a.var]), column, a.many, a.type)
+        column_type = schema.field(a.column).type if (schema is not None and a.column) else None  # decimal avg's
+        text = aggregates.spark_sql(a.kind, quoted(structs[a.var]), column, a.many, a.type, column_type)
         node = exp.Paren(this=exp.Var(this=text))
         if call is tree:
             tree = node
@@ -403,5 +405,5 @@ def lower(plan: QueryPlan, frames: Mapping):
         if o.var is not None:
             selected.append(F.col(outputs[id(o)]).alias(o.name))
         else:
-            selected.append(F.expr(expression_sql(o, spell, structs)).alias(o.name))
+            selected.append(F.expr(expression_sql(o, spell, structs, plan.schema)).alias(o.name))
     return matches.select(*selected)
