@@ -29,6 +29,7 @@ from cerql.errors import ExecutionError
 
 BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 MAX_PRECISION = 38  # digits of Spark's widest DECIMAL
+_EXACT = Context(prec=200)  # Decimal arithmetic without rounding: any 38-digit sum of 2**63 values
 
 
 def decimal_sum_type(column_type: pa.Decimal128Type) -> pa.Decimal128Type:
@@ -54,9 +55,11 @@ def _is_nan(v) -> bool:
 
 def decimal_sum_overflow(kind: str, sum_type: pa.Decimal128Type, detail: str = "") -> ExecutionError:
     """Spark's ANSI error for a decimal sum (of sum or avg) that leaves its sum type."""
-    return ExecutionError(f"[ARITHMETIC_OVERFLOW] {kind}() overflows DECIMAL({sum_type.precision},{sum_type.scale}){detail}",
+    name = f"DECIMAL({sum_type.precision},{sum_type.scale})"
+    return ExecutionError(f"[ARITHMETIC_OVERFLOW] {kind}() overflows {name}{detail}",
                           error_class="ARITHMETIC_OVERFLOW", params={"kind": kind},
-                          hint="cast the column to DOUBLE, or to a DECIMAL with fewer fraction digits, before the query")
+                          hint="cast the column to DOUBLE, or to a DECIMAL with fewer fraction digits, "
+                               "before the query")
 
 
 def decimal_avg_out_of_range(avg_type: pa.Decimal128Type, unscaled: int) -> ExecutionError:
@@ -65,10 +68,8 @@ def decimal_avg_out_of_range(avg_type: pa.Decimal128Type, unscaled: int) -> Exec
     return ExecutionError(f"[NUMERIC_VALUE_OUT_OF_RANGE] avg() = {shown} cannot be represented as "
                           f"DECIMAL({avg_type.precision},{avg_type.scale})",
                           error_class="NUMERIC_VALUE_OUT_OF_RANGE", params={"kind": "avg"},
-                          hint="cast the column to a DECIMAL with fewer fraction digits, or to DOUBLE, before the query")
-
-
-_EXACT = Context(prec=200)  # wide enough for any 38-digit sum of 2**63 values
+                          hint="cast the column to a DECIMAL with fewer fraction digits, or to DOUBLE, "
+                               "before the query")
 
 
 def _unscaled(v: Decimal, scale: int) -> int:

@@ -161,8 +161,8 @@ def _decimal_sql(kind: str, present: str, value_type: pa.Decimal128Type, column_
         acc = f"DECIMAL({precision},{scale})"
         add, total = f"CAST({{}} + v AS {acc})", "{}"
     if kind == "sum":
-        return (f"aggregate({present}, CAST(NULL AS {acc}), (acc, v) -> {add.format(f'coalesce(acc, CAST(0 AS {acc}))')}, "
-                f"acc -> {total.format('acc')})")
+        start = f"coalesce(acc, CAST(0 AS {acc}))"
+        return f"aggregate({present}, CAST(NULL AS {acc}), (acc, v) -> {add.format(start)}, acc -> {total.format('acc')})"
     out = f"DECIMAL({value_type.precision},{value_type.scale})"
     digits = (f"concat(replace(CAST(abs(acc.s) AS STRING), '.', ''), "
               f"repeat('0', {value_type.scale - scale}))")

@@ -165,8 +165,8 @@ def decimal_groups(draw):
                             if abs(u) <= top])
     units = st.one_of(st.none(), edge, st.integers(-top, top))
     sizes = draw(st.lists(st.integers(0, 5), min_size=1, max_size=6))
-    values = [None if u is None else D(u).scaleb(-typ.scale, context=EXACT) for u in draw(st.lists(units, min_size=sum(sizes),
-                                                                                  max_size=sum(sizes)))]
+    drawn = draw(st.lists(units, min_size=sum(sizes), max_size=sum(sizes)))
+    values = [None if u is None else D(u).scaleb(-typ.scale, context=EXACT) for u in drawn]
     return typ, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), values
 
 

@@ -79,7 +79,7 @@ def test_a_decimal_sum_past_38_digits_fails_on_both_engines(spark):
     query = "SELECT sum(b.amount) AS total FROM s WHERE A AS a ; (B ; B) AS b ORDER BY ts"
     with pytest.raises(cerql.ExecutionError, match="ARITHMETIC_OVERFLOW"):
         cerql.run(query, {"s": table}, engine="local")
-    with pytest.raises(Exception, match="NUMERIC_VALUE_OUT_OF_RANGE|ARITHMETIC_OVERFLOW"):
+    with pytest.raises(Exception, match="NUMERIC_VALUE_OUT_OF_RANGE"):  # Spark's own error for its SQL
         cerql.cer_sql(spark, query, s=_frame(spark, table)).collect()
 
 
