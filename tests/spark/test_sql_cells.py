@@ -84,6 +84,22 @@ def test_table_function_equals_local_engine(classic, stock, query):
     same_rows(classic.sql(UDTF_CALL, args={"q": query}), cerql.run(query, {"stock": stock}, engine="local"))
 
 
+def test_decimal_aggregates_in_a_cell_equal_cer_sql(classic):
+    """The function computes SELECT aggregates in Python (aggregate.grouped); cer_sql has Spark
+    compute them in SQL: both give Spark's decimal types and digits."""
+    classic.sql("SELECT *, CAST(price / 7 AS DECIMAL(12, 4)) AS amount FROM stock").createOrReplaceTempView("dstock")
+    query = ("SELECT sum(b.amount) AS total, avg(b.amount) AS mean, count(b) AS n FROM dstock "
+             "WHERE SELL AS s ; BUY+ AS b FILTER sum(b.amount) > 3.5 PARTITION BY [name] ORDER BY ts WITHIN 4 EVENTS")
+    cell = classic.sql("SELECT * FROM cerql(TABLE(dstock), :q)", args={"q": query})
+    spark_sql = cerql.cer_sql(classic, query)
+    assert [f.dataType.simpleString() for f in cell.schema.fields][-3:] == ["decimal(22,4)", "decimal(16,8)", "bigint"]
+    assert cell.schema == spark_sql.schema
+    def rows(df):  # match_id aside: the function numbers rows by its own ordinal
+        return sorted(tuple(v for k, v in r.asDict().items() if k != "match_id") for r in df.collect())
+
+    assert rows(cell) and rows(cell) == rows(spark_sql)
+
+
 def test_table_function_schema_is_cer_sql_schema(classic):
     query = QUERIES[2]
     got = classic.sql(UDTF_CALL, args={"q": query}).schema
