@@ -16,9 +16,11 @@ Parts, in order:
 
 1. **throughput**: the baselines ``repartition(name).sortWithinPartitions(name, ts)`` and
    ``repartition(1).sortWithinPartitions(ts)``, a seed-001 sequence with PARTITION BY [name],
-   the same pattern on one ordered partition, a Kleene query, and (unless ``--no-decompose``)
-   the steps in between: the baseline with cerql's two extra sort keys, the baseline with an
-   identity ``mapInArrow``, cerql's own stream up to its sort (``:prep``), cerql with a
+   the same pattern on one ordered partition, a Kleene query, queries that count positions (a
+   Kleene query ``WITHIN 20 EVENTS``, a ``:`` chain, a STRICT sequence), a query where every row
+   can bind, the baseline with an identity ``mapInArrow`` (the floor of any Python engine), and
+   (unless ``--no-decompose``) the steps in between: the baseline with cerql's two extra sort
+   keys, cerql's own stream up to its sort (``:prep``), cerql with a
    ``mapInArrow`` that reads its input and returns nothing (``:drain``), the query returning
    three columns instead of ``*`` (``:narrow``) and the query over only the rows that can bind a
    variable (``:prefiltered``, what pruning by the filters would save);
@@ -83,12 +85,31 @@ QUERIES = {
         "SELECT * FROM stock WHERE SELL AS s ; BUY+ AS b ; SELL AS c "
         "FILTER s[price > 980] AND b[price < 50] AND c[price > 980] "
         "PARTITION BY [name] WITHIN 1 MINUTE"),
+    # Queries that count positions (n EVENTS, ':', STRICT): the plan numbers each row in its
+    # substream on the JVM and ships only the rows that can fire a transition, with their
+    # positions. Rows that reach Python: ~11 % (SELL above 980 or below 20, BUY of 1000 shares),
+    # ~20 % and ~10 %; results ~0.3 %, ~0.02 % and ~0.01 % of the rows.
+    "kleene_events": (
+        "SELECT * FROM stock WHERE SELL AS a ; BUY+ AS b ; SELL AS c "
+        "FILTER a[price > 980] AND b[volume > 500] AND c[price < 20] "
+        "PARTITION BY [name] ORDER BY ts WITHIN 20 EVENTS"),
+    "contig_part": (
+        "SELECT * FROM stock WHERE SELL AS a : BUY AS b : SELL AS c "
+        "FILTER a[price > 900] AND b[volume > 500] AND c[price < 100] "
+        "PARTITION BY [name] WITHIN 1 MINUTE"),
+    "strict_part": (
+        "SELECT STRICT * FROM stock WHERE SELL AS s ; BUY AS b ; SELL AS c "
+        "FILTER s[price > 900] AND b[price < 100] AND c[price > 900] "
+        "PARTITION BY [name] WITHIN 1 MINUTE"),
     # The worst case for the Spark path: no FILTER, every row satisfies an atom, so no row is
     # pruned before the shuffle and every row crosses to Python (~2.5 results per row).
     "dense_part": (
         "SELECT s[price], b[price] FROM stock WHERE SELL AS s ; BUY AS b "
         "PARTITION BY [name] WITHIN 1 SECOND"),
 }
+# The groups of the targets in docs/benchmarks.md (DESIGN.md 7: at least 0.7x the bare shuffle).
+FILTERED = ("seq_part", "kleene_part", "seq_one")
+POSITIONED = ("kleene_events", "contig_part", "strict_part")
 # seq_part returning only the prices: cerql shuffles name, ts, price (and its own three
 # columns) instead of every column.
 NARROW = ("SELECT s[price], b[price], c[price] FROM stock WHERE SELL AS s ; BUY AS b ; SELL AS c "
@@ -282,7 +303,7 @@ class MemoryPoller(threading.Thread):
 
 # ---------------------------------------------------------------------------- task functions
 # These run on the Python workers; being defined in __main__, cloudpickle ships them by value.
-def drain_matcher(task):
+def drain_matcher(task, names, results):
     """A mapInArrow function that reads every input batch and returns no rows."""
     def run(batches):
         for _ in batches:
@@ -297,15 +318,18 @@ def identity(batches):
 
 
 def timed_matcher(out_dir: str):
-    """A replacement for ``cerql.spark.lower._matcher`` that runs MatchTask as lower's does and
-    writes, per Spark task, the seconds spent waiting for input, in ``process`` and handing
-    result batches back, to a JSON file in ``out_dir``."""
-    def make(task):
+    """A replacement for ``cerql.spark.lower._matcher`` that runs MatchTask as lower's does
+    (columns renamed by position on the way in and out) and writes, per Spark task, the seconds
+    spent waiting for input, in ``process`` and handing result batches back, to a JSON file in
+    ``out_dir``."""
+    def make(task, names, results):
         def run(batches):
             import json as _json
             import os as _os
             import time as _time
             import uuid
+
+            import pyarrow as _pa
 
             from cerql.spark.arrow_task import MatchTask
 
@@ -322,7 +346,7 @@ def timed_matcher(out_dir: str):
                     break
                 b = _time.perf_counter()
                 c0 = _time.thread_time()
-                out = matcher.process(batch)
+                out = matcher.process(_pa.RecordBatch.from_arrays(batch.columns, names=names))
                 proc_cpu += _time.thread_time() - c0
                 c = _time.perf_counter()
                 wait += b - a
@@ -331,7 +355,8 @@ def timed_matcher(out_dir: str):
                 nbatches += 1
                 if out.num_rows:
                     rows_out += out.num_rows
-                    yield from out.to_batches()
+                    for part in out.to_batches():
+                        yield _pa.RecordBatch.from_arrays(part.columns, names=results)
                 hand += _time.perf_counter() - c
             record = {"pid": _os.getpid(), "batches": nbatches, "rows_in": rows_in, "rows_out": rows_out,
                       "wall_s": _time.perf_counter() - start, "wait_input_s": wait, "process_s": proc,
@@ -344,8 +369,8 @@ def timed_matcher(out_dir: str):
 
 @contextlib.contextmanager
 def task_function(make):
-    """Lower queries with ``make(task)`` as the mapInArrow function instead of cerql's."""
-    from cerql.planner import lower as lower_module
+    """Lower queries with ``make(task, names, results)`` as the mapInArrow function instead of cerql's."""
+    from cerql.spark import lower as lower_module
 
     saved = lower_module._matcher
     lower_module._matcher = make
@@ -356,21 +381,28 @@ def task_function(make):
 
 
 def cerql_stream(plan, frames):
-    """cerql's input to mapInArrow: steps 1-3 of ``cerql.spark.lower.lower`` (sources with
-    ordinals, condition bits, row pruning, used columns, repartition and sort), as lower does them."""
+    """cerql's input to mapInArrow: the steps of ``cerql.spark.lower.lower`` before it (sources
+    with ordinals, condition bits, row pruning, used columns, positions when the query counts
+    them, repartition and sort), as lower does them, its columns renamed to the names MatchTask
+    reads (lower renames them on the worker)."""
     from pyspark.sql import functions as F
 
-    from cerql.spark.arrow_task import BITS_COLUMN
-    from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN
-    from cerql.planner import lower as L
+    from cerql.spark import lower as L
 
-    stream = L.kept_rows(plan, L.with_bits(plan, L.union_frames(plan, frames)))
-    keep = L.shuffled_columns(plan) + [SOURCE_COLUMN, ORDINAL_COLUMN, BITS_COLUMN]
-    stream = stream.select(*[F.col(f"`{c}`") for c in keep])
-    keys = [F.col(f"`{c}`") for c in plan.partition_columns]
-    stream = stream.repartition(*keys) if keys else stream.repartition(1)
-    order = [F.col(f"`{c}`") for c in plan.partition_columns + plan.order_columns]
-    return stream.sortWithinPartitions(*order, F.col(SOURCE_COLUMN), F.col(ORDINAL_COLUMN))
+    stream = L.kept_rows(plan, L.with_rising_sums(plan, L.with_bits(plan, L.union_frames(plan, frames))))
+    hidden = L.hidden_columns(plan)
+    ties = ([L.SOURCE_COLUMN] if len(plan.sources) > 1 else []) + [L.ORDINAL_COLUMN]
+    extra = [L.RISING_COLUMN] if L.RISING_COLUMN in stream.columns else []
+    stream = stream.select(*[F.col(hidden[c]) for c in L.shuffled_columns(plan)],
+                           *[F.col(c) for c in ties + [L.BITS_COLUMN] + extra])
+    keys = [F.col(hidden[c]) for c in plan.substream_columns]
+    order = [F.col(hidden[c]) for c in plan.substream_columns + plan.order_columns] + [F.col(c) for c in ties]
+    if L.gap_masks(plan) is not None:
+        stream = L.positioned_rows(plan, stream, keys, order)
+        extra.append(L.POSITION_COLUMN)
+    else:
+        stream = stream.repartition(*keys) if keys else stream.repartition(1)
+    return stream.sortWithinPartitions(*order).toDF(*L.shuffled_columns(plan), *ties, L.BITS_COLUMN, *extra)
 
 
 def planned(spark, text: str, stock):
@@ -395,11 +427,19 @@ def variants(decompose: bool):
     def query(name):
         return lambda spark, stock: cerql.cer_sql(spark, QUERIES[name], stock=stock)
 
+    def base_identity(spark, stock):
+        df = base_part(spark, stock)
+        return df.mapInArrow(identity, df.schema)
+
     out = [
         ("base_part", "repartition(name).sortWithinPartitions(name, ts)", None, base_part),
         ("seq_part", "cer_sql: " + QUERIES["seq_part"], "base_part", query("seq_part")),
         ("kleene_part", "cer_sql: " + QUERIES["kleene_part"], "base_part", query("kleene_part")),
+        ("kleene_events", "cer_sql: " + QUERIES["kleene_events"], "base_part", query("kleene_events")),
+        ("contig_part", "cer_sql: " + QUERIES["contig_part"], "base_part", query("contig_part")),
+        ("strict_part", "cer_sql: " + QUERIES["strict_part"], "base_part", query("strict_part")),
         ("dense_part", "cer_sql: " + QUERIES["dense_part"], "base_part", query("dense_part")),
+        ("base_part+identity", "base_part then an identity mapInArrow", "base_part", base_identity),
         ("base_one", "repartition(1).sortWithinPartitions(ts)", None, base_one),
         ("seq_one", "cer_sql: " + QUERIES["seq_one"], "base_one", query("seq_one")),
     ]
@@ -419,10 +459,6 @@ def variants(decompose: bool):
         def prefiltered(name):
             return lambda spark, stock: cerql.cer_sql(spark, QUERIES[name], stock=stock.filter(PREFILTER))
 
-        def base_identity(spark, stock):
-            df = base_part(spark, stock)
-            return df.mapInArrow(identity, df.schema)
-
         def base_ord(spark, stock):  # the same rows with cerql's extra columns, JVM only
             return (stock.withColumn("src", F.lit(0)).withColumn("ord", F.monotonically_increasing_id())
                     .repartition("name").sortWithinPartitions("name", "ts", "src", "ord"))
@@ -430,7 +466,6 @@ def variants(decompose: bool):
         out += [
             ("base_part+ord", "base_part with a literal source and monotonically_increasing_id as sort keys",
              "base_part", base_ord),
-            ("base_part+identity", "base_part then an identity mapInArrow", "base_part", base_identity),
             ("seq_part:prep", "seq_part up to cerql's sort (no mapInArrow)", "base_part", prep("seq_part")),
             ("seq_part:drain", "seq_part with a mapInArrow that only reads its input", "base_part",
              drain("seq_part")),
@@ -730,6 +765,15 @@ def print_table(records: list[dict]) -> None:
               + ", ".join(f"{x:.2f}" for x in r["runs_s"]))
 
 
+def print_targets(records: list[dict]) -> None:
+    """Each target group's ratios to the bare shuffle (best, median per round), on one line each."""
+    by_name = {r["variant"]: r for r in records}
+    for title, names in (("filtered", FILTERED), ("counting positions, with FILTERs", POSITIONED)):
+        got = [f"{n} {by_name[n]['throughput_ratio']:.2f} (med {by_name[n]['median_round_ratio']:.2f})"
+               for n in names if "throughput_ratio" in by_name.get(n, {})]
+        print(f"# x bare shuffle, {title}: " + ", ".join(got))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
@@ -783,6 +827,7 @@ def main(argv=None) -> int:
            "queries": QUERIES, "throughput": records}
     print()
     print_table(records)
+    print_targets(records)
     if args.profile:
         split = python_split(spark, stock, QUERIES["seq_part"])
         out["python_split"] = split
