@@ -18,7 +18,9 @@ Parts, in order:
    ``repartition(1).sortWithinPartitions(ts)``, a seed-001 sequence with PARTITION BY [name],
    the same pattern on one ordered partition, a Kleene query, queries that count positions (a
    Kleene query ``WITHIN 20 EVENTS``, a ``:`` chain, a STRICT sequence), a query where every row
-   can bind, the baseline with an identity ``mapInArrow`` (the floor of any Python engine), and
+   can bind, the baseline with an identity ``mapInArrow`` (the floor of any Python engine), the
+   two JVM-only ways to number the rows of a substream (a ``row_number`` Window, as the
+   position-counting queries do, and ``monotonically_increasing_id`` after the sort), and
    (unless ``--no-decompose``) the steps in between: the baseline with cerql's two extra sort
    keys, cerql's own stream up to its sort (``:prep``), cerql with a
    ``mapInArrow`` that reads its input and returns nothing (``:drain``), the query returning
@@ -431,6 +433,14 @@ def variants(decompose: bool):
         df = base_part(spark, stock)
         return df.mapInArrow(identity, df.schema)
 
+    def base_row_number(spark, stock):  # JVM only: the position as the queries that count them get it
+        from pyspark.sql.window import Window
+
+        return stock.withColumn("pos", F.row_number().over(Window.partitionBy("name").orderBy("ts")))
+
+    def base_running_id(spark, stock):  # JVM only: a counter over each sorted partition instead
+        return base_part(spark, stock).withColumn("pos", F.monotonically_increasing_id())
+
     out = [
         ("base_part", "repartition(name).sortWithinPartitions(name, ts)", None, base_part),
         ("seq_part", "cer_sql: " + QUERIES["seq_part"], "base_part", query("seq_part")),
@@ -440,6 +450,10 @@ def variants(decompose: bool):
         ("strict_part", "cer_sql: " + QUERIES["strict_part"], "base_part", query("strict_part")),
         ("dense_part", "cer_sql: " + QUERIES["dense_part"], "base_part", query("dense_part")),
         ("base_part+identity", "base_part then an identity mapInArrow", "base_part", base_identity),
+        ("base_part+row_number", "row_number() over (partition by name order by ts): the same shuffle and sort, "
+         "then a Window", "base_part", base_row_number),
+        ("base_part+running_id", "base_part then monotonically_increasing_id (consecutive within a sorted "
+         "partition)", "base_part", base_running_id),
         ("base_one", "repartition(1).sortWithinPartitions(ts)", None, base_one),
         ("seq_one", "cer_sql: " + QUERIES["seq_one"], "base_one", query("seq_one")),
     ]
