@@ -92,13 +92,22 @@ def match_ids(start_source, start_ordinal, end_source, end_ordinal,
     part goes through a different function so that no two parts cancel out. Vectorized: a
     Python hash per result would cost more than finding the result.
     """
-    n = len(start_source)
-    labels = np.zeros(n, np.uint64)
+    labels = np.zeros(len(start_source), np.uint64)
+    if len(owner):
+        np.add.at(labels, np.asarray(owner, np.int64), _label_hash(_row(label_source, label_ordinal), var_index))
+    return _combine(_row(start_source, start_ordinal), _row(end_source, end_ordinal), labels)
+
+
+def _label_hash(row_hash: np.ndarray, var_index) -> np.ndarray:
+    """One label entry's part of match_id: its row's hash and its variable's position."""
     with np.errstate(over="ignore"):
-        if len(owner):
-            var = _mix((np.asarray(var_index).astype(np.uint64) + np.uint64(1)) * _SALT)
-            np.add.at(labels, np.asarray(owner, np.int64), _mix(_row(label_source, label_ordinal) ^ var))
-        h = _mix(_row(start_source, start_ordinal) * np.uint64(3) + _mix(_row(end_source, end_ordinal) + _SALT))
+        return _mix(row_hash ^ _mix((np.asarray(var_index).astype(np.uint64) + np.uint64(1)) * _SALT))
+
+
+def _combine(start_hash: np.ndarray, end_hash: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """match_id from the hashes of the interval's end rows and the sum of the label parts."""
+    with np.errstate(over="ignore"):
+        h = _mix(start_hash * np.uint64(3) + _mix(end_hash + _SALT))
         h = _mix(h + labels * np.uint64(5) + _GOLDEN)
     return (h >> np.uint64(1)).astype(np.int64)
 
@@ -181,7 +190,9 @@ class _Events:
     """Each result's events of a variable, from the label entries."""
 
     def __init__(self, n, owner, entry_row, entry_mask, bit_of):
-        self.n, self.owner, self.entry_row, self.entry_mask, self.bit_of = n, owner, entry_row, entry_mask, bit_of
+        order = _result_order(owner, entry_row)
+        self.owner, self.entry_row, self.entry_mask = owner[order], entry_row[order], entry_mask[order]
+        self.n, self.bit_of = n, bit_of
         self._of: dict[str, tuple] = {}
 
     def of(self, var: str) -> tuple[np.ndarray, np.ndarray]:
@@ -189,10 +200,10 @@ class _Events:
         stream order."""
         if var not in self._of:
             has = (self.entry_mask & self.bit_of[var]) != 0
-            r, at = self.owner[has], self.entry_row[has]
+            r, at = self.owner[has], self.entry_row[has]  # sorted by (owner, row): see __init__
             offsets = np.zeros(self.n + 1, np.int64)
             np.cumsum(np.bincount(r, minlength=self.n), out=offsets[1:])
-            self._of[var] = offsets, at[np.lexsort((at, r))]
+            self._of[var] = offsets, at
         return self._of[var]
 
     def one(self, var: str) -> tuple[np.ndarray, np.ndarray]:
@@ -202,6 +213,26 @@ class _Events:
         first = np.zeros(self.n, np.int64)
         first[~missing] = at[offsets[:-1][~missing]]
         return first, missing
+
+
+def _result_order(owner: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """The entries' order by (owner, row). The kernel gives each result's entries together,
+    last event first: that is one reversal per result, not a sort."""
+    if len(owner) < 2:
+        return np.arange(len(owner))
+    same = owner[1:] == owner[:-1]
+    if np.all(owner[1:] >= owner[:-1]):
+        step = np.diff(row)[same]
+        if np.all(step > 0):
+            return np.arange(len(owner))
+        if np.all(step < 0):  # reverse each run of one owner
+            starts = np.flatnonzero(np.r_[True, ~same])
+            ends = np.r_[starts[1:], len(owner)]
+            length = ends - starts
+            first = np.repeat(starts, length)
+            last = np.repeat(ends - 1, length)
+            return first + last - np.arange(len(owner))
+    return np.lexsort((row, owner))
 
 
 def _expression(o, rows: pa.Table, events: _Events) -> pa.Array:
@@ -224,20 +255,34 @@ def _expression(o, rows: pa.Table, events: _Events) -> pa.Array:
 
 
 def _ids(rows, bit_of, end_row, start_row, owner, entry_row, entry_mask) -> np.ndarray:
-    """match ids (:func:`match_ids`): one label entry per (entry, variable marked on it)."""
+    """match ids (:func:`match_ids`, the same values): each entry's row is hashed once, its
+    parts for the variables marked on it are added up, and the entries' sums per result."""
     src = (rows.column(SOURCE_COLUMN).to_numpy() if SOURCE_COLUMN in rows.column_names
            else np.zeros(rows.num_rows, np.int64))  # a Spark task with one source has no source column
     ordinal = rows.column(ORDINAL_COLUMN).to_numpy()
-    owners, variables, at = [], [], []
-    for k, bit in enumerate(bit_of.values()):
-        has = (entry_mask & bit) != 0
-        owners.append(owner[has])
-        at.append(entry_row[has])
-        variables.append(np.full(int(has.sum()), k, np.int64))
-    at_all = np.concatenate(at) if at else np.zeros(0, np.int64)
-    return match_ids(src[start_row], ordinal[start_row], src[end_row], ordinal[end_row],
-                     np.concatenate(owners) if owners else at_all,
-                     np.concatenate(variables) if variables else at_all, src[at_all], ordinal[at_all])
+    row_hash = _row(src, ordinal)  # per row of ``rows``: only the rows results show
+    entry_hash = row_hash[entry_row]
+    parts = np.zeros(len(entry_row), np.uint64)
+    with np.errstate(over="ignore"):
+        for k, bit in enumerate(bit_of.values()):
+            has = (entry_mask & bit) != 0
+            if has.any():
+                parts[has] += _label_hash(entry_hash[has], k)
+    labels = np.zeros(len(end_row), np.uint64)
+    if len(owner):
+        _add_by_owner(labels, owner, parts)
+    return _combine(row_hash[start_row], row_hash[end_row], labels)
+
+
+def _add_by_owner(total: np.ndarray, owner: np.ndarray, parts: np.ndarray) -> None:
+    """``total[owner[j]] += parts[j]`` (modulo 2**64): by runs when owners come in order (the
+    kernel's layout), else unbuffered."""
+    if np.all(owner[1:] >= owner[:-1]):
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        with np.errstate(over="ignore"):
+            total[owner[starts]] += np.add.reduceat(parts, starts)
+    else:
+        np.add.at(total, owner, parts)
 
 
 def schema(plan, rows: pa.Schema) -> pa.Schema:

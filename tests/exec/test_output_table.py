@@ -160,3 +160,22 @@ def test_grouped_count_of_events_and_overflow_message():
     assert aggregate.grouped("count", np.array([0, 2, 2, 5]), None, pa.int64()).to_pylist() == [2, 0, 3]
     with pytest.raises(cerql.CeqlError, match=r"after adding 4611686018427387904 \(total 9223372036854775808\)"):
         aggregate.grouped("sum", np.array([0, 1, 3]), pa.array([1, 2**62, 2**62]), pa.int64())
+
+
+@pytest.mark.parametrize("layout", ["kernel", "ascending", "shuffled"])
+def test_entries_are_put_in_result_and_stream_order(layout):
+    from cerql.exec.output import _result_order
+
+    rng = np.random.default_rng(3)
+    owner = np.repeat(np.arange(50), rng.integers(1, 6, 50))
+    row = np.concatenate([np.sort(rng.choice(100, (owner == r).sum(), replace=False)) for r in range(50)])
+    if layout == "kernel":  # each result's entries last event first
+        order = np.lexsort((-row, owner))
+    elif layout == "ascending":
+        order = np.arange(len(owner))
+    else:
+        order = rng.permutation(len(owner))
+    owner, row = owner[order], row[order]
+    got = _result_order(owner, row)
+    want = np.lexsort((row, owner))
+    assert owner[got].tolist() == owner[want].tolist() and row[got].tolist() == row[want].tolist()
