@@ -47,8 +47,9 @@ def label_bits(labels: Iterable[str]) -> dict[str, int]:
 def inert_steps(automaton) -> int | None:
     """The least k >= 1 such that k inert events in a row leave every run where any longer
     run of them does (the TRUE steps reach a fixed point after k), or None when they never do
-    (a cycle of TRUE steps) or when a TRUE step can end a match (an inert event would then
-    have results). An inert event moves a set of automaton states to the targets of their
+    (a cycle of TRUE steps), when a TRUE step can end a match (an inert event would then
+    have results), or when inert events move the initial state (the number of rows before a
+    substream's first kept row is not sent, and must not matter). An inert event moves a set of automaton states to the targets of their
     TRUE transitions; that map is a union over states, so checking single states suffices."""
     true = {}
     for t in automaton.transitions:
@@ -56,6 +57,8 @@ def inert_steps(automaton) -> int | None:
             true.setdefault(t.source, set()).add(t.target)
     if any(automaton.final & targets for targets in true.values()):
         return None
+    if true.get(automaton.initial) != {automaton.initial}:  # rows before a substream's first kept
+        return None                                         # one would count: Spark does not say how many
 
     def step(states: frozenset) -> frozenset:
         return frozenset(x for q in states for x in true.get(q, ()))

@@ -5,8 +5,9 @@ the rows of one task in evaluation order (partition key, ordering columns, sourc
 each row with the stream columns,
 ``__cerql_source`` (optional with one source), ``__cerql_ordinal`` and its condition bits in ``__cerql_bits`` (bit k set when
 the row satisfies ``plan.automaton.conditions[k]``), and, when Spark dropped the inert rows of a
-query that counts positions (``cerql.exec.bits.gap_masks``), each row's position in its
-substream in ``__cerql_pos``. Output: per batch, an Arrow table of the
+query that counts positions (``cerql.exec.bits.gap_masks``), in ``__cerql_pos`` a number that
+grows by one from row to row of the task's sorted input (dropped rows included), so that the
+difference between two rows of a substream is their distance in it. Output: per batch, an Arrow table of the
 results that end in it, in the output schema of DESIGN.md section 5, without SELECT expressions
 (the caller evaluates them on the result, as Spark does).
 
@@ -43,7 +44,7 @@ from cerql.exec.stream import window_values
 from cerql.plan import TaskPlan
 
 BITS_COLUMN = "__cerql_bits"
-POSITION_COLUMN = "__cerql_pos"  # a row's position in its substream, when Spark dropped inert rows
+POSITION_COLUMN = "__cerql_pos"  # a row's number in the task's sorted input, when Spark dropped inert rows
 RISING_COLUMN = "__cerql_rising"  # the sums known to rise over the whole input (RegisterSpec.rise)
 
 
@@ -67,7 +68,7 @@ class MatchTask:
         self.substreams = 0
         self.gap_fill = inert_steps(plan.automaton)  # inert events put back per gap, when gaps come
         self.filled = False                          # the batches come with positions (and gaps)
-        self.last_pos = -1                           # real position of the last row seen
+        self.last_pos = -1                           # number of the last row seen
 
     # -- substreams
     def _starts(self, table: pa.Table) -> np.ndarray:
@@ -198,10 +199,10 @@ class MatchTask:
         self.filled = True
         pos = table.column(POSITION_COLUMN).to_numpy().astype(np.int64)
         before = np.empty_like(pos)
-        before[0] = -1 if starts[0] else self.last_pos
+        before[0] = self.last_pos
         before[1:] = pos[:-1]
-        before[starts] = -1
-        self.last_pos = int(pos[-1])
+        before[starts] = pos[starts] - 1  # no gap before a substream's first row: the initial
+        self.last_pos = int(pos[-1])      # state is a fixed point of inert events (bits.inert_steps)
         fill = np.minimum(pos - before - 1, self.gap_fill)
         if not fill.any():
             return table, starts

@@ -243,24 +243,16 @@ def kept_rows(plan: QueryPlan, stream):
 
 
 def positioned_rows(plan: QueryPlan, stream, keys: list, order: list):
-    """For a query that counts positions (``cerql.exec.bits.gap_masks``): each row's position
-    in its substream, on the JVM, then only the rows that can fire a transition, in the
-    evaluation order. The task puts the inert rows back as gaps (spark/arrow_task.py), so they
-    never cross to Python. With keys the position is a ``row_number`` over them, whose shuffle
-    and sort are the ones the task needs; without keys the stream is one sorted partition, where
-    ``monotonically_increasing_id`` counts the rows in order (a window without keys would do the
-    same and warn that it moves every row to one partition)."""
+    """For a query that counts positions (``cerql.exec.bits.gap_masks``): the stream shuffled
+    and sorted as for any query, each row numbered by ``monotonically_increasing_id`` after the
+    sort (consecutive numbers down the sorted rows of a task, so the differences between the
+    rows of one substream are their distances in it), then only the rows that can fire a
+    transition. The task puts the inert rows back as gaps (spark/arrow_task.py), so they never
+    cross to Python. Cheaper than a ``row_number`` window, which sorts again (measured: 0.97
+    against 0.89 of the bare shuffle, docs/benchmarks.md)."""
     F = functions_for(stream)
-    if keys:
-        if is_connect(stream):
-            from pyspark.sql.connect.window import Window
-        else:
-            from pyspark.sql.window import Window
-        window = Window.partitionBy(*keys).orderBy(*order[len(keys):])
-        stream = stream.withColumn(POSITION_COLUMN, F.row_number().over(window) - F.lit(1))
-    else:
-        stream = stream.repartition(1).sortWithinPartitions(*order)
-        stream = stream.withColumn(POSITION_COLUMN, F.monotonically_increasing_id())
+    stream = (stream.repartition(*keys) if keys else stream.repartition(1)).sortWithinPartitions(*order)
+    stream = stream.withColumn(POSITION_COLUMN, F.monotonically_increasing_id())
     return stream.filter(_fires(F, gap_masks(plan)))
 
 
@@ -380,12 +372,11 @@ def lower(plan: QueryPlan, frames: Mapping):
     stream = stream.select(*[F.col(hidden[c]) for c in keep], *[F.col(c) for c in ties + [BITS_COLUMN] + extra])
     keys = [F.col(hidden[c]) for c in plan.substream_columns]
     order = [F.col(hidden[c]) for c in plan.substream_columns + plan.order_columns] + [F.col(c) for c in ties]
-    if gap_masks(plan) is not None:  # the window shuffles by the keys and sorts; the sort below is a no-op
+    if gap_masks(plan) is not None:  # shuffled, sorted, numbered, then pruned
         stream = positioned_rows(plan, stream, keys, order)
         extra.append(POSITION_COLUMN)
     else:
-        stream = stream.repartition(*keys) if keys else stream.repartition(1)
-    stream = stream.sortWithinPartitions(*order)
+        stream = (stream.repartition(*keys) if keys else stream.repartition(1)).sortWithinPartitions(*order)
     task = task_plan(plan)
     names = keep + ties + [BITS_COLUMN] + extra
     schema = output_schema(task, _renamed(stream.schema, names))

@@ -157,15 +157,15 @@ def test_post_filtered_task_keeps_only_rows_inside_the_window():
 
 # -------------------------------------------- queries that count positions, with Spark's inert rows dropped
 def gapped_rows(plan, stream) -> pa.Table:
-    """The rows as Spark sends them when it drops inert rows (spark/lower.py): each row's
-    position in its substream, then only the rows with every bit of a firing mask."""
+    """The rows as Spark sends them when it drops inert rows (spark/lower.py): each row
+    numbered down the task's sorted rows, then only the rows with every bit of a firing mask."""
     from cerql.spark.arrow_task import POSITION_COLUMN
 
     masks = gap_masks(plan)
     assert masks is not None
     bits = driver.condition_bits(plan.automaton, stream)
-    positions = np.concatenate([np.arange(hi - lo) for lo, hi in stream.bounds] or [np.zeros(0, np.int64)])
-    rows = stream.table.append_column(BITS_COLUMN, pa.array(bits)).append_column(POSITION_COLUMN, pa.array(positions, pa.int32()))
+    positions = (3 << 33) + np.arange(len(bits))  # monotonically_increasing_id in the task's third partition
+    rows = stream.table.append_column(BITS_COLUMN, pa.array(bits)).append_column(POSITION_COLUMN, pa.array(positions))
     keep = np.zeros(len(bits), bool)
     for m in masks:
         keep |= (bits.astype(np.int64) & m) == m
