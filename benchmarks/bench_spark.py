@@ -19,8 +19,8 @@ Parts, in order:
    the same pattern on one ordered partition, a Kleene query, queries that count positions (a
    Kleene query ``WITHIN 20 EVENTS``, a ``:`` chain, a STRICT sequence), a query where every row
    can bind, the baseline with an identity ``mapInArrow`` (the floor of any Python engine), the
-   two JVM-only ways to number the rows of a substream (a ``row_number`` Window, as the
-   position-counting queries do, and ``monotonically_increasing_id`` after the sort), and
+   two JVM-only ways to number the rows of a substream (a ``row_number`` Window, and
+   ``monotonically_increasing_id`` after the sort, as the position-counting queries do), and
    (unless ``--no-decompose``) the steps in between: the baseline with cerql's two extra sort
    keys, cerql's own stream up to its sort (``:prep``), cerql with a
    ``mapInArrow`` that reads its input and returns nothing (``:drain``), the query returning
@@ -87,9 +87,8 @@ QUERIES = {
         "SELECT * FROM stock WHERE SELL AS s ; BUY+ AS b ; SELL AS c "
         "FILTER s[price > 980] AND b[price < 50] AND c[price > 980] "
         "PARTITION BY [name] WITHIN 1 MINUTE"),
-    # Queries that count positions (n EVENTS, ':', STRICT): the plan numbers each row in its
-    # substream on the JVM and ships only the rows that can fire a transition, with their
-    # positions. Rows that reach Python: ~11 % (SELL above 980 or below 20, BUY of 1000 shares),
+    # Queries that count positions (n EVENTS, ':', STRICT): the plan numbers each row after its
+    # sort on the JVM and ships only the rows that can fire a transition, with their numbers. Rows that reach Python: ~11 % (SELL above 980 or below 20, BUY of 1000 shares),
     # ~20 % and ~10 %; results ~0.3 %, ~0.02 % and ~0.01 % of the rows.
     "kleene_events": (
         "SELECT * FROM stock WHERE SELL AS a ; BUY+ AS b ; SELL AS c "
@@ -433,12 +432,12 @@ def variants(decompose: bool):
         df = base_part(spark, stock)
         return df.mapInArrow(identity, df.schema)
 
-    def base_row_number(spark, stock):  # JVM only: the position as the queries that count them get it
+    def base_row_number(spark, stock):  # JVM only: a Window numbering each substream (cerql's first way)
         from pyspark.sql.window import Window
 
         return stock.withColumn("pos", F.row_number().over(Window.partitionBy("name").orderBy("ts")))
 
-    def base_running_id(spark, stock):  # JVM only: a counter over each sorted partition instead
+    def base_running_id(spark, stock):  # JVM only: a counter over each sorted partition, as cerql numbers rows
         return base_part(spark, stock).withColumn("pos", F.monotonically_increasing_id())
 
     out = [
