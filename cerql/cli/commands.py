@@ -17,6 +17,16 @@ engine) and ``--engine reference`` run without Spark.
 prints it; which formats are read and written, and how, is in :mod:`cerql.cli.tables_io`, and so
 is which ``--out`` may be replaced (never an input, and only with ``--overwrite``). While
 Spark works, ``--progress`` shows the running stages on stderr (:mod:`cerql.cli.runtime`).
+
+``run`` and ``explain`` take the query from a file (``cerql run QUERY.sql``) or inline with
+``-e``/``--execute``, as ``spark-sql -e`` and ``duckdb -c`` do
+(``cerql run -e "SELECT * FROM stock WHERE SELL AS s ; BUY AS b" --table stock=trades.parquet``);
+one of the two, never both (a usage error, exit code 2, as is giving neither).
+
+``explain`` checks what it can know: without ``--table`` there are no schemas, so sources,
+columns and their types are not checked, and the plan says so on its last line; with
+``--table`` the query is resolved against the tables as ``run`` would, so an unknown source,
+column or event type that no source can hold is the same error (exit code 2), not a plan.
 """
 
 from __future__ import annotations
@@ -55,6 +65,30 @@ def read_query(path: str) -> str:
         return Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise CliError(f"{path}: cannot read query: {err.strerror or err}") from err
+
+
+def query_of(args: argparse.Namespace) -> tuple[str, list[Path]]:
+    """The query text of ``run`` or ``explain`` and the files it was read from: ``-e`` text as
+    given (no file), or the ``QUERY.sql`` file, which ``--out`` and ``--dot`` may never replace."""
+    if args.execute is not None:
+        return args.execute, []
+    return read_query(args.query), [Path(args.query)]
+
+
+def query_options(parser: argparse.ArgumentParser) -> None:
+    """The query of ``run`` and ``explain``: a file or ``-e`` text, one of them (enforced by
+    argparse for both, by :func:`main` for neither, since argparse cannot require one of a
+    positional and an option with a message that says what to write)."""
+    given = parser.add_mutually_exclusive_group()
+    given.add_argument("query", nargs="?", metavar="QUERY.sql", help="a file holding the query")
+    given.add_argument("-e", "--execute", metavar="QUERY",
+                       help='the query itself, as spark-sql -e: -e "SELECT * FROM stock WHERE ..."')
+    parser.set_defaults(usage_error=parser.error)
+
+
+NO_QUERY = 'no query: give a file (QUERY.sql) or the query itself with -e "SELECT ..."'
+UNCHECKED = ("columns not checked: without --table there are no schemas, so the sources, their "
+             "columns and types are taken as written; give --table NAME=PATH to check them")
 
 
 def out_path(value: str | None) -> Path | None:
@@ -143,17 +177,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``cerql run``: evaluate a query file over table files, print or write the result.
+    """``cerql run``: evaluate a query (a file or ``-e`` text) over table files, print or
+    write the result.
 
     Everything that can be checked without data is checked before an engine starts: the query
     file, the table files and their formats, the ``--out`` suffix and whether it may be written
     (:func:`cerql.cli.tables_io.check_out`), and the query itself.
     """
-    text = read_query(args.query)
+    text, query_files = query_of(args)
     specs = table_specs(args.table or [])
     out = out_path(args.out)
     if out is not None:
-        check_out(out, [Path(args.query), *(path for _, path, _ in specs)], args.overwrite)
+        check_out(out, [*query_files, *(path for _, path, _ in specs)], args.overwrite)
     if args.engine == "spark":
         check_sources(cerql.analyze(text), [name for name, _, _ in specs])
         return run_spark(args, text, specs, out)
@@ -171,15 +206,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """``cerql explain``: print how cerql understands a query (no data needed); with ``--table``
-    also how it runs on Spark over those tables (the sources, bits, pruning and Spark's plan)."""
-    text = read_query(args.query)
+    also how it runs on Spark over those tables (the sources, bits, pruning and Spark's plan).
+
+    With ``--table`` the query is resolved against the tables' schemas, so an unknown column or
+    source is printed as the error it is (exit code 2) instead of a plan; without, the plan says
+    on its last line that columns were not checked (module docstring).
+    """
+    text, query_files = query_of(args)
     specs = table_specs(args.table)
     if args.dot is not None:  # rewritten freely, as Graphviz users expect, but never an input
-        check_not_input(Path(args.dot), [Path(args.query), *(path for _, path, _ in specs)], "--dot")
+        check_not_input(Path(args.dot), [*query_files, *(path for _, path, _ in specs)], "--dot")
     if not specs:
         print(cerql.explain(text, dot=args.dot))
+        print(UNCHECKED)
         return 0
-    cerql.analyze(text)  # query errors before Spark starts
+    check_sources(cerql.analyze(text), [name for name, _, _ in specs])  # before Spark starts
     with spark_session(parse_conf(args.conf)) as spark:
         frames = {name: read_spark_table(spark, path, fmt) for name, path, fmt in specs}
         print(cerql.explain(text, spark, dot=args.dot, **frames))
@@ -212,8 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     _spark_options(demo)
     demo.set_defaults(func=cmd_demo)
 
-    run = sub.add_parser("run", help="evaluate a query file over Parquet or CSV tables")
-    run.add_argument("query", metavar="QUERY.sql")
+    run = sub.add_parser("run", help="evaluate a query (a file, or -e text) over Parquet or CSV tables")
+    query_options(run)
     run.add_argument("--table", action="append", metavar="NAME=PATH",
                      help="a source of the query: name=path.parquet or name=path.csv, or a "
                      "directory of either (repeatable)")
@@ -229,8 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     _spark_options(run)
     run.set_defaults(func=cmd_run)
 
-    explain = sub.add_parser("explain", help="show how cerql reads a query")
-    explain.add_argument("query", metavar="QUERY.sql")
+    explain = sub.add_parser("explain", help="show how cerql reads a query (a file, or -e text)")
+    query_options(explain)
     explain.add_argument("--dot", metavar="FILE", help="also write the automaton as Graphviz source")
     explain.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
                          help="a source table (.parquet or .csv); with tables, also show the Spark plan")
@@ -306,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     1
     """
     args = build_parser().parse_args(argv)
+    if getattr(args, "usage_error", None) is not None and args.query is None and args.execute is None:
+        args.usage_error(NO_QUERY)  # exits 2 with the subcommand's usage, as argparse does
     try:
         return args.func(args)
     except OutputRefused as err:

@@ -25,6 +25,7 @@ from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze, check_view
 from cerql.exec.bits import firing_masks, gap_masks
 from cerql.spark.lower import arrow_schema, lower
+from cerql.spark.workers import check_workers
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
 
@@ -64,6 +65,7 @@ def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
         frames = _frames(spark, analysis, dict(tables or {}))
         schemas = {s.name: _arrow_schema(text, s, frames[s.name]) for s in analysis.select.sources}
         plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark))
+        check_workers(spark)  # before lower builds the mapInArrow UDF (workers.py)
         df = lower(plan, {s.key: frames[s.key] for s in plan.sources})
     except CeqlError as err:
         raise err.with_text(text)

@@ -781,3 +781,112 @@ def test_local_engine_rejects_a_guard_conf_that_is_not_a_number(stock_files, cap
     code = main(["run", str(query), "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local",
                  "--conf", "cerql.maxOutputRows=lots"])
     assert code == 1 and "expected a whole number" in capsys.readouterr().err  # as every bad option
+
+
+# ------------------------------------------------- the query inline (-e), --out, explain's checks
+def test_run_and_explain_take_the_query_inline(stock_files, capsys):
+    tmp, _, expected = stock_files
+
+    assert main(["run", "-e", PAIRS, "--table", f"stock={tmp / 'stock.csv'}", "--engine", "local"]) == 0
+    assert f"({len(expected)} matches)" in capsys.readouterr().out
+    assert main(["explain", "--execute", "select b from stock where sell as s ; buy as b"]) == 0
+    assert "query: SELECT b FROM stock WHERE sell AS s ; buy AS b" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["run", "explain"])
+def test_query_file_and_inline_query_are_one_or_the_other(stock_files, capsys, command):
+    tmp, query, _ = stock_files
+
+    with pytest.raises(SystemExit) as neither:
+        main([command, "--table", f"stock={tmp / 'stock.csv'}"])
+    assert neither.value.code == 2
+    err = capsys.readouterr().err
+    assert f"usage: cerql {command}" in err and 'no query: give a file (QUERY.sql) or the query itself with -e' in err
+
+    with pytest.raises(SystemExit) as both:
+        main([command, str(query), "-e", PAIRS])
+    assert both.value.code == 2
+    assert "argument -e/--execute: not allowed with argument QUERY.sql" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["local", "reference", "spark"])
+def test_existing_out_file_is_refused_without_overwrite_on_every_engine(stock_files, capsys, monkeypatch, engine):
+    """Checked before any engine starts (none is allowed to here), with the query inline so the
+    only inputs are the table; the file is left byte for byte."""
+    tmp, _, _ = stock_files
+    keep = tmp / "keep.parquet"
+    keep.write_bytes(b"not a result of cerql\n")
+    monkeypatch.setattr(cli, "spark_session", lambda conf=None: pytest.fail("Spark was started"))
+    monkeypatch.setattr(cli, "evaluate", lambda *a, **k: pytest.fail("the query was run"))
+
+    code = main(["run", "-e", PAIRS, "--table", f"stock={tmp / 'stock.csv'}", "--out", str(keep),
+                 "--engine", engine])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert error_class(err) == "OUTPUT_EXISTS" and "give --overwrite to replace it" in err
+    assert keep.read_bytes() == b"not a result of cerql\n"
+
+
+UNKNOWN_COLUMN = "SELECT * FROM stock WHERE SELL AS s ; BUY AS b FILTER b[prise > 10]"
+
+
+def error_class_in(err: str) -> str:
+    """The error class of the ``cerql: CLASS: message`` line on stderr, after any notes (the
+    stock.parquet pandas writes gets one: its nanosecond timestamps)."""
+    return re.search(r"^cerql: ([A-Z_]+): ", err, re.M).group(1)
+
+
+def test_explain_without_tables_says_columns_were_not_checked(capsys):
+    assert main(["explain", "-e", UNKNOWN_COLUMN]) == 0
+
+    out = capsys.readouterr().out
+    assert "automaton:" in out
+    assert out.splitlines()[-1].startswith("columns not checked: without --table there are no schemas")
+
+
+def test_explain_names_an_unknown_source_before_spark_starts(stock_files, capsys, monkeypatch):
+    from pyspark.sql import SparkSession
+
+    tmp, _, _ = stock_files
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))  # a fresh process
+    monkeypatch.setattr(cli, "spark_session", lambda conf=None: pytest.fail("Spark was started"))
+
+    assert main(["explain", "-e", "SELECT * FROM stocks WHERE SELL AS s", "--table", f"stock={tmp / 'stock.csv'}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert error_class(captured.err) == "UNKNOWN_SOURCE" and "--table stocks=PATH" in captured.err
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("query, error, where", [
+    (UNKNOWN_COLUMN, "UNKNOWN_COLUMN", "prise"),
+    ("SELECT * FROM stocks WHERE SELL AS s", "UNKNOWN_SOURCE", "stocks"),
+], ids=["column", "source"])
+def test_explain_with_tables_prints_the_error_not_a_plan(spark, stock_files, capsys, query, error, where):
+    tmp, _, _ = stock_files
+
+    assert main(["explain", "-e", query, "--table", f"stock={tmp / 'stock.parquet'}"]) == 2
+
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err
+    assert error_class_in(err) == error and "Hint: " in err and "Traceback" not in err
+    lines = err.splitlines()
+    line, caret = [(line, below) for line, below in zip(lines, lines[1:]) if below.strip() == "^"][0]
+    assert caret.index("^") == line.index(where)  # the caret under the unknown name
+
+
+@pytest.mark.spark
+def test_explain_with_tables_checks_event_types_as_far_as_schemas_tell(spark, stock_files, capsys):
+    """An event type is a value of the type column: with one, an unknown type may be in the data
+    (a plan); without one, and no source of that name, it can match nothing (the error)."""
+    tmp, _, _ = stock_files
+    pd.read_parquet(tmp / "stock.parquet").drop(columns="type").to_parquet(tmp / "untyped.parquet", index=False)
+    query = "SELECT * FROM stock WHERE SELL AS s ; BUYY AS b"
+
+    assert main(["explain", "-e", query, "--table", f"stock={tmp / 'stock.parquet'}"]) == 0
+    assert "on BUYY" in capsys.readouterr().out
+    assert main(["explain", "-e", query, "--table", f"stock={tmp / 'untyped.parquet'}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and error_class_in(captured.err) == "UNKNOWN_EVENT_TYPE" and "^" in captured.err
