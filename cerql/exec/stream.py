@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cerql import ast
-from cerql.exec.values import evaluate_predicate, signed_columns
+from cerql.exec.values import evaluate_predicate, signed_columns, spark_strings
 from cerql.parser.units import MICROS_PER_UNIT
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 from cerql.exec.bits import non_null_columns
@@ -172,7 +172,9 @@ def _substreams(plan: QueryPlan, table: pa.Table) -> tuple[list[tuple[int, int]]
 
 
 def atom_rows(plan: QueryPlan, table: pa.Table) -> dict[ast.Atom, np.ndarray]:
-    """Which rows each atom matches, for a table with the stream columns and the source column."""
+    """Which rows each atom matches, for a table with the stream columns and the source column.
+    A type column is read as Spark casts it to a string (``cerql.spark.lower``'s condition):
+    a DOUBLE 1.0 is '1.0', so the atom `1` does not match it (Arrow would print '1')."""
     source = table.column(SOURCE_COLUMN).to_numpy()
     types: dict[str, pa.ChunkedArray] = {}  # each type column cast to string once
     out = {}
@@ -182,7 +184,7 @@ def atom_rows(plan: QueryPlan, table: pa.Table) -> dict[ast.Atom, np.ndarray]:
             rows = source == index
             if type_column is not None:
                 if type_column not in types:
-                    types[type_column] = pc.cast(table.column(type_column), pa.string())
+                    types[type_column] = spark_strings(table.column(type_column))
                 equal = pc.fill_null(pc.equal(types[type_column], value), False)
                 rows &= np.asarray(equal.to_numpy(zero_copy_only=False), bool)
             mask |= rows

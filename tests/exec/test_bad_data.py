@@ -103,9 +103,13 @@ def test_big_integer_against_a_double_column_across_variables(engine):
 
 
 def test_big_integer_remainder_is_exact(engine):
-    """(2**60 + 1) % 7 = 2 (2**3 = 1 mod 7); % 0 is NULL; % -1 is 0."""
-    out = run("SELECT a.x % 7 AS r, a.x % 0 AS z, a.x % -1 AS m FROM s WHERE A AS a ORDER BY ts", BIGS, engine)
-    assert column(out, "r") == [2, 3] and column(out, "z") == [None, None] and column(out, "m") == [0, 0]
+    """(2**60 + 1) % 7 = 2 (2**3 = 1 mod 7); % -1 is 0; % 0 is REMAINDER_BY_ZERO, as Spark 4
+    raises it under ANSI mode (try_mod gives NULL there)."""
+    out = run("SELECT a.x % 7 AS r, a.x % -1 AS m FROM s WHERE A AS a ORDER BY ts", BIGS, engine)
+    assert column(out, "r") == [2, 3] and column(out, "m") == [0, 0]
+    with pytest.raises(ExecutionError) as err:
+        run("SELECT a.x % 0 AS z FROM s WHERE A AS a ORDER BY ts", BIGS, engine)
+    assert err.value.error_class == "REMAINDER_BY_ZERO"
 
 
 def test_big_integer_against_spark(spark):

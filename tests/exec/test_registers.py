@@ -90,11 +90,12 @@ def test_floats_and_integers_mixed():
 
 
 @pytest.mark.parametrize("op, expected", [("=", []), ("!=", [(0, 1), (0, 3), (2, 3)]), (">", []),
-                                          ("<", [(0, 1)])])
-def test_arrow_nan_compares_as_arrow_does(op, expected):
-    # a NaN that is not NULL (an Arrow table): the kernel compares as the reference's Arrow
-    # kernels do, IEEE: x = NaN and x > NaN are false, x != NaN is true. Pairs: (0,1) 1.0 vs
-    # 2.0, (0,3) 1.0 vs NaN, (2,3) 3.0 vs NaN
+                                          ("<", [(0, 1), (0, 3), (2, 3)])])
+def test_arrow_nan_compares_as_spark_does(op, expected):
+    # a NaN that is not NULL (an Arrow table): the kernel compares as Spark SQL does, and as the
+    # reference's expressions do (planner/arrow_expr.py): NaN is larger than every number and
+    # equal to itself, so x < NaN and x != NaN are true, x = NaN and x > NaN false. Pairs:
+    # (0,1) 1.0 vs 2.0, (0,3) 1.0 vs NaN, (2,3) 3.0 vs NaN
     table = pa.table({"type": ["A", "B", "A", "B"], "ts": [0, 1, 2, 3], "f": [1.0, 2.0, 3.0, float("nan")]})
     query = f"SELECT * FROM s WHERE A AS a ; B AS b FILTER a.f {op} b.f ORDER BY ts"
     ref = cerql.run(query, {"s": table}, engine="reference")

@@ -20,7 +20,7 @@ from cerql.plan import MAX_REGISTERS
 # Registers (seed 002): a FILTER comparison ``f(x) op g(y)`` holds when it holds for every pair of
 # events of x and y (DESIGN.md 4.7). The kernel checks it as events are bound: a run carries, per
 # comparison and per side, whether the side has events, whether one of them makes every pair
-# fail (NULL; NaN but for !=; two different values under =), and the one value a later event of
+# fail (NULL; two different values under =), and the one value a later event of
 # the other side must be compared with (for >, >= the least f of x and the greatest g of y; for
 # <, <= the reverse; for = and != the value). An event bound to x is compared with y's value when
 # y has events, then joins x's side; likewise for y. Runs merge only when their deterministic
@@ -82,21 +82,29 @@ class Sides(NamedTuple):
 
 
 @njit(nogil=True, cache=True)
+def _less(a, b):
+    """a < b in Spark's order of doubles: NaN above every number and equal to itself."""
+    return a < b or (b != b and a == a)
+
+
+@njit(nogil=True, cache=True)
 def _holds(op, is_float, fk, fn, gk, gn):
-    """f op g, on int64 keys or on float64 values (IEEE: NaN compares false but for !=)."""
+    """f op g, on int64 keys or on float64 values as Spark compares doubles: NaN equals NaN and
+    is above every number (-0.0 equals 0.0)."""
     if is_float:
         a, b = fn, gn
+        same = a == b or (a != a and b != b)
         if op == OP_EQ:
-            return a == b
+            return same
         if op == OP_NE:
-            return a != b
+            return not same
         if op == OP_GT:
-            return a > b
+            return _less(b, a)
         if op == OP_GE:
-            return a >= b
+            return same or _less(b, a)
         if op == OP_LT:
-            return a < b
-        return a <= b
+            return _less(a, b)
+        return same or _less(a, b)
     if op == OP_EQ:
         return fk == gk
     if op == OP_NE:
@@ -115,8 +123,8 @@ def _joins(op, is_float, side_x, key, num, vk, vn):
     """The value a side keeps after another event's value (vk, vn) joins it: for x the least
     under > and >=, the greatest under < and <=; for y the reverse (see MAX_REGISTERS)."""
     keep_least = (op == OP_GT or op == OP_GE) == side_x
-    if is_float:
-        better = vn < num if keep_least else vn > num
+    if is_float:  # in Spark's order: NaN is the greatest
+        better = _less(vn, num) if keep_least else _less(num, vn)
     else:
         better = vk < key if keep_least else vk > key
     return (vk, vn) if better else (key, num)
@@ -143,7 +151,8 @@ def _bind(p, x_side, op, is_float, ok, vk, vn, regs_k, regs_f):
         flags |= has
         regs_k[3 * p + mine], regs_f[3 * p + mine] = vk, vn
     elif op == OP_EQ:
-        if (vn != regs_f[3 * p + mine]) if is_float else (vk != regs_k[3 * p + mine]):
+        other_value = not _holds(OP_EQ, True, vk, vn, vk, regs_f[3 * p + mine])
+        if other_value if is_float else (vk != regs_k[3 * p + mine]):
             flags |= bad  # two values: no value of the other side equals both
     # (!= is only planned between single-event variables: a side never gets a second value)
     else:
@@ -306,13 +315,11 @@ def step_registers(k, lab, i, regs, sides, act_rk, act_rf, scratch):
         if tmp_k[3 * p] & DONE_BOTH:
             continue
         op, is_float = reg_op[p], reg_float[p]
-        if lab & reg_x[p] != 0:
-            ok = fx_ok[i, p] and (op == OP_NE or not (is_float and np.isnan(fx_num[i, p])))
-            if not _bind(p, True, op, is_float, ok, fx_key[i, p], fx_num[i, p], tmp_k, tmp_f):
+        if lab & reg_x[p] != 0:  # NaN is a value (Spark's order), only NULL fails every pair
+            if not _bind(p, True, op, is_float, fx_ok[i, p], fx_key[i, p], fx_num[i, p], tmp_k, tmp_f):
                 return False
         if lab & reg_y[p] != 0:
-            ok = gy_ok[i, p] and (op == OP_NE or not (is_float and np.isnan(gy_num[i, p])))
-            if not _bind(p, False, op, is_float, ok, gy_key[i, p], gy_num[i, p], tmp_k, tmp_f):
+            if not _bind(p, False, op, is_float, gy_ok[i, p], gy_key[i, p], gy_num[i, p], tmp_k, tmp_f):
                 return False
         both = X_HAS | X_BAD
         if reg_single[p] and tmp_k[3 * p] & both and tmp_k[3 * p] & (Y_HAS | Y_BAD):
