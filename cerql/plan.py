@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the plan is data the engines read; it imports no engine
 SOURCE_COLUMN = "__cerql_source"    # position of the row's source in FROM
 ORDINAL_COLUMN = "__cerql_ordinal"  # row number within its source, before any reordering
 AGGREGATE_COLUMN = "__agg"          # an expression's k-th aggregate call, as column __agg<k>
+DERIVED_COLUMN = "__cerql_d"        # a column Spark derives for a FILTER across variables (planner/derived.py)
 MAX_MATCHES_PER_EVENT = 100_000
 MAX_REGISTERS = 4  # FILTER checks the kernel carries per run (planner/registers.py keeps this many)
 
@@ -81,6 +82,8 @@ class OutputPlan:
     sql: ast.SqlExpr | None = None          # the expression as written, for Spark to evaluate
     aggregates: tuple[AggregatePlan, ...] = ()
     expr_type: pa.DataType | None = None    # of the expression's value
+    expr_results: tuple[str, ...] = ()      # result columns it reads by bare name: match_*, PARTITION BY
+    expr_variables: tuple[tuple[str, bool], ...] = ()  # (variable, many) it reads whole: Spark only
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,7 @@ def build(plan, rows: pa.Table, results: ResultRows, order: bool = False, limit:
     events = _Events(n, owner, entry_row, entry_mask, bit_of)
     for o in plan.outputs:
         if o.var is None:
-            columns[o.name] = _expression(o, rows, events)
+            columns[o.name] = _expression(o, rows, events, columns)
         elif o.many:  # each result's events in stream order
             offsets, at = events.of(o.var)
             columns[o.name] = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), _structs(rows, o, plan, at))
@@ -235,11 +235,12 @@ def _result_order(owner: np.ndarray, row: np.ndarray) -> np.ndarray:
     return np.lexsort((row, owner))
 
 
-def _expression(o, rows: pa.Table, events: _Events) -> pa.Array:
+def _expression(o, rows: pa.Table, events: _Events, results: dict) -> pa.Array:
     """A SELECT expression's value per result: the compiled expression over a table with a
-    ``var.col`` column (the variable's first event, NULL when unbound) and a ``__agg<k>``
-    column per aggregate (cerql.exec.aggregate.grouped)."""
-    values = {}
+    ``var.col`` column (the variable's first event, NULL when unbound), a ``__agg<k>`` column
+    per aggregate (cerql.exec.aggregate.grouped), and the result columns it names bare
+    (``match_start``, a PARTITION BY column) from ``results``."""
+    values = {name: results[name] for name in o.expr_results}
     for var, col in o.expr_columns:
         at, missing = events.one(var)
         values[f"{var}.{col}"] = rows.column(col).take(pa.array(at, mask=missing))

@@ -17,7 +17,7 @@ from sqlglot import exp
 from cerql import ast
 from cerql.errors import AnalysisError, UnsupportedError, start_of
 from cerql.parser.sqlexpr import expr_position
-from cerql.planner import aggregates
+from cerql.planner import aggregates, safety
 
 MATCH_COLUMNS = ("match_id", "match_start", "match_end")
 ONE, MANY = 1, 2  # at most one event per valuation, or possibly several
@@ -149,6 +149,7 @@ def _check_filters(pattern, text: str) -> None:
 
 
 def _check_unary_predicate(leaf: ast.VarPredicate, text: str) -> None:
+    safety.check(leaf.predicate, text)
     tree = leaf.predicate.tree
     for col in tree.find_all(exp.Column):
         if col.table:
@@ -167,6 +168,7 @@ def _check_unary_predicate(leaf: ast.VarPredicate, text: str) -> None:
 
 
 def _check_cross_predicate(leaf: ast.CrossPredicate, bound: set[str], text: str) -> None:
+    safety.check(leaf.expr, text)
     tree = leaf.expr.tree
     counted: set[int] = set()  # count(var): a bare variable name inside an aggregate
     for call in aggregates.calls(tree):
@@ -201,6 +203,8 @@ def _outputs(select: ast.Select, variables, cardinality, text: str):
         return tuple(OutputVar(v, v, None, cardinality[v] == MANY) for v in names)
     outputs = []
     for item in select.projection:
+        if isinstance(item, ast.SelectVar) and bare_reference(item.var, select, variables) == "result":
+            continue  # match_* and the PARTITION BY columns are in every result row already
         if isinstance(item, (ast.SelectVar, ast.SelectVarColumns)):
             if item.var not in variables:
                 raise AnalysisError.at(text, start_of(item.span), f"Unknown variable '{item.var}' in SELECT",
@@ -209,11 +213,24 @@ def _outputs(select: ast.Select, variables, cardinality, text: str):
             cols = item.columns if isinstance(item, ast.SelectVarColumns) else None
             outputs.append(OutputVar(item.var, item.var, cols, cardinality[item.var] == MANY))
         else:
-            outputs.append(_select_expr(item, variables, cardinality, text))
+            outputs.append(_select_expr(item, select, variables, cardinality, text))
     return tuple(outputs)
 
 
-def _select_expr(item: ast.SelectExpr, variables, cardinality, text: str) -> OutputExpr:
+def bare_reference(name: str, select: ast.Select, variables) -> str | None:
+    """What a bare name in a SELECT expression refers to: ``"variable"`` (the variable's value:
+    a struct, or an array of structs), ``"result"`` (``match_id``, ``match_start``,
+    ``match_end`` or a PARTITION BY column of the result row), or None. A variable wins over a
+    result column of the same name, as the pattern's names are the innermost scope."""
+    if name in variables:
+        return "variable"
+    if name.lower() in MATCH_COLUMNS or name.lower() in {c.lower() for c in select.partition_by}:
+        return "result"
+    return None
+
+
+def _select_expr(item: ast.SelectExpr, select: ast.Select, variables, cardinality, text: str) -> OutputExpr:
+    safety.check(item.expr, text)
     tree = item.expr.tree
     inside: set[int] = set()  # columns read by aggregates: any variable, set or single
     for call in aggregates.calls(tree):
@@ -227,11 +244,13 @@ def _select_expr(item: ast.SelectExpr, variables, cardinality, text: str) -> Out
         if id(col) in inside:
             continue
         if not col.table:
-            raise AnalysisError.at(text, expr_position(item.expr, col),
-                                   f"Unknown variable '{col.name}' in SELECT" if col.name not in variables
-                                   else f"Variable '{col.name}' cannot be used as a value in an expression",
-                                   "UNKNOWN_VARIABLE" if col.name not in variables else "VARIABLE_AS_VALUE",
-                                   "select a variable alone (SELECT a) or one of its columns (SELECT a.price)")
+            if bare_reference(col.name, select, variables) is None:
+                raise AnalysisError.at(text, expr_position(item.expr, col), f"Unknown name '{col.name}' in SELECT",
+                                       "UNKNOWN_VARIABLE",
+                                       f"a SELECT expression reads a variable's columns (a.price), a variable "
+                                       f"itself (size(b), b[0].price), match_start, match_end, match_id or a "
+                                       f"PARTITION BY column; the pattern defines {', '.join(variables)}")
+            continue
         if col.table not in variables:
             raise AnalysisError.at(text, expr_position(item.expr, col), f"Unknown variable '{col.table}' in SELECT",
                                    "UNKNOWN_VARIABLE",
@@ -241,20 +260,22 @@ def _select_expr(item: ast.SelectExpr, variables, cardinality, text: str) -> Out
                                       f"'{col.sql(dialect='spark')}': variable '{col.table}' can hold several events",
                                       "SET_VARIABLE_IN_EXPRESSION",
                                       f"aggregate it, e.g. sum({col.table}.{col.name}) or "
-                                      f"collect_list({col.table}.{col.name}), "
+                                      f"collect_list({col.table}.{col.name}), pick one event "
+                                      f"({col.table}[0].{col.name}, element_at({col.table}, -1).{col.name}), "
                                       f"or select {col.table} itself (an array of its events)")
     # Spark's naming: a column keeps its own name, any other expression is named by its text
     name = item.alias or (tree.name if isinstance(tree, exp.Column) else item.expr.text)
     return OutputExpr(name, item.expr)
 
 
-def _output_variables(outputs):
-    """The variables a result keeps: selected ones and those SELECT expressions read."""
+def _output_variables(outputs, variables):
+    """The variables a result keeps: selected ones and those SELECT expressions read (as
+    ``var.col``, inside aggregates, or whole)."""
     for o in outputs:
         if isinstance(o, OutputVar):
             yield o.var
-        else:  # a bare column is count(var): analysis refuses any other
-            yield from (col.table or col.name for col in o.expr.tree.find_all(exp.Column))
+        else:
+            yield from (n for col in o.expr.tree.find_all(exp.Column) if (n := col.table or col.name) in variables)
 
 
 def analyze(query: ast.Query, text: str) -> Analysis:
@@ -314,8 +335,10 @@ def analyze(query: ast.Query, text: str) -> Analysis:
                                    "rename the variable or alias the expression")
         seen.add(out.name)
     if not outputs:
-        raise AnalysisError.at(text, start_of(select.span), "SELECT selects nothing", "EMPTY_SELECT")
-    selected = tuple(dict.fromkeys(_output_variables(outputs)))
+        raise AnalysisError.at(text, start_of(select.span), "SELECT selects nothing", "EMPTY_SELECT",
+                               "a result row shows the PARTITION BY and match_* columns beside what SELECT "
+                               "selects: select a variable (SELECT a) or an expression over one (a.price)")
+    selected = tuple(dict.fromkeys(_output_variables(outputs, variables)))
     return Analysis(text, select, view, variables, cardinality, selected, outputs)
 
 

@@ -14,6 +14,7 @@ catalog the rules ask for column names, key types and compiled register checks.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Mapping
 
@@ -21,14 +22,14 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import ast
-from cerql.errors import AnalysisError, CeqlError, position_of
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
-from cerql.plan import (AGGREGATE_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan,
+from cerql.plan import (AGGREGATE_COLUMN, DERIVED_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan,
                         QueryPlan, RegisterCheck, SourcePlan, WindowPlan)
 from cerql.planner import aggregates, rules
-from cerql.planner.analyze import Analysis, OutputVar, find_name
-from cerql.planner.arrow_expr import ExprError, compile_expr, guard
+from cerql.planner.analyze import MATCH_COLUMNS, Analysis, OutputVar, bare_reference, find_name
+from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, compile_expr, guard
 from cerql.planner.equality import keyable_type
 from cerql.planner.registers import Candidate
 
@@ -45,11 +46,14 @@ def bounding(window: WindowPlan | None, order_type: pa.DataType) -> WindowPlan |
 
 
 class _Resolver:
-    def __init__(self, analysis: Analysis, schemas: Mapping[str, pa.Schema]):
+    def __init__(self, analysis: Analysis, schemas: Mapping[str, pa.Schema], spark: bool = False,
+                 time_zone: str | None = None):
         self.a = analysis
         self.text = analysis.text
         self.select = analysis.select
         self.schemas = schemas
+        self.spark = spark
+        self.time_zone = time_zone
 
     def error(self, message, error_class, hint=None, span=None, offset=None, cls=AnalysisError):
         where = offset if offset is not None else (span.start if span else 0)
@@ -154,20 +158,42 @@ class _Resolver:
         return AtomPlan(atom.type, None, alternatives)
 
     # -- expressions
-    def compile(self, sql: ast.SqlExpr, resolve):
+    def compile(self, sql: ast.SqlExpr, resolve, spark_may_run: bool = False):
+        """``sql`` compiled for the local engine (planner/arrow_expr.py). With ``spark_may_run``
+        (a unary FILTER predicate or a SELECT item of a query planned for Spark, which Spark
+        evaluates itself), an expression the local engine cannot run is None: Spark's analyzer
+        checks it instead (spark/expressions.py). Names are resolved either way."""
         def positioned(err: ExprError) -> CeqlError:
             return self.error(err.message, err.error_class, err.hint, offset=expr_position(sql, err.node), cls=err.cls)
 
         try:
-            return guard(compile_expr(sql.tree, resolve), positioned)  # errors while evaluating, e.g. CAST
+            return guard(compile_expr(sql.tree, resolve, self.time_zone), positioned)  # errors while evaluating
         except ExprError as err:
+            if spark_may_run and self.spark and err.cls is not AnalysisError:
+                for col in sql.tree.find_all(exp.Column):  # unknown names are still this stage's errors
+                    with contextlib.suppress(ExprError):  # a whole variable: Spark reads it
+                        resolve(col)
+                return None
             raise positioned(err) from None
 
-    def check(self, fn, sql: ast.SqlExpr, table: pa.Table, boolean: bool, what: str) -> pa.DataType:
+    def check(self, fn, sql: ast.SqlExpr, table: pa.Table, boolean: bool, what: str,
+              spark_may_run: bool = False) -> pa.DataType | None:
         """Run ``fn`` on an empty table of the right schema: type errors surface here. Returns
-        the type of its value."""
+        the type of its value; None for an expression left to Spark (``fn`` None: Spark's
+        analyzer checks it). An expression the local engine compiles is type-checked here on
+        every engine, so a comparison of a string with a number is TYPE_MISMATCH before Spark
+        runs, not a CAST_INVALID_INPUT in the middle of a job. Operand types the local engine
+        does not take where Spark casts them (``LocalTypeRefusal``) are left to Spark when it
+        may run the expression (``compile``), and are an UnsupportedError otherwise."""
+        if fn is None:
+            return None
         try:
             out = evaluate(fn, table)
+        except LocalTypeRefusal as err:
+            if spark_may_run and self.spark:
+                return None
+            raise self.error(str(err), "UNSUPPORTED_EXPRESSION", "cast the operands to the types the function takes",
+                             offset=expr_position(sql), cls=UnsupportedError) from None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError) as err:
             raise self.error(f"Type error in {what} '{sql.text}': {str(err).splitlines()[0]}",
                              "TYPE_MISMATCH", "compare columns with values of the same type",
@@ -188,9 +214,8 @@ class _Resolver:
                 def resolve(col: exp.Column, sql=sql) -> str:
                     return self.column(col.name, offset=expr_position(sql, col.this))
 
-                fn = self.compile(sql, resolve)
-                self.check(fn, sql, empty, True, "FILTER")
-                out[sql.text] = fn
+                fn = self.compile(sql, resolve, spark_may_run=True)
+                out[sql.text] = fn if self.check(fn, sql, empty, True, "FILTER", spark_may_run=True) is not None else None
         return out
 
     def item_span(self, name: str):
@@ -202,13 +227,36 @@ class _Resolver:
     def output(self, o) -> OutputPlan:
         if isinstance(o, OutputVar):
             cols = None
+            if o.columns is None and any(n.startswith(DERIVED_COLUMN) for n in self.union.names):
+                cols = tuple(n for n in self.union.names if not n.startswith(DERIVED_COLUMN))  # never shown
             if o.columns is not None:
                 start = o_span.start if (o_span := self.item_span(o.name)) else 0
                 cols = tuple(self.column(c, offset=find_name(self.text, c, start + len(o.var))) for c in o.columns)
             return OutputPlan(o.name, var=o.var, columns=cols, many=o.many)
         sql, aggs = self.with_aggregate_columns(o.expr)
-        fn, used, value_type = self.qualified(sql, boolean=False, what="SELECT", extra=aggs)
-        return OutputPlan(o.name, expr=fn, expr_columns=used, sql=o.expr, aggregates=aggs, expr_type=value_type)
+        fn, used, value_type = self.qualified(sql, boolean=False, what="SELECT", extra=aggs, result=True)
+        bare = [(c.name, bare_reference(c.name, self.select, self.a.variables))  # aggregates are columns here
+                for c in sql.tree.find_all(exp.Column) if not c.table]
+        results = [self.result_column(name) for name, kind in bare if kind == "result"]
+        wholes = [(name, self.a.cardinality[name] > 1) for name, kind in bare if kind == "variable"]
+        return OutputPlan(o.name, expr=fn if value_type is not None else None, expr_columns=used, sql=o.expr,
+                          aggregates=aggs, expr_type=value_type, expr_results=tuple(dict.fromkeys(results)),
+                          expr_variables=tuple(dict.fromkeys(wholes)))
+
+    def result_column(self, name: str) -> str:
+        """A bare name of a SELECT expression that is a column of the result row: ``match_*``
+        (lower case, as the result names them) or a PARTITION BY column (its stream spelling)."""
+        if name.lower() in MATCH_COLUMNS:
+            return name.lower()
+        return self.clause_column(name, "PARTITION")
+
+    def result_field(self, name: str) -> pa.Field:
+        """The type a result column has in the result table (exec/output.schema)."""
+        if name == "match_id":
+            return pa.field(name, pa.int64())
+        if name in MATCH_COLUMNS:
+            return pa.field(name, self.union.field(self.order[0]).type)
+        return self.union.field(name)
 
     def with_aggregate_columns(self, sql: ast.SqlExpr) -> tuple[ast.SqlExpr, tuple[AggregatePlan, ...]]:
         """The expression with each aggregate call made the column ``__agg<k>`` of the table it
@@ -233,24 +281,36 @@ class _Resolver:
             out.append(AggregatePlan(kind, var, column, aggregates.result_type(kind, col_type), many))
         return tuple(out)
 
-    def qualified(self, sql: ast.SqlExpr, boolean: bool, what: str, extra=()):
+    def qualified(self, sql: ast.SqlExpr, boolean: bool, what: str, extra=(), result: bool = False):
         """(function over a table of "var.col" columns, the (var, column) pairs it reads, the type
         of its value) of an expression over qualified columns, type-checked on an empty table.
-        ``extra`` are the aggregates it reads as columns ``__agg<k>``."""
+        ``extra`` are the aggregates it reads as columns ``__agg<k>``. With ``result`` (a SELECT
+        item) it may also read bare names of the result row (``match_start``, a PARTITION BY
+        column: columns of that name) and whole variables, which only Spark evaluates."""
         used: list[tuple[str, str]] = []
+        results: list[str] = []
 
         def resolve(col: exp.Column) -> str:
             if not col.table and col.name.startswith(AGGREGATE_COLUMN):
                 return col.name
+            if result and not col.table:
+                if bare_reference(col.name, self.select, self.a.variables) == "variable":
+                    raise ExprError(UnsupportedError, f"Variable '{col.name}' as a value (its event, or the array "
+                                    "of its events) is not supported by cerql's local engine; spark.cer_sql runs it",
+                                    col, "UNSUPPORTED_EXPRESSION", "select the variable itself, or its columns")
+                name = self.result_column(col.name)
+                results.append(name)
+                return name
             name = self.column(col.name, offset=expr_position(sql, col.this))
             if (col.table, name) not in used:
                 used.append((col.table, name))
             return f"{col.table}.{name}"
 
-        fn = self.compile(sql, resolve)
+        fn = self.compile(sql, resolve, spark_may_run=result)
         fields = [pa.field(f"{v}.{c}", self.union.field(c).type) for v, c in used]
         fields += [pa.field(f"{AGGREGATE_COLUMN}{k}", agg.type) for k, agg in enumerate(extra)]
-        value_type = self.check(fn, sql, pa.schema(fields).empty_table(), boolean, what)
+        fields += [self.result_field(name) for name in dict.fromkeys(results)]
+        value_type = self.check(fn, sql, pa.schema(fields).empty_table(), boolean, what, spark_may_run=result)
         return fn, tuple(used), value_type
 
     def register_check(self, candidate: Candidate) -> RegisterCheck | None:
@@ -366,7 +426,7 @@ class _Resolver:
             if isinstance(node, ast.Atom) and node not in atoms:
                 atoms[node] = self.atom(node, sources)
         partition = tuple(self.clause_column(c, "PARTITION") for c in sel.partition_by)
-        order = self.ordering()
+        order = self.order = self.ordering()
         kind = self.order_kind(order[0])
         window = bounding(self.window(kind), self.union.field(order[0]).type)
         cross = self.cross_predicates()
@@ -383,10 +443,16 @@ class _Resolver:
 
 
 def resolve(analysis: Analysis, schemas: Mapping[str, pa.Schema],
-            max_matches_per_event: int = MAX_MATCHES_PER_EVENT) -> QueryPlan:
+            max_matches_per_event: int = MAX_MATCHES_PER_EVENT, spark: bool = False,
+            time_zone: str | None = None) -> QueryPlan:
     """Resolve every name of an analyzed query against the source schemas, then choose how it
-    is evaluated (planner/rules.py) with the resolver as the catalog."""
+    is evaluated (planner/rules.py) with the resolver as the catalog. ``spark``: the plan is
+    for Spark, which evaluates unary FILTER predicates and SELECT items itself, so those may
+    use any of Spark SQL's functions; their predicates and expressions the local engine cannot
+    run are None in the plan (cerql/spark/expressions.py checks them with Spark's analyzer).
+    ``time_zone``: the session time zone the compiled expressions read times in (Spark's
+    ``spark.sql.session.timeZone`` for the parts a Spark task evaluates; UTC by default)."""
     try:
-        return _Resolver(analysis, schemas).plan(max_matches_per_event)
+        return _Resolver(analysis, schemas, spark, time_zone).plan(max_matches_per_event)
     except CeqlError as err:
         raise err.with_text(analysis.text)

@@ -2,6 +2,9 @@
 
 - :mod:`cerql.spark.session`: ``cer_sql`` (parse, analyze, find the sources, resolve, lower).
 - :mod:`cerql.spark.lower`: the physical plan as a Spark plan (union, bits, shuffle, mapInArrow).
+- :mod:`cerql.spark.expressions`: Spark's analyzer checks what Spark evaluates (predicates and
+  SELECT items beyond the local engine's functions); only Spark built-ins pass.
+- :mod:`cerql.spark.workers`: once per session, whether Spark's Python workers can import cerql.
 - :mod:`cerql.spark.arrow_task`: the task ``mapInArrow`` runs on each partition (the kernel over
   Arrow batches, state carried across them).
 - :mod:`cerql.spark.sql_cells`: the ``cerql(TABLE(t), 'query')`` table function for SQL cells.

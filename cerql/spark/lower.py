@@ -43,6 +43,7 @@ from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan, Tas
 from cerql.planner import aggregates
 from cerql.exec.bits import firing_masks, gap_masks, non_null_columns
 from cerql.spark.arrow_task import BITS_COLUMN, POSITION_COLUMN, RISING_COLUMN
+from cerql.spark import expressions
 from cerql.spark.patch import is_connect
 
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
@@ -99,12 +100,17 @@ def speller(names: Mapping[str, str]) -> Callable[[str], str]:
     return lambda name: names.get(name, lowered.get(name.lower(), name))
 
 
-def spark_sql(tree: exp.Expression, spell: Callable[[str], str], qualify=None) -> str:
+def spark_sql(tree: exp.Expression, spell: Callable[[str], str], qualify=None,
+              bare: Mapping[str, str] | None = None) -> str:
     """Spark SQL of a predicate or SELECT expression with every column spelled by ``spell``
-    (quoted), and ``var.col`` turned into ``qualify(var).col`` when given."""
+    (quoted), ``var.col`` turned into ``qualify(var).col`` when given, and a bare name found in
+    ``bare`` (a SELECT item's ``match_start``, PARTITION BY column or whole variable) as the
+    column it maps to."""
     def spelled(node: exp.Expression) -> exp.Expression:
         if not isinstance(node, exp.Column):
             return node
+        if bare is not None and not node.table and node.name in bare:
+            return exp.column(bare[node.name], quoted=True)
         table = qualify(node.table) if (qualify and node.table) else None
         return exp.column(spell(node.name), table=table, quoted=True)
 
@@ -112,11 +118,13 @@ def spark_sql(tree: exp.Expression, spell: Callable[[str], str], qualify=None) -
 
 
 def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[str, str],
-                   schema: pa.Schema | None = None) -> str:
+                   schema: pa.Schema | None = None, results: Mapping[str, str] | None = None) -> str:
     """Spark SQL of a SELECT expression over the hidden struct columns of its variables
-    (``structs``: variable -> column name). Each aggregate call is replaced in the sqlglot tree
-    by its Spark SQL over the variable's events (planner/aggregates.py), as a raw-text node, so
-    nothing inside the user's string literals is ever rewritten."""
+    (``structs``: variable -> column name) and the result columns it names bare (``results``:
+    ``match_*`` and PARTITION BY columns as the plan names them -> column name). Each
+    aggregate call is replaced in the sqlglot tree by its Spark SQL over the variable's events
+    (planner/aggregates.py), as a raw-text node, so nothing inside the user's string literals is
+    ever rewritten."""
     tree = o.sql.tree.copy()
     for call, a in zip(aggregates.calls(tree), o.aggregates):
         column = a.column.replace("`", "``") if a.column else None  # aggregates.spark_sql quotes it
@@ -127,7 +135,15 @@ def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[
             tree = node
         else:
             call.replace(node)
-    return spark_sql(tree, spell, qualify=lambda v: structs[v])
+    bare = {}
+    for col in tree.find_all(exp.Column):
+        if not col.table and col.name in dict(o.expr_variables):
+            bare[col.name] = structs[col.name]
+        elif not col.table and results:
+            found = [c for c in o.expr_results if c.lower() == col.name.lower()]
+            if found:
+                bare[col.name] = results[found[0]]
+    return spark_sql(tree, spell, qualify=lambda v: structs[v], bare=bare)
 
 
 def predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
@@ -137,6 +153,20 @@ def predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
         if isinstance(node, ast.VarPredicate):
             out.setdefault(node.predicate.text, node.predicate.tree)
     return out
+
+
+def spark_only_predicates(plan: QueryPlan) -> list[ast.SqlExpr]:
+    """The unary FILTER predicates only Spark evaluates (planner/resolve.py left them None)."""
+    out: dict[str, ast.SqlExpr] = {}
+    for node in ast.walk(plan.select.pattern):
+        if isinstance(node, ast.VarPredicate) and plan.predicates.get(node.predicate.text, True) is None:
+            out.setdefault(node.predicate.text, node.predicate)
+    return list(out.values())
+
+
+def shown_names(plan: QueryPlan) -> dict[str, str]:
+    """Hidden stream column names (``__cerql_c<k>``) -> the user's, for Spark's messages."""
+    return {hidden: real for real, hidden in hidden_columns(plan).items()}
 
 
 # -- step 1: the union of the sources
@@ -202,12 +232,18 @@ def _bit(k: int) -> int:
     return _signed(1 << k)
 
 
-def with_bits(plan: QueryPlan, stream):
-    """Add ``__cerql_bits``: bit k set when the row satisfies ``automaton.conditions[k]``."""
+def with_bits(plan: QueryPlan, stream, text: str = ""):
+    """Add ``__cerql_bits``: bit k set when the row satisfies ``automaton.conditions[k]``. A
+    predicate the local engine cannot run (None in ``plan.predicates``) is checked first by
+    Spark's analyzer (spark/expressions.py); ``text`` is the query, for its errors."""
     F = functions_for(stream)
     spell = speller(hidden_columns(plan))
     trees = predicate_trees(plan)
-    predicate_sql = {text: spark_sql(tree, spell) for text, tree in trees.items()}
+    predicate_sql = {key: spark_sql(tree, spell) for key, tree in trees.items()}
+    for predicate in spark_only_predicates(plan):
+        expressions.check_builtins(stream.sparkSession, predicate, text)
+        expressions.check_predicate(stream, F.expr(predicate_sql[predicate.text]), predicate, text,
+                                    shown_names(plan))
     conditions = plan.automaton.conditions
     kind = "short" if len(conditions) <= 15 else "int" if len(conditions) <= 31 else "long"  # fewer bytes to Python
     terms = [F.when(_condition(F, plan, c, predicate_sql), F.lit(_bit(k))).otherwise(F.lit(0)).cast(kind)
@@ -286,18 +322,22 @@ def task_plan(plan: QueryPlan) -> TaskPlan:
     outputs: list[OutputPlan] = []
     needed: dict[str, list[str]] = {}
     many: dict[str, bool] = {}
+    whole: set[str] = set()  # read as a value (size(b), b[0].price): every column
     for o in plan.outputs:
         if o.var is not None:
             outputs.append(o)
         reads = [(var, col, False) for var, col in o.expr_columns]
         reads += [(a.var, a.column or plan.order_columns[0], a.many) for a in o.aggregates]
+        reads += [(var, plan.order_columns[0], var_many) for var, var_many in o.expr_variables]
+        whole.update(var for var, _ in o.expr_variables)
         for var, col, var_many in reads:
             cols = needed.setdefault(var, [])
             many[var] = many.get(var, False) or var_many
             if col not in cols:
                 cols.append(col)
     for var, cols in needed.items():  # an array of structs for a variable that can hold several events
-        outputs.append(OutputPlan(EXPR_STRUCT_PREFIX + var, var=var, columns=tuple(cols), many=many[var]))
+        outputs.append(OutputPlan(EXPR_STRUCT_PREFIX + var, var=var, columns=None if var in whole else tuple(cols),
+                                  many=many[var]))
     shared = {f.name: getattr(plan, f.name) for f in dataclasses.fields(TaskPlan)}
     return TaskPlan(**{**shared, "outputs": tuple(outputs)})
 
@@ -311,6 +351,7 @@ def shuffled_columns(plan: QueryPlan) -> list[str]:
             cols += list(o.columns or plan.columns)
         else:
             cols += [c for _, c in o.expr_columns] + [a.column for a in o.aggregates if a.column]
+            cols += list(plan.columns) if o.expr_variables else []  # a variable read whole
     for cross in plan.cross_predicates.values():
         cols += [c for _, c in cross.columns] + [a.column for a in cross.aggregates if a.column]
     return list(dict.fromkeys(cols))
@@ -360,9 +401,10 @@ def _renamed(schema, names: list[str]):
 
 
 # -- the whole pipeline
-def lower(plan: QueryPlan, frames: Mapping):
-    """The lazy Spark DataFrame of the query's results (see module docstring)."""
-    stream = kept_rows(plan, with_rising_sums(plan, with_bits(plan, union_frames(plan, frames))))
+def lower(plan: QueryPlan, frames: Mapping, text: str = ""):
+    """The lazy Spark DataFrame of the query's results (see module docstring); ``text``, the
+    query, places the errors of the expressions Spark's analyzer checks."""
+    stream = kept_rows(plan, with_rising_sums(plan, with_bits(plan, union_frames(plan, frames), text)))
     F = functions_for(stream)
     hidden = hidden_columns(plan)
     # with one source its position is always 0: the task assumes so when the column is absent
@@ -392,9 +434,16 @@ def lower(plan: QueryPlan, frames: Mapping):
     outputs = {id(o): next(shown) for o in plan.outputs if o.var is not None}
     structs = {o.var: next(shown) for o in task.outputs[len(outputs):]}
     spell = speller({c: c for c in plan.columns})  # the structs' fields have the real names
+    named = dict(zip(["match_id", "match_start", "match_end"], results[p:p + 3]))
+    named.update(zip(plan.partition_columns, results[:p]))
+    as_written = {**{c: f.name for c, f in zip(results, schema.fields)}, **{c: v for v, c in structs.items()}}
     for o in plan.outputs:
         if o.var is not None:
             selected.append(F.col(outputs[id(o)]).alias(o.name))
-        else:
-            selected.append(F.expr(expression_sql(o, spell, structs, plan.schema)).alias(o.name))
+            continue
+        column = F.expr(expression_sql(o, spell, structs, plan.schema, named))
+        if o.expr is None:  # only Spark evaluates it: Spark's analyzer checks it now
+            expressions.check_builtins(matches.sparkSession, o.sql, text)
+            expressions.analyzed_type(matches, column, o.sql, text, as_written, "the SELECT item")
+        selected.append(column.alias(o.name))
     return matches.select(*selected)

@@ -24,7 +24,9 @@ from cerql.errors import MAX_MATCHES_CONF, AnalysisError, CeqlError, start_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze, check_view
 from cerql.exec.bits import firing_masks, gap_masks
-from cerql.spark.lower import arrow_schema, lower
+from cerql.planner.derived import derive_columns
+from cerql.spark import expressions
+from cerql.spark.lower import arrow_schema, functions_for, lower, spark_sql
 from cerql.spark.workers import check_workers
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
@@ -58,15 +60,44 @@ def _max_matches(spark) -> int:
     return int(value) if value else MAX_MATCHES_PER_EVENT
 
 
+def _with_derived(frames: dict[str, Any], derived, text: str) -> dict[str, Any]:
+    """Each source with the columns planner/derived.py asks Spark to compute for a FILTER across
+    variables (``__cerql_d<k>``: a Spark SQL expression over the row's own columns). A source
+    that lacks a column the expression reads gets NULL there, as the union of the sources gives
+    a missing column; when no source can compute it, Spark's analysis error is the query's."""
+    out = dict(frames)
+    for name, bare, origin in derived:
+        sql = spark_sql(bare, lambda column: column)
+        kinds, first_error = {}, None
+        for key, frame in out.items():
+            try:
+                kinds[key] = expressions.analyzed_type(frame, functions_for(frame).expr(sql), origin, text, {},
+                                                       "the FILTER predicate")
+            except AnalysisError as err:
+                first_error = first_error or err
+        if not kinds:
+            raise first_error
+        kind = next(iter(kinds.values()))
+        for key, frame in out.items():
+            F = functions_for(frame)
+            out[key] = frame.withColumn(name, F.expr(sql) if key in kinds else F.lit(None).cast(kind))
+    return out
+
+
 def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
     """(analysis, plan, DataFrame) of a query: everything short of running it."""
     try:
         analysis = analyze(parse(text), text)
         frames = _frames(spark, analysis, dict(tables or {}))
+        query, derived = derive_columns(analysis.view or analysis.select, text)
+        if derived:  # Spark-only functions of one variable in a FILTER across variables
+            analysis = analyze(query, text)
+            frames = _with_derived(frames, derived, text)
         schemas = {s.name: _arrow_schema(text, s, frames[s.name]) for s in analysis.select.sources}
-        plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark))
+        plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark), spark=True,
+                                  time_zone=spark.conf.get("spark.sql.session.timeZone"))
         check_workers(spark)  # before lower builds the mapInArrow UDF (workers.py)
-        df = lower(plan, {s.key: frames[s.key] for s in plan.sources})
+        df = lower(plan, {s.key: frames[s.key] for s in plan.sources}, text)
     except CeqlError as err:
         raise err.with_text(text)
     return analysis, plan, df

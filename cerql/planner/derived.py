@@ -1,0 +1,119 @@
+"""Spark-only functions in FILTER predicates across variables, as columns Spark derives.
+
+A predicate across variables (``FILTER hour(b.ts) = hour(a.ts)``) is checked in Python, inside
+the Spark task (registers, hidden partition keys, post-filters), so it can only use the
+functions cerql's local engine runs (planner/arrow_expr.py). Yet most such predicates apply a
+Spark function to one event at a time: ``hour(b.ts)`` depends on b's event alone. For a query
+planned for Spark, each largest part of such a predicate that reads a single variable and that
+the local engine cannot run becomes a column of every row, ``__cerql_d<k>``, computed by Spark
+from the row's own columns before the shuffle; the predicate reads it as ``b.__cerql_d<k>``.
+``hour(b.ts) = hour(a.ts)`` becomes ``b.__cerql_d0 = a.__cerql_d0``, which the planner's rules
+then make a hidden partition key like any equality.
+
+Input: an analysed query. Output: the query with its predicates rewritten and the derived
+columns (name, bare expression over the event's columns), or an UnsupportedError for a part
+that mixes variables inside such a function (``datediff(b.ts, a.ts)``), which no single row
+can compute. The derived columns are hidden from the results (planner/resolve.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sqlglot import exp
+
+from cerql import ast
+from cerql.errors import UnsupportedError
+from cerql.parser.sqlexpr import expr_position
+from cerql.plan import AGGREGATE_COLUMN, DERIVED_COLUMN
+from cerql.planner import aggregates
+from cerql.planner.arrow_expr import ExprError, compile_expr
+
+
+def runs_locally(tree: exp.Expression) -> bool:
+    """Whether the local engine compiles ``tree`` (aggregate calls count as their values; names
+    and types are not checked here)."""
+    try:
+        compile_expr(aggregates.as_columns(tree, AGGREGATE_COLUMN), lambda col: col.name)
+    except ExprError as err:
+        return err.cls is not UnsupportedError
+    return True
+
+
+def _bare(tree: exp.Expression) -> exp.Expression:
+    """``hour(b.ts)`` as ``hour(ts)``: the expression over one event's own columns."""
+    return tree.copy().transform(
+        lambda n: exp.column(n.this.copy()) if isinstance(n, exp.Column) and n.table else n)
+
+
+def _variables(tree: exp.Expression) -> set[str]:
+    return {col.table for col in tree.find_all(exp.Column)}
+
+
+def _mixes(node: exp.Expression) -> bool:
+    """A part no row can compute alone: several variables inside a Spark-only function."""
+    return len(_variables(node)) > 1 and not runs_locally(node)
+
+
+def _rewrite(sql: ast.SqlExpr, derived: dict[str, tuple[str, exp.Expression]], text: str) -> ast.SqlExpr:
+    if runs_locally(sql.tree):
+        return sql
+
+    def derive(node: exp.Expression) -> exp.Expression:
+        if runs_locally(node) or next(node.find_all(exp.AggFunc), None) is not None:
+            return node
+        variables = _variables(node)
+        if len(variables) != 1:
+            return node  # its parts may still be derived
+        bare = _bare(node)
+        name, _ = derived.setdefault(bare.sql(dialect="spark"), (f"{DERIVED_COLUMN}{len(derived)}", bare))
+        return exp.column(name, table=variables.pop())
+
+    tree = sql.tree.copy().transform(derive)
+    if not runs_locally(tree):
+        mixed = next(n for n in reversed(list(sql.tree.walk())) if _mixes(n))  # the innermost
+        raise UnsupportedError.at(
+            text, expr_position(sql, mixed), f"'{mixed.sql(dialect='spark')}' needs a function cerql evaluates "
+            "on Spark one event at a time, over several variables", "UNSUPPORTED_EXPRESSION",
+            "in a FILTER across variables, apply such functions to one variable at a time "
+            "(hour(b.ts) = hour(a.ts)), or compute the value as a column of the source")
+    return dataclasses.replace(sql, tree=tree)
+
+
+def _map_cross(node, fn):
+    """The pattern ``node`` with every CrossPredicate replaced by ``fn(predicate)``."""
+    if isinstance(node, ast.CrossPredicate):
+        return fn(node)
+    if isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.FilterAnd, ast.FilterOr)):
+        return dataclasses.replace(node, left=_map_cross(node.left, fn), right=_map_cross(node.right, fn))
+    if isinstance(node, (ast.As, ast.KleenePlus, ast.ContiguousPlus)):
+        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn))
+    if isinstance(node, ast.Filter):
+        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn), condition=_map_cross(node.condition, fn))
+    return node
+
+
+def derive_columns(query: ast.Query, text: str) -> tuple[ast.Query, list[tuple[str, exp.Expression, ast.SqlExpr]]]:
+    """The query with Spark-only single-variable parts of its FILTER predicates across variables
+    read from derived columns, and those columns: (name, bare expression, the predicate it came
+    from, for errors). An unchanged query and no columns when there is nothing to derive."""
+    derived: dict[str, tuple[str, exp.Expression]] = {}
+    origin: dict[str, ast.SqlExpr] = {}
+
+    def rewrite(predicate: ast.CrossPredicate) -> ast.CrossPredicate:
+        before = len(derived)
+        expr = _rewrite(predicate.expr, derived, text)
+        for key in list(derived)[before:]:
+            origin[key] = predicate.expr
+        return predicate if expr is predicate.expr else dataclasses.replace(predicate, expr=expr)
+
+    select = ast.select_of(query)
+    pattern = _map_cross(select.pattern, rewrite)
+    if not derived:
+        return query, []
+    select = dataclasses.replace(select, pattern=pattern)
+    query = dataclasses.replace(query, select=select) if isinstance(query, ast.CreateView) else select
+    return query, [(name, bare, origin[key]) for key, (name, bare) in derived.items()]
+
+
+__all__ = ["derive_columns", "runs_locally"]
