@@ -217,21 +217,32 @@ class _Events:
 
 def _result_order(owner: np.ndarray, row: np.ndarray) -> np.ndarray:
     """The entries' order by (owner, row). The kernel gives each result's entries together,
-    last event first: that is one reversal per result, not a sort."""
+    last event first: that is one reversal per result, not a sort. After the LIMIT order
+    (``build`` with ``order``) the results' runs of entries are permuted, so the runs are put
+    in owner order by a scatter (each owner has one run), still without a sort."""
     if len(owner) < 2:
         return np.arange(len(owner))
     same = owner[1:] == owner[:-1]
-    if np.all(owner[1:] >= owner[:-1]):
-        step = np.diff(row)[same]
-        if np.all(step > 0):
-            return np.arange(len(owner))
-        if np.all(step < 0):  # reverse each run of one owner
-            starts = np.flatnonzero(np.r_[True, ~same])
+    step = np.diff(row)[same]
+    rising, falling = bool(np.all(step > 0)), bool(np.all(step < 0))
+    if rising or falling:
+        starts = np.flatnonzero(np.r_[True, ~same])
+        run_owner = owner[starts]
+        if np.all(run_owner[1:] > run_owner[:-1]):
+            runs = None  # already in owner order
+        else:
+            place = np.full(int(run_owner.max()) + 1, -1, np.int64)
+            place[run_owner] = np.arange(len(starts))
+            runs = place[place >= 0]
+        if runs is None or len(runs) == len(starts):  # else an owner has two runs: sort below
             ends = np.r_[starts[1:], len(owner)]
+            if runs is not None:
+                starts, ends = starts[runs], ends[runs]
+            if rising and runs is None:
+                return np.arange(len(owner))
             length = ends - starts
-            first = np.repeat(starts, length)
-            last = np.repeat(ends - 1, length)
-            return first + last - np.arange(len(owner))
+            within = np.arange(len(owner)) - np.repeat(np.cumsum(length) - length, length)
+            return np.repeat(starts, length) + within if rising else np.repeat(ends - 1, length) - within
     return np.lexsort((row, owner))
 
 
