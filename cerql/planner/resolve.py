@@ -25,8 +25,8 @@ from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
-from cerql.plan import (AGGREGATE_COLUMN, DERIVED_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan, OutputPlan,
-                        QueryPlan, RegisterCheck, SourcePlan, WindowPlan)
+from cerql.plan import (AGGREGATE_COLUMN, DERIVED_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan,
+                        OutputPlan, QueryPlan, RegisterCheck, SourcePlan, WindowPlan)
 from cerql.planner import aggregates, rules
 from cerql.planner.analyze import MATCH_COLUMNS, Analysis, OutputVar, bare_reference, find_name
 from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, compile_expr, guard
@@ -215,7 +215,8 @@ class _Resolver:
                     return self.column(col.name, offset=expr_position(sql, col.this))
 
                 fn = self.compile(sql, resolve, spark_may_run=True)
-                out[sql.text] = fn if self.check(fn, sql, empty, True, "FILTER", spark_may_run=True) is not None else None
+                checked = self.check(fn, sql, empty, True, "FILTER", spark_may_run=True) is not None
+                out[sql.text] = fn if checked else None  # None: Spark evaluates and checks it
         return out
 
     def item_span(self, name: str):

@@ -107,6 +107,11 @@ def spark_sql(tree: exp.Expression, spell: Callable[[str], str], qualify=None,
     ``bare`` (a SELECT item's ``match_start``, PARTITION BY column or whole variable) as the
     column it maps to."""
     def spelled(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Log):  # its argument is spelled too: transform skips a new node
+            written = _log_as_written(node)
+            if written is not node:
+                return exp.Anonymous(this=written.this, expressions=[e.transform(spelled) for e in written.expressions])
+            return node
         if not isinstance(node, exp.Column):
             return node
         if bare is not None and not node.table and node.name in bare:
@@ -115,6 +120,16 @@ def spark_sql(tree: exp.Expression, spell: Callable[[str], str], qualify=None,
         return exp.column(spell(node.name), table=table, quoted=True)
 
     return tree.copy().transform(spelled).sql(dialect="spark")
+
+
+def _log_as_written(node: exp.Log) -> exp.Expression:
+    """sqlglot reads ``log10(x)`` and ``log2(x)`` as ``log(10, x)`` and ``log(2, x)``, which Spark
+    computes as ln(x) / ln(base): ``log10(1000)`` would be 2.9999999999999996 where Spark's own
+    ``log10`` gives 3.0. A literal base 10 or 2 is sent as Spark's ``log10`` / ``log2``."""
+    base = node.this
+    if node.expression is not None and isinstance(base, exp.Literal) and not base.is_string and base.this in ("10", "2"):
+        return exp.Anonymous(this=f"log{base.this}", expressions=[node.expression])
+    return node
 
 
 def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[str, str],

@@ -223,3 +223,13 @@ def test_predicates_across_variables_read_the_session_time_zone(spark, frames):
         spark.conf.set("spark.sql.session.timeZone", before)
     assert len(on_jvm) > 0
     assert canonical_rows(in_python) == canonical_rows(on_jvm)
+
+
+def test_log10_and_log2_are_sparks_own(spark, frames):
+    """sqlglot reads log10(x) as log(10, x), which Spark computes as ln(x) / ln(10)
+    (2.9999999999999996 for 1000): cerql sends Spark's log10 and log2 themselves."""
+    df, _ = frames
+    query = ("SELECT log10(b.x) AS l10, log2(b.x * 1.024) AS l2 FROM s WHERE A AS a ; B AS b "
+             "FILTER a[log10(x) = 2] AND b[log10(x) = 3]")
+    rows = [(r.l10, r.l2) for r in cerql.cer_sql(spark, query, s=df).collect()]
+    assert rows == [(3.0, 10.0)]
