@@ -29,6 +29,11 @@ MAX_MATCHES_PER_EVENT = 100_000
 MAX_REGISTERS = 4  # FILTER checks the kernel carries per run (planner/registers.py keeps this many)
 
 
+def shown_columns(columns) -> tuple[str, ...]:
+    """``columns`` without those Spark derives for a FILTER across variables: never in results."""
+    return tuple(c for c in columns if not c.startswith(DERIVED_COLUMN))
+
+
 @dataclass(frozen=True)
 class SourcePlan:
     """One FROM source: the key of its table, the name atoms use, its type column."""
@@ -184,6 +189,12 @@ class TaskPlan:
     evaluation: Evaluation
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT
     cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan
+
+    @property
+    def shown_columns(self) -> tuple[str, ...]:
+        """The stream columns a result may show: all but those Spark derives for a FILTER
+        across variables (``DERIVED_COLUMN``, planner/derived.py)."""
+        return shown_columns(self.columns)
 
     @property
     def automaton(self) -> Automaton:

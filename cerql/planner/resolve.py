@@ -25,8 +25,8 @@ from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.exec.values import evaluate
 from cerql.parser.sqlexpr import expr_position
-from cerql.plan import (AGGREGATE_COLUMN, DERIVED_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan,
-                        OutputPlan, QueryPlan, RegisterCheck, SourcePlan, WindowPlan)
+from cerql.plan import (AGGREGATE_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan,
+                        OutputPlan, QueryPlan, RegisterCheck, SourcePlan, WindowPlan, shown_columns)
 from cerql.planner import aggregates, rules
 from cerql.planner.analyze import MATCH_COLUMNS, Analysis, OutputVar, bare_reference, find_name
 from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, compile_expr, guard
@@ -228,8 +228,8 @@ class _Resolver:
     def output(self, o) -> OutputPlan:
         if isinstance(o, OutputVar):
             cols = None
-            if o.columns is None and any(n.startswith(DERIVED_COLUMN) for n in self.union.names):
-                cols = tuple(n for n in self.union.names if not n.startswith(DERIVED_COLUMN))  # never shown
+            if o.columns is None and len(shown_columns(self.union.names)) < len(self.union.names):
+                cols = shown_columns(self.union.names)  # derived columns are never shown
             if o.columns is not None:
                 start = o_span.start if (o_span := self.item_span(o.name)) else 0
                 cols = tuple(self.column(c, offset=find_name(self.text, c, start + len(o.var))) for c in o.columns)

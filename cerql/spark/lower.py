@@ -351,8 +351,8 @@ def task_plan(plan: QueryPlan) -> TaskPlan:
             if col not in cols:
                 cols.append(col)
     for var, cols in needed.items():  # an array of structs for a variable that can hold several events
-        outputs.append(OutputPlan(EXPR_STRUCT_PREFIX + var, var=var, columns=None if var in whole else tuple(cols),
-                                  many=many[var]))
+        shown = plan.shown_columns if var in whole else tuple(cols)
+        outputs.append(OutputPlan(EXPR_STRUCT_PREFIX + var, var=var, columns=shown, many=many[var]))
     shared = {f.name: getattr(plan, f.name) for f in dataclasses.fields(TaskPlan)}
     return TaskPlan(**{**shared, "outputs": tuple(outputs)})
 
@@ -366,7 +366,7 @@ def shuffled_columns(plan: QueryPlan) -> list[str]:
             cols += list(o.columns or plan.columns)
         else:
             cols += [c for _, c in o.expr_columns] + [a.column for a in o.aggregates if a.column]
-            cols += list(plan.columns) if o.expr_variables else []  # a variable read whole
+            cols += list(plan.shown_columns) if o.expr_variables else []  # a variable read whole
     for cross in plan.cross_predicates.values():
         cols += [c for _, c in cross.columns] + [a.column for a in cross.aggregates if a.column]
     return list(dict.fromkeys(cols))

@@ -233,3 +233,12 @@ def test_log10_and_log2_are_sparks_own(spark, frames):
              "FILTER a[log10(x) = 2] AND b[log10(x) = 3]")
     rows = [(r.l10, r.l2) for r in cerql.cer_sql(spark, query, s=df).collect()]
     assert rows == [(3.0, 10.0)]
+
+
+def test_a_whole_variable_never_shows_derived_columns(spark, frames):
+    df, _ = frames
+    query = ("SELECT b[0] AS first FROM s WHERE A AS a ; B+ AS b "
+             "FILTER soundex(a.name) > soundex(b.name) PARTITION BY k WITHIN 1 DAY")
+    got = cerql.cer_sql(spark, query, s=df)
+    assert [f.name for f in got.schema["first"].dataType.fields] == list(STREAM.columns)
+    assert got.count() > 0
