@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from cerql import ast
-from cerql.errors import CeqlError, UnsupportedError
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError
 from cerql.exec import collect, driver, post_filter, reference
 from cerql.exec import output as output_table
 from cerql.exec.stream import as_arrow, build_stream
@@ -27,7 +27,12 @@ from cerql.parser.depth import room_to_recurse
 from cerql.plan import MAX_MATCHES_PER_EVENT, Evaluation
 from cerql.planner.analyze import Analysis, analyze as _analyze, check_view
 from cerql.planner import rules
+from cerql.planner.arrow_expr import ExprError, compile_expr, guard
+from cerql.planner.derived import derive_columns
 from cerql.planner.resolve import resolve
+from cerql.parser.sqlexpr import expr_position
+from cerql.exec.values import evaluate
+from sqlglot import exp
 
 ENGINES = ("local", "reference")
 DEFAULT_ENGINE = "local"
@@ -63,10 +68,49 @@ def parse(text: str) -> ast.Query:
 @_deep
 def analyze(text: str) -> Analysis:
     """Parse and check a query without data (DESIGN.md section 8)."""
+    return _analyzed(text)[0]
+
+
+def _analyzed(text: str) -> tuple[Analysis, list]:
+    """The analysis of a query whose aggregates of expressions read derived columns, and those
+    columns (planner/derived.py), which :func:`run` computes on the tables."""
     try:
-        return _analyze(_parse(text), text)
+        query, derived = derive_columns(_parse(text), text)
+        return _analyze(query, text), derived
     except CeqlError as err:
         raise err.with_text(text)
+
+
+def _with_derived(tables: dict[str, pa.Table], derived, text: str) -> dict[str, pa.Table]:
+    """Each table with the derived columns of ``derived`` computed by the local engine's
+    expressions (planner/arrow_expr.py, Spark's semantics); a table that lacks a column an
+    expression reads gets NULL there, as the union of the sources gives a missing column."""
+    out = dict(tables)
+    for name, bare, origin in derived:
+        values, missing = {}, []
+        for key, table in out.items():
+            lowered = {c.lower(): c for c in table.column_names}
+            if any(col.name.lower() not in lowered for col in bare.find_all(exp.Column)):
+                missing.append(key)
+                continue
+            try:
+                fn = guard(compile_expr(bare, lambda col: lowered[col.name.lower()]),
+                           lambda err: err.cls.at(text, expr_position(origin, err.node), err.message,
+                                                  err.error_class, err.hint))
+            except ExprError as err:
+                raise err.cls.at(text, expr_position(origin), err.message, err.error_class, err.hint) from None
+            values[key] = evaluate(fn, table)
+        if not values:  # no source has every column it reads
+            known = {c.lower(): c for t in out.values() for c in t.column_names}
+            unknown = next(c for c in origin.tree.find_all(exp.Column) if c.name.lower() not in known)
+            raise AnalysisError.at(text, expr_position(origin, unknown.this), f"Unknown column '{unknown.name}'",
+                                   "UNKNOWN_COLUMN", f"the stream has columns {', '.join(known.values())}")
+        kind = next(iter(values.values())).type
+        for key in missing:
+            values[key] = pa.nulls(out[key].num_rows, kind)
+        for key, column in values.items():
+            out[key] = out[key].append_column(name, column)
+    return out
 
 
 @_deep
@@ -124,8 +168,8 @@ def run(
             f"Unknown or unavailable engine {engine!r}", error_class="UNKNOWN_ENGINE",
             hint=f"available: {', '.join(ENGINES)}",
         )
-    analysis = analyze(text)
-    arrow = {name: as_arrow(t) for name, t in tables.items()}
+    analysis, derived = _analyzed(text)
+    arrow = _with_derived({name: as_arrow(t) for name, t in tables.items()}, derived, text)
     plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
     if engine == "reference":  # the oracle checks every equality itself, on the substreams of PARTITION BY alone
         plan = dataclasses.replace(plan, evaluation=dataclasses.replace(plan.evaluation, join_columns=()))

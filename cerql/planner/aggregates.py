@@ -74,8 +74,9 @@ def check(call: exp.AggFunc, variables) -> None:
     extra = [k for k, v in call.args.items() if v and k not in ("this", "big_int", "nulls_excluded")]  # flags
     if not isinstance(col, exp.Column) or extra or isinstance(call.parent, exp.IgnoreNulls) \
             or next(col.find_all(exp.AggFunc), None) is not None:
-        raise AggregateError(f"Aggregate '{name}' must read one column of one variable", call,
-                             "AGGREGATE_ARGUMENT", "write e.g. sum(b.volume), or count(b) for its events")
+        raise AggregateError(f"Aggregate '{name}' must read one variable", call, "AGGREGATE_ARGUMENT",
+                             "write e.g. sum(b.volume) or sum(b.price * b.volume) (columns of one variable), "
+                             "or count(b) for its events")
     var = col.table or col.name
     if var not in variables:
         raise AggregateError(f"Unknown variable '{var}' in '{name}'", col, "UNKNOWN_VARIABLE",

@@ -1,4 +1,10 @@
-"""Spark-only functions in FILTER predicates across variables, as columns Spark derives.
+"""Columns derived per row: aggregates of expressions, and Spark-only functions in FILTER
+predicates across variables.
+
+An aggregate reads one column of one variable (planner/aggregates.py); ``sum(b.price *
+b.volume)`` aggregates an expression over b's columns, which becomes the column
+``__cerql_d<k>`` of every row, on every engine (Spark computes it on Spark, the local engine's
+expressions in ``cerql.run``): ``sum(b.__cerql_d0)``.
 
 A predicate across variables (``FILTER hour(b.ts) = hour(a.ts)``) is checked in Python, inside
 the Spark task (registers, hidden partition keys, post-filters), so it can only use the
@@ -26,7 +32,7 @@ from cerql import ast
 from cerql.errors import UnsupportedError
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import AGGREGATE_COLUMN, DERIVED_COLUMN
-from cerql.planner import aggregates
+from cerql.planner import aggregates, safety
 from cerql.planner.arrow_expr import ExprError, compile_expr
 
 
@@ -80,6 +86,29 @@ def _rewrite(sql: ast.SqlExpr, derived: dict[str, tuple[str, exp.Expression]], t
     return dataclasses.replace(sql, tree=tree)
 
 
+def _aggregate_arguments(sql: ast.SqlExpr, derived: dict[str, tuple[str, exp.Expression]]) -> ast.SqlExpr:
+    """``sum(b.price * b.volume)`` as ``sum(b.__cerql_d<k>)``, the product derived per row: an
+    aggregate reads one column of one variable (planner/aggregates.py), so an expression over
+    one variable's columns becomes such a column, on every engine."""
+    def derive(node: exp.Expression) -> exp.Expression:
+        if type(node) not in aggregates.KINDS or node.this is None or isinstance(node.this, (
+                exp.Column, exp.Distinct, exp.Star)):  # what planner/aggregates.py accepts or refuses as it is
+            return node
+        variables = _variables(node.this)
+        if len(variables) != 1 or next(node.this.find_all(exp.AggFunc), None) is not None:
+            return node  # planner/aggregates.py explains what an aggregate reads
+        bare = _bare(node.this)
+        name, _ = derived.setdefault(bare.sql(dialect="spark"), (f"{DERIVED_COLUMN}{len(derived)}", bare))
+        node = node.copy()
+        node.set("this", exp.column(name, table=variables.pop()))
+        return node
+
+    if not any(type(call) in aggregates.KINDS and not isinstance(call.this, (exp.Column, exp.Distinct, exp.Star))
+               for call in aggregates.calls(sql.tree)):
+        return sql
+    return dataclasses.replace(sql, tree=sql.tree.copy().transform(derive))
+
+
 def _map_cross(node, fn):
     """The pattern ``node`` with every CrossPredicate replaced by ``fn(predicate)``."""
     if isinstance(node, ast.CrossPredicate):
@@ -93,25 +122,40 @@ def _map_cross(node, fn):
     return node
 
 
-def derive_columns(query: ast.Query, text: str) -> tuple[ast.Query, list[tuple[str, exp.Expression, ast.SqlExpr]]]:
-    """The query with Spark-only single-variable parts of its FILTER predicates across variables
-    read from derived columns, and those columns: (name, bare expression, the predicate it came
-    from, for errors). An unchanged query and no columns when there is nothing to derive."""
+def derive_columns(query: ast.Query, text: str, spark: bool = False
+                   ) -> tuple[ast.Query, list[tuple[str, exp.Expression, ast.SqlExpr]]]:
+    """The query with parts of its expressions read from derived columns, and those columns:
+    (name, bare expression over one event's columns, the expression it came from, for errors).
+    On every engine an aggregate's argument that is an expression over one variable
+    (``sum(b.price * b.volume)``); with ``spark``, also the Spark-only single-variable parts of
+    FILTER predicates across variables. Each expression passes planner/safety.py first, as it
+    was written. An unchanged query and no columns when there is nothing to derive."""
     derived: dict[str, tuple[str, exp.Expression]] = {}
     origin: dict[str, ast.SqlExpr] = {}
 
-    def rewrite(predicate: ast.CrossPredicate) -> ast.CrossPredicate:
+    def derive(sql: ast.SqlExpr, cross: bool) -> ast.SqlExpr:
+        safety.check(sql, text)
         before = len(derived)
-        expr = _rewrite(predicate.expr, derived, text)
+        out = _aggregate_arguments(sql, derived)
+        if cross and spark:
+            out = _rewrite(out, derived, text)
         for key in list(derived)[before:]:
-            origin[key] = predicate.expr
+            origin[key] = sql
+        return out
+
+    def rewrite(predicate: ast.CrossPredicate) -> ast.CrossPredicate:
+        expr = derive(predicate.expr, cross=True)
         return predicate if expr is predicate.expr else dataclasses.replace(predicate, expr=expr)
 
     select = ast.select_of(query)
     pattern = _map_cross(select.pattern, rewrite)
+    projection = select.projection
+    if not isinstance(projection, ast.Star):
+        projection = tuple(dataclasses.replace(item, expr=derive(item.expr, cross=False))
+                           if isinstance(item, ast.SelectExpr) else item for item in projection)
     if not derived:
         return query, []
-    select = dataclasses.replace(select, pattern=pattern)
+    select = dataclasses.replace(select, pattern=pattern, projection=projection)
     query = dataclasses.replace(query, select=select) if isinstance(query, ast.CreateView) else select
     return query, [(name, bare, origin[key]) for key, (name, bare) in derived.items()]
 

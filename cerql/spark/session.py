@@ -87,11 +87,11 @@ def _with_derived(frames: dict[str, Any], derived, text: str) -> dict[str, Any]:
 def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
     """(analysis, plan, DataFrame) of a query: everything short of running it."""
     try:
-        analysis = analyze(parse(text), text)
+        # aggregates of expressions, Spark-only functions of one variable across variables
+        query, derived = derive_columns(parse(text), text, spark=True)
+        analysis = analyze(query, text)
         frames = _frames(spark, analysis, dict(tables or {}))
-        query, derived = derive_columns(analysis.view or analysis.select, text)
-        if derived:  # Spark-only functions of one variable in a FILTER across variables
-            analysis = analyze(query, text)
+        if derived:
             frames = _with_derived(frames, derived, text)
         schemas = {s.name: _arrow_schema(text, s, frames[s.name]) for s in analysis.select.sources}
         plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark), spark=True,

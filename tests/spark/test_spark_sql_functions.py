@@ -242,3 +242,21 @@ def test_a_whole_variable_never_shows_derived_columns(spark, frames):
     got = cerql.cer_sql(spark, query, s=df)
     assert [f.name for f in got.schema["first"].dataType.fields] == list(STREAM.columns)
     assert got.count() > 0
+
+
+def test_aggregates_of_expressions(spark, frames):
+    """sum(b.x * 2), max(hour(b.ts)): the same rows as cerql.run; max(levenshtein(...)), which
+    only Spark runs, equal to the aggregate of the function's values computed as a column."""
+    df, _ = frames
+    query = ("SELECT sum(b.x * 2) AS t, max(hour(b.ts)) AS h, count(b) AS n FROM s WHERE A AS a ; B+ AS b "
+             "FILTER sum(b.x * 2) > 5 PARTITION BY k WITHIN 7 DAYS")
+    got = spark_records(cerql.cer_sql(spark, query, s=df))
+    want = local_records(cerql.run(query, {"s": STREAM}))
+    assert len(want) > 0
+    assert canonical_rows(got) == canonical_rows(want)
+    spark_only = ("SELECT max(levenshtein(b.name, 'INTC')) AS lev FROM s WHERE A AS a ; B+ AS b "
+                  "PARTITION BY k WITHIN 7 DAYS")
+    computed = df.selectExpr("*", *SPARK_COLUMNS).toPandas()
+    got = spark_records(cerql.cer_sql(spark, spark_only, s=df))
+    want = local_records(cerql.run(spark_only.replace("levenshtein(b.name, 'INTC')", "b.lev"), {"s": computed}))
+    assert canonical_rows(got) == canonical_rows(want)
