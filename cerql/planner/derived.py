@@ -16,8 +16,9 @@ from the row's own columns before the shuffle; the predicate reads it as ``b.__c
 ``hour(b.ts) = hour(a.ts)`` becomes ``b.__cerql_d0 = a.__cerql_d0``, which the planner's rules
 then make a hidden partition key like any equality.
 
-Input: an analysed query. Output: the query with its predicates rewritten and the derived
-columns (name, bare expression over the event's columns), or an UnsupportedError for a part
+Input: a parsed query, before planner/analyze.py reads it. Output: the query with its
+expressions rewritten and the derived columns (name, bare expression over the event's columns,
+the expression it came from), or an UnsupportedError for a part
 that mixes variables inside such a function (``datediff(b.ts, a.ts)``), which no single row
 can compute. The derived columns are hidden from the results (planner/resolve.py).
 """
@@ -52,6 +53,19 @@ def _bare(tree: exp.Expression) -> exp.Expression:
         lambda n: exp.column(n.this.copy()) if isinstance(n, exp.Column) and n.table else n)
 
 
+def _derived_column(tree: exp.Expression, variable: str,
+                    derived: dict[str, tuple[str, exp.Expression]]) -> exp.Column:
+    """``variable.__cerql_d<k>``, the column that holds ``tree`` (over ``variable``'s columns) per
+    row; the same expression written twice is one column."""
+    bare = _bare(tree)
+    name, _ = derived.setdefault(bare.sql(dialect="spark"), (f"{DERIVED_COLUMN}{len(derived)}", bare))
+    return exp.column(name, table=variable)
+
+
+# an aggregate's argument that planner/aggregates.py accepts (a column) or refuses (DISTINCT, *) as it is
+_TAKEN_AS_IS = (exp.Column, exp.Distinct, exp.Star)
+
+
 def _variables(tree: exp.Expression) -> set[str]:
     return {col.table for col in tree.find_all(exp.Column)}
 
@@ -71,9 +85,7 @@ def _rewrite(sql: ast.SqlExpr, derived: dict[str, tuple[str, exp.Expression]], t
         variables = _variables(node)
         if len(variables) != 1:
             return node  # its parts may still be derived
-        bare = _bare(node)
-        name, _ = derived.setdefault(bare.sql(dialect="spark"), (f"{DERIVED_COLUMN}{len(derived)}", bare))
-        return exp.column(name, table=variables.pop())
+        return _derived_column(node, variables.pop(), derived)
 
     tree = sql.tree.copy().transform(derive)
     if not runs_locally(tree):
@@ -91,19 +103,16 @@ def _aggregate_arguments(sql: ast.SqlExpr, derived: dict[str, tuple[str, exp.Exp
     aggregate reads one column of one variable (planner/aggregates.py), so an expression over
     one variable's columns becomes such a column, on every engine."""
     def derive(node: exp.Expression) -> exp.Expression:
-        if type(node) not in aggregates.KINDS or node.this is None or isinstance(node.this, (
-                exp.Column, exp.Distinct, exp.Star)):  # what planner/aggregates.py accepts or refuses as it is
+        if type(node) not in aggregates.KINDS or node.this is None or isinstance(node.this, _TAKEN_AS_IS):
             return node
         variables = _variables(node.this)
         if len(variables) != 1 or next(node.this.find_all(exp.AggFunc), None) is not None:
             return node  # planner/aggregates.py explains what an aggregate reads
-        bare = _bare(node.this)
-        name, _ = derived.setdefault(bare.sql(dialect="spark"), (f"{DERIVED_COLUMN}{len(derived)}", bare))
         node = node.copy()
-        node.set("this", exp.column(name, table=variables.pop()))
+        node.set("this", _derived_column(node.this, variables.pop(), derived))
         return node
 
-    if not any(type(call) in aggregates.KINDS and not isinstance(call.this, (exp.Column, exp.Distinct, exp.Star))
+    if not any(type(call) in aggregates.KINDS and not isinstance(call.this, _TAKEN_AS_IS)
                for call in aggregates.calls(sql.tree)):
         return sql
     return dataclasses.replace(sql, tree=sql.tree.copy().transform(derive))

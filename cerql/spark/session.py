@@ -61,8 +61,9 @@ def _max_matches(spark) -> int:
 
 
 def _with_derived(frames: dict[str, Any], derived, text: str) -> dict[str, Any]:
-    """Each source with the columns planner/derived.py asks Spark to compute for a FILTER across
-    variables (``__cerql_d<k>``: a Spark SQL expression over the row's own columns). A source
+    """Each source with the columns planner/derived.py asks Spark to compute (``__cerql_d<k>``: a
+    Spark SQL expression over the row's own columns, an aggregate's argument or part of a FILTER
+    across variables). A source
     that lacks a column the expression reads gets NULL there, as the union of the sources gives
     a missing column; when no source can compute it, Spark's analysis error is the query's."""
     out = dict(frames)
@@ -72,7 +73,7 @@ def _with_derived(frames: dict[str, Any], derived, text: str) -> dict[str, Any]:
         for key, frame in out.items():
             try:
                 kinds[key] = expressions.analyzed_type(frame, functions_for(frame).expr(sql), origin, text, {},
-                                                       "the FILTER predicate")
+                                                       "the expression")
             except AnalysisError as err:
                 first_error = first_error or err
         if not kinds:
