@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from cerql.exec import aggregate
 from cerql.exec.bits import label_bits
+from cerql.exec.kernel import gather
 from cerql.exec.values import evaluate
 from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN
 
@@ -104,6 +105,9 @@ def _label_hash(row_hash: np.ndarray, var_index) -> np.ndarray:
         return _mix(row_hash ^ _mix((np.asarray(var_index).astype(np.uint64) + np.uint64(1)) * _SALT))
 
 
+_VARIABLE_SALTS = _mix((np.arange(64, dtype=np.uint64) + np.uint64(1)) * _SALT)  # _label_hash's, per variable
+
+
 def _combine(start_hash: np.ndarray, end_hash: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """match_id from the hashes of the interval's end rows and the sum of the label parts."""
     with np.errstate(over="ignore"):
@@ -141,9 +145,7 @@ def build(plan, rows: pa.Table, results: ResultRows, order: bool = False, limit:
         end_row, start_row, ids = end_row[perm], start_row[perm], ids[perm]
         new_index = np.full(len(results.end_row), -1, np.int64)
         new_index[perm] = np.arange(len(perm))
-        owner = new_index[owner]
-        live = owner >= 0
-        owner, entry_row, entry_mask = owner[live], entry_row[live], entry_mask[live]
+        owner = new_index[owner]  # -1: a result LIMIT drops
     n = len(end_row)
     columns = {c: rows.column(c).take(end_row) for c in plan.partition_columns}
     columns["match_id"] = pa.array(ids, pa.int64())
@@ -187,63 +189,30 @@ def _limit_order(plan, rows, order_col, end_row, start_row, ids, limit) -> np.nd
 
 
 class _Events:
-    """Each result's events of a variable, from the label entries."""
+    """Each result's events of each variable, from the label entries (one compiled pass:
+    :func:`cerql.exec.kernel.gather.by_variable`)."""
 
     def __init__(self, n, owner, entry_row, entry_mask, bit_of):
-        order = _result_order(owner, entry_row)
-        self.owner, self.entry_row, self.entry_mask = owner[order], entry_row[order], entry_mask[order]
-        self.n, self.bit_of = n, bit_of
-        self._of: dict[str, tuple] = {}
+        self.n = n
+        self.index = {var: k for k, var in enumerate(bit_of)}
+        bits = np.fromiter(bit_of.values(), np.int64, len(bit_of))
+        self.offsets, self.rows = gather.by_variable(n, owner, entry_row, entry_mask, bits)
 
     def of(self, var: str) -> tuple[np.ndarray, np.ndarray]:
         """(offsets, rows): result r's events are ``rows[offsets[r]:offsets[r + 1]]``, in
         stream order."""
-        if var not in self._of:
-            has = (self.entry_mask & self.bit_of[var]) != 0
-            r, at = self.owner[has], self.entry_row[has]  # sorted by (owner, row): see __init__
-            offsets = np.zeros(self.n + 1, np.int64)
-            np.cumsum(np.bincount(r, minlength=self.n), out=offsets[1:])
-            self._of[var] = offsets, at
-        return self._of[var]
+        offsets = self.offsets[self.index[var]]
+        return offsets - offsets[0], self.rows[offsets[0]:offsets[-1]]
 
     def one(self, var: str) -> tuple[np.ndarray, np.ndarray]:
         """(row, missing): each result's first event of the variable (row 0 when it has none)."""
         offsets, at = self.of(var)
         missing = offsets[1:] == offsets[:-1]
+        if not missing.any():
+            return at[offsets[:-1]], missing
         first = np.zeros(self.n, np.int64)
         first[~missing] = at[offsets[:-1][~missing]]
         return first, missing
-
-
-def _result_order(owner: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """The entries' order by (owner, row). The kernel gives each result's entries together,
-    last event first: that is one reversal per result, not a sort. After the LIMIT order
-    (``build`` with ``order``) the results' runs of entries are permuted, so the runs are put
-    in owner order by a scatter (each owner has one run), still without a sort."""
-    if len(owner) < 2:
-        return np.arange(len(owner))
-    same = owner[1:] == owner[:-1]
-    step = np.diff(row)[same]
-    rising, falling = bool(np.all(step > 0)), bool(np.all(step < 0))
-    if rising or falling:
-        starts = np.flatnonzero(np.r_[True, ~same])
-        run_owner = owner[starts]
-        if np.all(run_owner[1:] > run_owner[:-1]):
-            runs = None  # already in owner order
-        else:
-            place = np.full(int(run_owner.max()) + 1, -1, np.int64)
-            place[run_owner] = np.arange(len(starts))
-            runs = place[place >= 0]
-        if runs is None or len(runs) == len(starts):  # else an owner has two runs: sort below
-            ends = np.r_[starts[1:], len(owner)]
-            if runs is not None:
-                starts, ends = starts[runs], ends[runs]
-            if rising and runs is None:
-                return np.arange(len(owner))
-            length = ends - starts
-            within = np.arange(len(owner)) - np.repeat(np.cumsum(length) - length, length)
-            return np.repeat(starts, length) + within if rising else np.repeat(ends - 1, length) - within
-    return np.lexsort((row, owner))
 
 
 def _expression(o, rows: pa.Table, events: _Events, results: dict) -> pa.Array:
@@ -267,34 +236,17 @@ def _expression(o, rows: pa.Table, events: _Events, results: dict) -> pa.Array:
 
 
 def _ids(rows, bit_of, end_row, start_row, owner, entry_row, entry_mask) -> np.ndarray:
-    """match ids (:func:`match_ids`, the same values): each entry's row is hashed once, its
-    parts for the variables marked on it are added up, and the entries' sums per result."""
+    """match ids (:func:`match_ids`, the same values): each row results show is hashed once,
+    and each entry's parts for the variables marked on it are summed per result in one
+    compiled pass (:func:`cerql.exec.kernel.gather.label_sums`), whatever the entries' order."""
     src = (rows.column(SOURCE_COLUMN).to_numpy() if SOURCE_COLUMN in rows.column_names
            else np.zeros(rows.num_rows, np.int64))  # a Spark task with one source has no source column
     ordinal = rows.column(ORDINAL_COLUMN).to_numpy()
     row_hash = _row(src, ordinal)  # per row of ``rows``: only the rows results show
-    entry_hash = row_hash[entry_row]
-    parts = np.zeros(len(entry_row), np.uint64)
-    with np.errstate(over="ignore"):
-        for k, bit in enumerate(bit_of.values()):
-            has = (entry_mask & bit) != 0
-            if has.any():
-                parts[has] += _label_hash(entry_hash[has], k)
-    labels = np.zeros(len(end_row), np.uint64)
-    if len(owner):
-        _add_by_owner(labels, owner, parts)
+    bits = np.fromiter(bit_of.values(), np.int64, len(bit_of))
+    labels = gather.label_sums(len(end_row), np.asarray(owner, np.int64), np.asarray(entry_row, np.int64),
+                               np.asarray(entry_mask, np.int64), bits, _VARIABLE_SALTS[:len(bits)], row_hash)
     return _combine(row_hash[start_row], row_hash[end_row], labels)
-
-
-def _add_by_owner(total: np.ndarray, owner: np.ndarray, parts: np.ndarray) -> None:
-    """``total[owner[j]] += parts[j]`` (modulo 2**64): by runs when owners come in order (the
-    kernel's layout), else unbuffered."""
-    if np.all(owner[1:] >= owner[:-1]):
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        with np.errstate(over="ignore"):
-            total[owner[starts]] += np.add.reduceat(parts, starts)
-    else:
-        np.add.at(total, owner, parts)
 
 
 def schema(plan, rows: pa.Schema) -> pa.Schema:

@@ -163,19 +163,27 @@ def test_grouped_count_of_events_and_overflow_message():
 
 
 @pytest.mark.parametrize("layout", ["kernel", "ascending", "shuffled"])
-def test_entries_are_put_in_result_and_stream_order(layout):
-    from cerql.exec.output import _result_order
+def test_entries_are_gathered_per_variable_in_result_and_stream_order(layout):
+    """gather.by_variable: variable k's events of result r, in stream order, whatever order the
+    entries come in (the kernel's is last event first); an owner of -1 (a result LIMIT drops)
+    is left out."""
+    from cerql.exec.kernel.gather import by_variable
 
     rng = np.random.default_rng(3)
     owner = np.repeat(np.arange(50), rng.integers(1, 6, 50))
     row = np.concatenate([np.sort(rng.choice(100, (owner == r).sum(), replace=False)) for r in range(50)])
+    mask = rng.integers(1, 8, len(owner)) << 1  # any of three variables' bits
+    owner = np.where(rng.random(len(owner)) < 0.1, -1, owner)
     if layout == "kernel":  # each result's entries last event first
         order = np.lexsort((-row, owner))
     elif layout == "ascending":
         order = np.arange(len(owner))
     else:
         order = rng.permutation(len(owner))
-    owner, row = owner[order], row[order]
-    got = _result_order(owner, row)
-    want = np.lexsort((row, owner))
-    assert owner[got].tolist() == owner[want].tolist() and row[got].tolist() == row[want].tolist()
+    owner, row, mask = owner[order], row[order], mask[order]
+    bits = np.array([2, 4, 8], np.int64)
+    offsets, rows = by_variable(50, owner, row, mask, bits)
+    for k, bit in enumerate(bits):
+        for r in range(50):
+            want = sorted(row[(owner == r) & ((mask & bit) != 0)].tolist())
+            assert rows[offsets[k, r]:offsets[k, r + 1]].tolist() == want
