@@ -68,10 +68,10 @@ def parse(text: str) -> ast.Query:
 @_deep
 def analyze(text: str) -> Analysis:
     """Parse and check a query without data (DESIGN.md section 8)."""
-    return _analyzed(text)[0]
+    return analyzed(text)[0]
 
 
-def _analyzed(text: str) -> tuple[Analysis, list]:
+def analyzed(text: str) -> tuple[Analysis, list]:
     """The analysis of a query whose aggregates of expressions read derived columns, and those
     columns (planner/derived.py), which :func:`run` computes on the tables."""
     try:
@@ -81,7 +81,7 @@ def _analyzed(text: str) -> tuple[Analysis, list]:
         raise err.with_text(text)
 
 
-def _with_derived(tables: dict[str, pa.Table], derived, text: str) -> dict[str, pa.Table]:
+def with_derived(tables: dict[str, pa.Table], derived, text: str) -> dict[str, pa.Table]:
     """Each table with the derived columns of ``derived`` computed by the local engine's
     expressions (planner/arrow_expr.py, Spark's semantics); a table that lacks a column an
     expression reads gets NULL there, as the union of the sources gives a missing column."""
@@ -168,8 +168,8 @@ def run(
             f"Unknown or unavailable engine {engine!r}", error_class="UNKNOWN_ENGINE",
             hint=f"available: {', '.join(ENGINES)}",
         )
-    analysis, derived = _analyzed(text)
-    arrow = _with_derived({name: as_arrow(t) for name, t in tables.items()}, derived, text)
+    analysis, derived = analyzed(text)
+    arrow = with_derived({name: as_arrow(t) for name, t in tables.items()}, derived, text)
     plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
     if engine == "reference":  # the oracle checks every equality itself, on the substreams of PARTITION BY alone
         plan = dataclasses.replace(plan, evaluation=dataclasses.replace(plan.evaluation, join_columns=()))

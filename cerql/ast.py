@@ -242,6 +242,20 @@ class ColumnWindow(_Node):
 
 Window = Union[EventsWindow, TimeWindow, ColumnWindow]
 
+
+@dataclass(frozen=True, slots=True)
+class KeyExpr(_Node):
+    """A PARTITION BY or ORDER BY key that is a Spark SQL expression over one event's columns
+    (``[upper(name) AS sym]``), not a column name. planner/derived.py turns it into a column
+    computed per row before matching; the result shows it as ``name``."""
+
+    expr: SqlExpr
+    name: str  # the result column's: the alias, else the expression as written
+    span: Span | None = _span()
+
+
+Key = Union[str, KeyExpr]
+
 STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
 CONSUME_POLICIES = ("NONE", "PARTITION", "ANY")
 
@@ -254,12 +268,14 @@ class Select(_Node):
     sources: tuple[Source, ...]
     pattern: Pattern
     strategy: str = "ALL"
-    partition_by: tuple[str, ...] = ()
-    order_by: tuple[str, ...] = ()
+    partition_by: tuple[Key, ...] = ()
+    order_by: tuple[Key, ...] = ()
     within: Window | None = None
     consume: str = "NONE"
     limit: int | None = None
     span: Span | None = _span()
+    # set by planner/derived.py: (derived column, the name results show it under) per key expression
+    key_names: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

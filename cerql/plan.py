@@ -189,6 +189,14 @@ class TaskPlan:
     evaluation: Evaluation
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT
     cross_predicates: dict[str, CrossPlan] = field(default_factory=dict)  # canonical text -> plan
+    # the results' names of partition_columns where they differ: a key expression's column is
+    # derived (planner/derived.py) and shown under the key's own name; empty: the same names
+    partition_names: tuple[str, ...] = ()
+
+    @property
+    def partition_result_names(self) -> tuple[str, ...]:
+        """The PARTITION BY columns' names in results, in partition_columns' order."""
+        return self.partition_names or self.partition_columns
 
     @property
     def shown_columns(self) -> tuple[str, ...]:

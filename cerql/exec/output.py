@@ -147,7 +147,8 @@ def build(plan, rows: pa.Table, results: ResultRows, order: bool = False, limit:
         new_index[perm] = np.arange(len(perm))
         owner = new_index[owner]  # -1: a result LIMIT drops
     n = len(end_row)
-    columns = {c: rows.column(c).take(end_row) for c in plan.partition_columns}
+    columns = {name: rows.column(c).take(end_row)
+               for c, name in zip(plan.partition_columns, plan.partition_result_names)}
     columns["match_id"] = pa.array(ids, pa.int64())
     columns["match_start"] = order_col.take(start_row)
     columns["match_end"] = order_col.take(end_row)
@@ -251,7 +252,7 @@ def _ids(rows, bit_of, end_row, start_row, owner, entry_row, entry_mask) -> np.n
 
 def schema(plan, rows: pa.Schema) -> pa.Schema:
     """The result schema for rows of schema ``rows``."""
-    fields = [rows.field(c) for c in plan.partition_columns]
+    fields = [rows.field(c).with_name(name) for c, name in zip(plan.partition_columns, plan.partition_result_names)]
     order = rows.field(plan.order_columns[0]).type
     fields += [pa.field("match_id", pa.int64()), pa.field("match_start", order), pa.field("match_end", order)]
     for o in plan.outputs:

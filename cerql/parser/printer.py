@@ -82,9 +82,10 @@ class Printer:
         out.append("FROM " + ", ".join(self.sql(s) for s in node.sources))
         out.append("WHERE " + self.sql(node.pattern))
         if node.partition_by:
-            out.append("PARTITION BY [" + ", ".join(ident(c) for c in node.partition_by) + "]")
+            out.append("PARTITION BY [" + ", ".join(self._key(c) for c in node.partition_by) + "]")
         if node.order_by:
-            out.append("ORDER BY " + ", ".join(ident(c) for c in node.order_by))
+            out.append("ORDER BY " + ", ".join(f"[{self._key(c)}]" if isinstance(c, ast.KeyExpr) else ident(c)
+                                               for c in node.order_by))
         if node.within is not None:
             out.append("WITHIN " + self.sql(node.within))
         if node.consume != "NONE":
@@ -92,6 +93,11 @@ class Printer:
         if node.limit is not None:
             out.append(f"LIMIT {node.limit}")
         return " ".join(out)
+
+    @staticmethod
+    def _key(key: ast.Key) -> str:
+        """A PARTITION BY / ORDER BY key; an expression keeps its result name as an alias."""
+        return f"{key.expr.text} AS {ident(key.name)}" if isinstance(key, ast.KeyExpr) else ident(key)
 
     def source_ceql(self, node: ast.Source) -> str:
         out = ".".join(ident(p) for p in node.name.split("."))

@@ -14,6 +14,7 @@ import re
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from cerql import ast
 from cerql.errors import ParseError, position_of
@@ -192,3 +193,48 @@ def parse_select_item(text: str, offset: int, query: str, alias: str | None, spa
         ):
             return ast.SelectVarColumns(var, tuple(c.name for c in tree.expressions), span)
     return ast.SelectExpr(sql_expr(tree, text, offset, span), alias, span)
+
+
+def _top_level_items(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the comma-separated items of ``text``, commas inside parentheses,
+    brackets, braces and strings left alone (sqlglot's tokenizer knows Spark SQL's quoting)."""
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
+    except sqlglot.errors.SqlglotError:
+        return [(0, len(text))]  # parse_fragment reports what is wrong with it
+    opening = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
+    closing = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
+    items, depth, start = [], 0, 0
+    for token in tokens:
+        depth += (token.token_type in opening) - (token.token_type in closing)
+        if token.token_type == TokenType.COMMA and depth == 0:
+            items.append((start, token.start))
+            start = token.end + 1
+    return items + [(start, len(text))]
+
+
+def parse_keys(text: str, offset: int, query: str, span: ast.Span | None) -> tuple[ast.Key, ...]:
+    """The items of a PARTITION BY or ORDER BY bracket (``[name, upper(name) AS sym]``): a
+    column name stays a name; any other item is a :class:`cerql.ast.KeyExpr`, named by its
+    alias, else by its text as written (``upper(name)``, as Spark names such a column)."""
+    keys: list[ast.Key] = []
+    for lo, hi in _top_level_items(text):
+        piece = text[lo:hi]
+        start = offset + lo
+        if not piece.strip():
+            raise ParseError.at(query, start, "Expected a column name or an expression in brackets",
+                                "EXPECTED_COLUMN", "write [col], [col1, col2] or [expression AS name]")
+        tree = parse_fragment(piece, start, query)
+        alias = tree.alias if isinstance(tree, exp.Alias) else None
+        node = tree.this if isinstance(tree, exp.Alias) else tree
+        if isinstance(node, exp.Star) or isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+            raise ParseError.at(query, start, "Expected column names or expressions in brackets, got *",
+                                "EXPECTED_COLUMN", "name the columns: [col1, col2]")
+        if isinstance(node, exp.Column) and not node.table and alias is None:
+            keys.append(node.name)
+            continue
+        if alias is None:
+            alias_free = " ".join(piece.split())
+        keys.append(ast.KeyExpr(sql_expr(node, piece, start, _span_in(query, start, node, (start, offset + hi))),
+                                alias or alias_free, span))
+    return tuple(keys)

@@ -224,19 +224,30 @@ class _ToAst(Transformer):
     # -- clauses
     def partition(self, children):
         if children and isinstance(children[0], Token):
-            cols = tuple(c for b in children for c in split_columns(b, self.text))
+            cols = tuple(c for b in children for c in self._keys(b))
         else:
             cols = tuple(children)
         return ("partition", cols)
 
     def order(self, children):
-        return ("order", tuple(children))
+        return ("order", tuple(k for keys in children for k in keys))
 
     def order_key(self, children):
         if len(children) == 2 and children[1].value.upper() == "DESC":
             raise ParseError.at(self.text, children[1].start_pos, "ORDER BY ... DESC is not supported",
                                 "DESC_ORDER", "events are matched in ascending order; drop DESC")
-        return children[0]
+        key = children[0]
+        return self._keys(key) if isinstance(key, Token) and key.type == "BRACKET" else (key,)
+
+    def _keys(self, bracket: Token) -> tuple[ast.Key, ...]:
+        """A PARTITION BY / ORDER BY bracket: column names, or Spark SQL expressions."""
+        try:
+            return split_columns(bracket, self.text)
+        except ParseError as err:
+            if err.error_class != "EXPECTED_COLUMN":
+                raise
+        span = ast.Span(bracket.start_pos, bracket.end_pos, bracket.line, bracket.column)
+        return sqlexpr.parse_keys(bracket.value[1:-1], bracket.start_pos + 1, self.text, span)
 
     def within(self, children):
         return ("within", children[0])
@@ -360,6 +371,8 @@ _HINTS = {
     "BAD_LIMIT": "write LIMIT n with a whole number n >= 0",
     "BAD_CONSUME": "write CONSUME BY ANY, CONSUME BY PARTITION or CONSUME BY NONE",
     "CLAUSE_ORDER": "clauses come in this order: WHERE, PARTITION BY, ORDER BY, WITHIN, CONSUME BY, LIMIT",
+    "KEY_EXPRESSION_WITHOUT_BRACKETS": "a key expression goes in brackets: ORDER BY [to_timestamp(t)], "
+                                       "PARTITION BY [upper(name) AS sym]",
 }
 
 
@@ -378,10 +391,16 @@ _NO_PROJECTION = re.compile(r"(?is)^\s*(?:create\b.*?\bas\s+)?select\s+(?:(?:all
 _COMMA_BEFORE_FROM = re.compile(r"(?is),\s*(from)\b")
 
 
+_KEY_NAMES = re.compile(r"(?is)\b(?:partition|order)\s+by\s+(?:[\w`]+(?:\s+asc)?\s*,\s*)*([\w`]+)\s*$")
+
+
 def _reinterpret(text: str, offset: int) -> tuple[str, int] | None:
     """Mistakes the contextual lexer hides: a word the parser took for an event type or a
-    SELECT expression was really a clause keyword or strategy. Returns (label, offset)."""
+    SELECT expression was really a clause keyword or strategy; a key expression outside
+    brackets (``ORDER BY upper(x)``). Returns (label, offset)."""
     head = text[:offset]
+    if text[offset:offset + 1] in ("(", "+", "-", "*", "/", "|", ".") and (m := _KEY_NAMES.search(head)):
+        return "KEY_EXPRESSION_WITHOUT_BRACKETS", m.start(1)
     if m := _NO_PROJECTION.match(text):
         return "SYNTAX_ERROR", m.start(1)
     if (m := _COMMA_BEFORE_FROM.search(text)) and m.start(1) <= offset and "where" not in text[:m.start()].lower():
@@ -425,6 +444,8 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> ParseError:
     if hint is None and expected:
         hint = f"expected {expected}"
     message = f"Syntax error: {found}" if label == "STRATEGY_IN_PATTERN" else f"Syntax error: unexpected {found}"
+    if label == "KEY_EXPRESSION_WITHOUT_BRACKETS":
+        message = f"Syntax error: an expression as a key needs brackets, at {found}"
     return ParseError.at(text, offset, message, label or "SYNTAX_ERROR", hint, expected=expected)
 
 

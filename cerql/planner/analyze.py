@@ -224,9 +224,16 @@ def bare_reference(name: str, select: ast.Select, variables) -> str | None:
     result column of the same name, as the pattern's names are the innermost scope."""
     if name in variables:
         return "variable"
-    if name.lower() in MATCH_COLUMNS or name.lower() in {c.lower() for c in select.partition_by}:
+    if name.lower() in MATCH_COLUMNS or name.lower() in {c.lower() for c in partition_names(select)}:
         return "result"
     return None
+
+
+def partition_names(select: ast.Select) -> tuple[str, ...]:
+    """The PARTITION BY columns' names in results: a key expression's own name
+    (planner/derived.py made it a column), else the column's."""
+    shown = dict(select.key_names)
+    return tuple(shown.get(c, c) for c in select.partition_by)
 
 
 def _select_expr(item: ast.SelectExpr, select: ast.Select, variables, cardinality, text: str) -> OutputExpr:
@@ -324,7 +331,7 @@ def analyze(query: ast.Query, text: str) -> Analysis:
     outputs = _outputs(select, variables, cardinality, text)
     # Reserved names compare case-insensitively (Spark's default); outputs among themselves
     # compare exactly, so `A AS a ; A` selects both a and A (DESIGN.md 4.2).
-    reserved = {c.lower() for c in select.partition_by} | set(MATCH_COLUMNS)
+    reserved = {c.lower() for c in partition_names(select)} | set(MATCH_COLUMNS)
     seen: set[str] = set()
     for out in outputs:
         if out.name.lower() in reserved or out.name in seen:

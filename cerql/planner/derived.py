@@ -1,5 +1,11 @@
-"""Columns derived per row: aggregates of expressions, and Spark-only functions in FILTER
-predicates across variables.
+"""Columns derived per row: PARTITION BY and ORDER BY key expressions, aggregates of
+expressions, and Spark-only functions in FILTER predicates across variables.
+
+``PARTITION BY [upper(name) AS sym]`` splits the stream by a value computed from each event;
+it becomes the column ``__cerql_d<k>`` of every row, on every engine, and results show it under
+the key's name (``sym``, else the expression as written; ``Select.key_names``). An ORDER BY key
+expression (``ORDER BY [to_timestamp(t)]``) likewise orders the stream, and ``WITHIN n [name]``
+may name it.
 
 An aggregate reads one column of one variable (planner/aggregates.py); ``sum(b.price *
 b.volume)`` aggregates an expression over b's columns, which becomes the column
@@ -30,7 +36,7 @@ import dataclasses
 from sqlglot import exp
 
 from cerql import ast
-from cerql.errors import UnsupportedError
+from cerql.errors import AnalysisError, UnsupportedError
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import AGGREGATE_COLUMN, DERIVED_COLUMN
 from cerql.planner import aggregates, safety
@@ -118,6 +124,57 @@ def _aggregate_arguments(sql: ast.SqlExpr, derived: dict[str, tuple[str, exp.Exp
     return dataclasses.replace(sql, tree=sql.tree.copy().transform(derive))
 
 
+def _key_column(key: ast.KeyExpr, derived: dict[str, tuple[str, exp.Expression]], text: str) -> str:
+    """The derived column that holds a PARTITION BY / ORDER BY key expression per row."""
+    tree = key.expr.tree
+    call = next(tree.find_all(exp.AggFunc), None)
+    qualified = next((c for c in tree.find_all(exp.Column) if c.table), None)
+    if call is not None or qualified is not None:
+        node = call if call is not None else qualified
+        raise AnalysisError.at(
+            text, expr_position(key.expr, node), f"'{node.sql(dialect='spark')}' cannot be a PARTITION BY or ORDER "
+            "BY key: a key is computed from each event's own columns", "INVALID_KEY_EXPRESSION",
+            "name the event's columns bare ([upper(name) AS sym]); aggregates belong in SELECT or FILTER")
+    return _derived_column(tree, "", derived).name
+
+
+def _keys(select: ast.Select, derived: dict[str, tuple[str, exp.Expression]], origin: dict[str, ast.SqlExpr],
+          text: str) -> ast.Select:
+    """PARTITION BY and ORDER BY with each key expression read from its derived column; the
+    partition keys' names in ``key_names``; ``WITHIN n [name]`` naming an ORDER BY key
+    expression reads its column."""
+    keys = [k for k in select.partition_by + select.order_by if isinstance(k, ast.KeyExpr)]
+    if not keys:
+        return select
+    column: dict[int, str] = {}
+    for key in keys:
+        safety.check(key.expr, text)
+        before = len(derived)
+        column[id(key)] = _key_column(key, derived, text)
+        for added in list(derived)[before:]:
+            origin[added] = key.expr
+    seen: dict[str, ast.Key] = {}
+    for key in select.partition_by:
+        name = key.name if isinstance(key, ast.KeyExpr) else key
+        if name.lower() in seen:
+            shown = key if isinstance(key, ast.KeyExpr) else seen[name.lower()]
+            raise AnalysisError.at(text, expr_position(shown.expr, shown.expr.tree), f"PARTITION BY names the column '{name}' twice",
+                                   "KEY_NAME_CLASH", "give the expression another name: [expression AS name]")
+        seen[name.lower()] = key
+
+    def read(keys_: tuple[ast.Key, ...]) -> tuple[str, ...]:
+        return tuple(column[id(k)] if isinstance(k, ast.KeyExpr) else k for k in keys_)
+
+    within = select.within
+    if isinstance(within, (ast.TimeWindow, ast.ColumnWindow)) and within.column:
+        named = {k.name.lower(): column[id(k)] for k in select.order_by if isinstance(k, ast.KeyExpr)}
+        if within.column.lower() in named:
+            within = dataclasses.replace(within, column=named[within.column.lower()])
+    names = tuple((column[id(k)], k.name) for k in select.partition_by if isinstance(k, ast.KeyExpr))
+    return dataclasses.replace(select, partition_by=read(select.partition_by), order_by=read(select.order_by),
+                               within=within, key_names=names)
+
+
 def _map_cross(node, fn):
     """The pattern ``node`` with every CrossPredicate replaced by ``fn(predicate)``."""
     if isinstance(node, ast.CrossPredicate):
@@ -135,8 +192,9 @@ def derive_columns(query: ast.Query, text: str, spark: bool = False
                    ) -> tuple[ast.Query, list[tuple[str, exp.Expression, ast.SqlExpr]]]:
     """The query with parts of its expressions read from derived columns, and those columns:
     (name, bare expression over one event's columns, the expression it came from, for errors).
-    On every engine an aggregate's argument that is an expression over one variable
-    (``sum(b.price * b.volume)``); with ``spark``, also the Spark-only single-variable parts of
+    On every engine a PARTITION BY or ORDER BY key expression (``[upper(name) AS sym]``) and an
+    aggregate's argument that is an expression over one variable (``sum(b.price * b.volume)``);
+    with ``spark``, also the Spark-only single-variable parts of
     FILTER predicates across variables. Each expression passes planner/safety.py first, as it
     was written. An unchanged query and no columns when there is nothing to derive."""
     derived: dict[str, tuple[str, exp.Expression]] = {}
@@ -156,7 +214,7 @@ def derive_columns(query: ast.Query, text: str, spark: bool = False
         expr = derive(predicate.expr, cross=True)
         return predicate if expr is predicate.expr else dataclasses.replace(predicate, expr=expr)
 
-    select = ast.select_of(query)
+    select = _keys(ast.select_of(query), derived, origin, text)
     pattern = _map_cross(select.pattern, rewrite)
     projection = select.projection
     if not isinstance(projection, ast.Star):

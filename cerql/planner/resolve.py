@@ -246,9 +246,13 @@ class _Resolver:
 
     def result_column(self, name: str) -> str:
         """A bare name of a SELECT expression that is a column of the result row: ``match_*``
-        (lower case, as the result names them) or a PARTITION BY column (its stream spelling)."""
+        (lower case, as the result names them) or a PARTITION BY column (its stream spelling, or
+        a key expression's name)."""
         if name.lower() in MATCH_COLUMNS:
             return name.lower()
+        shown = {key.lower(): key for _, key in self.select.key_names}
+        if name.lower() in shown:
+            return shown[name.lower()]
         return self.clause_column(name, "PARTITION")
 
     def result_field(self, name: str) -> pa.Field:
@@ -257,6 +261,9 @@ class _Resolver:
             return pa.field(name, pa.int64())
         if name in MATCH_COLUMNS:
             return pa.field(name, self.union.field(self.order[0]).type)
+        derived = {key: column for column, key in self.select.key_names}
+        if name in derived:
+            return self.union.field(derived[name]).with_name(name)
         return self.union.field(name)
 
     def with_aggregate_columns(self, sql: ast.SqlExpr) -> tuple[ast.SqlExpr, tuple[AggregatePlan, ...]]:
@@ -427,6 +434,8 @@ class _Resolver:
             if isinstance(node, ast.Atom) and node not in atoms:
                 atoms[node] = self.atom(node, sources)
         partition = tuple(self.clause_column(c, "PARTITION") for c in sel.partition_by)
+        shown = dict(sel.key_names)  # a key expression's derived column -> its name
+        partition_names = tuple(shown.get(c, c) for c in partition) if shown else ()
         order = self.order = self.ordering()
         kind = self.order_kind(order[0])
         window = bounding(self.window(kind), self.union.field(order[0]).type)
@@ -435,7 +444,7 @@ class _Resolver:
         return QueryPlan(
             select=sel, view=self.a.view, sources=tuple(sources), columns=tuple(self.union.names),
             atoms=atoms, predicates=self.predicates(), order_columns=order, order_kind=kind,
-            partition_columns=partition, window=window,
+            partition_columns=partition, partition_names=partition_names, window=window,
             outputs=tuple(self.output(o) for o in self.a.outputs), selected=self.a.selected,
             strategy=sel.strategy, consume=sel.consume, limit=sel.limit, evaluation=evaluation,
             max_matches_per_event=max_matches_per_event, uses_positions=evaluation.counts_positions,

@@ -377,7 +377,8 @@ def output_schema(task: TaskPlan, schema):
     from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
     field = {f.name: f for f in schema.fields}
-    fields = [StructField(c, field[c].dataType, True) for c in task.partition_columns]
+    fields = [StructField(name, field[c].dataType, True)
+              for c, name in zip(task.partition_columns, task.partition_result_names)]
     order = field[task.order_columns[0]].dataType
     fields += [StructField("match_id", LongType(), False), StructField("match_start", order, True),
                StructField("match_end", order, True)]
@@ -450,7 +451,7 @@ def lower(plan: QueryPlan, frames: Mapping, text: str = ""):
     structs = {o.var: next(shown) for o in task.outputs[len(outputs):]}
     spell = speller({c: c for c in plan.columns})  # the structs' fields have the real names
     named = dict(zip(["match_id", "match_start", "match_end"], results[p:p + 3]))
-    named.update(zip(plan.partition_columns, results[:p]))
+    named.update(zip(plan.partition_result_names, results[:p]))
     as_written = {**{c: f.name for c, f in zip(results, schema.fields)}, **{c: v for v, c in structs.items()}}
     for o in plan.outputs:
         if o.var is not None:

@@ -73,14 +73,29 @@ class _Prepared:
     arrow: pa.Schema             # Arrow schema of the rows eval receives
     schema: Any                  # Spark StructType of the output
     masks: tuple[int, ...] | None  # a kept row satisfies one of these condition sets (None: all)
+    text: str = ""               # the query, for the errors of derived columns
+    derived: tuple = ()          # columns computed per batch (planner/derived.py): (name, bare, origin)
+    key_sql: Any = None          # derived column -> the Spark SQL Catalyst partitions or orders by
 
 
-def _read_columns(plan: QueryPlan) -> list[str]:
-    """TABLE columns the query reads: keys, ordering, type columns, predicates and outputs."""
+def _with_derived(prepared: "_Prepared", table: pa.Table) -> pa.Table:
+    """The batch with the columns planner/derived.py asks for (key expressions, aggregates'
+    arguments), computed by the local engine's expressions as ``cerql.run`` computes them."""
+    from cerql.api import with_derived
+
+    return with_derived({"t": table}, prepared.derived, prepared.text)["t"] if prepared.derived else table
+
+
+def _read_columns(plan: QueryPlan, derived=()) -> list[str]:
+    """TABLE columns the query reads: keys, ordering, type columns, predicates, outputs and
+    what the derived columns are computed from (those are not TABLE columns)."""
     from cerql.spark.lower import predicate_trees, shuffled_columns
 
     canonical = {c.lower(): c for c in plan.columns}
     read = set(shuffled_columns(plan))
+    for _, bare, _ in derived:
+        read.update(canonical.get(col.name.lower(), col.name) for col in bare.find_all(exp.Column))
+    read.difference_update(name for name, _, _ in derived)
     read.update(s.type_column for s in plan.sources if s.type_column)
     for tree in predicate_trees(plan).values():
         for col in tree.find_all(exp.Column):
@@ -99,7 +114,7 @@ def _output_schema(plan: QueryPlan, task: TaskPlan, struct):
     from cerql.spark.lower import output_schema
 
     fields = {f.name: f for f in output_schema(task, struct).fields}
-    names = list(plan.partition_columns) + ["match_id", "match_start", "match_end"]
+    names = list(plan.partition_result_names) + ["match_id", "match_start", "match_end"]
     out = [fields[n] for n in names]
     for o in plan.outputs:
         if o.var is not None:
@@ -116,12 +131,15 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     Spark makes a new UDTF instance for every partition."""
     from pyspark.sql.types import StructType, _parse_datatype_json_string
 
-    from cerql.api import analyze
-    from cerql.spark.lower import task_plan
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField
+
+    from cerql.api import analyzed, with_derived
+    from cerql.spark.lower import spark_sql, task_plan
     from cerql.planner.resolve import resolve
 
     struct: StructType = _parse_datatype_json_string(schema_json)
-    analysis = analyze(text)
+    analysis, derived = analyzed(text)
     select = analysis.select
     if analysis.view is not None:
         raise UnsupportedError.at(text, 0, "cerql() returns its result; it cannot create a view",
@@ -139,12 +157,17 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
                                   "put it outside: SELECT * FROM cerql(...) ORDER BY match_end, match_start LIMIT n")
     source = select.sources[0]
     arrow = arrow_schema(struct, text, 0, "the TABLE argument", "cast it or leave it out: TABLE(SELECT ... FROM t)")
-    plan = resolve(analysis, {source.name: arrow})
+    full = with_derived({source.name: arrow.empty_table()}, derived, text)[source.name].schema
+    plan = resolve(analysis, {source.name: full})
     task = task_plan(plan)
-    read = tuple(_read_columns(plan))
+    read = tuple(_read_columns(plan, derived))
     masks = firing_masks(plan)
+    struct = StructType(struct.fields + [StructField(name, from_arrow_type(full.field(name).type), True)
+                                         for name, _, _ in derived])
+    key_sql = {name: spark_sql(bare, lambda column: column) for name, bare, _ in derived}
     return _Prepared(plan, task, read, pa.schema([arrow.field(c) for c in read]),
-                     _output_schema(plan, task, struct), None if masks is None else tuple(masks))
+                     _output_schema(plan, task, struct), None if masks is None else tuple(masks),
+                     text, tuple(derived), key_sql)
 
 
 @dataclasses.dataclass
@@ -182,7 +205,10 @@ class CerqlFunction:
             # user's mistake is in the query, not in cerql's stages.
             raise err.with_traceback(None) from None
         plan = prepared.plan
-        keys = [PartitioningColumn(quoted(c)) for c in plan.substream_columns]
+        def key(column: str) -> str:  # a derived key column: the expression it is computed by
+            return prepared.key_sql.get(column) or quoted(column)
+
+        keys = [PartitioningColumn(key(c)) for c in plan.substream_columns]
         order = list(plan.order_columns)
         types = {f.name: f.dataType for f in table.dataType.fields}
         # ties broken by the other columns, but those the table spells two ways (x and X): Spark
@@ -194,7 +220,7 @@ class CerqlFunction:
                   if len(prepared.read) < len(table.dataType.fields) else [])
         return CerqlAnalyzeResult(
             schema=prepared.schema, withSinglePartition=not keys, partitionBy=keys,
-            orderBy=[OrderingColumn(quoted(c)) for c in order], select=select,
+            orderBy=[OrderingColumn(key(c)) for c in order], select=select,
             query=text, table_schema=schema_json)
 
     def __init__(self, analyze_result: CerqlAnalyzeResult):
@@ -233,6 +259,7 @@ class CerqlFunction:
         columns = list(zip(*rows))
         table = pa.Table.from_arrays([pa.array(_instants(col, f.type), type=f.type)
                                       for col, f in zip(columns, p.arrow)], schema=p.arrow)
+        table = _with_derived(p, table)
         n = table.num_rows
         table = table.append_column(SOURCE_COLUMN, pa.array(np.zeros(n, np.int32)))
         table = table.append_column(ORDINAL_COLUMN, pa.array(np.arange(self.count, self.count + n, dtype=np.int64)))
@@ -251,7 +278,7 @@ class CerqlFunction:
 
         plan = self.prepared.plan
         n = out.num_rows
-        columns = [out.column(c) for c in list(plan.partition_columns) + ["match_id", "match_start", "match_end"]]
+        columns = [out.column(c) for c in list(plan.partition_result_names) + ["match_id", "match_start", "match_end"]]
         for o in plan.outputs:
             if o.var is not None:
                 columns.append(out.column(o.name))
@@ -325,6 +352,9 @@ def register(spark, name: str = FUNCTION_NAME):
     """
     from pyspark.util import PythonEvalType
 
+    from cerql.spark.workers import check_workers
+
+    check_workers(spark)  # the function's analyze and eval run in Python workers: they must import cerql
     if is_connect(spark):
         from pyspark.sql.connect.udtf import UserDefinedTableFunction
     else:

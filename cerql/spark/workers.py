@@ -7,8 +7,8 @@ Why: cerql's kernel runs in Spark's Python workers (``mapInArrow`` over
 script started from a virtualenv or conda environment, that is often an interpreter without
 cerql (or numpy, pyarrow, numba), and nothing says so until a job runs: then the query fails
 with a ``ModuleNotFoundError`` deep inside a Python worker traceback wrapped in a Spark error.
-:func:`check_workers`, called by ``cer_sql`` (``plan_query``) before the plan is lowered, turns
-that into an answer at once:
+:func:`check_workers`, called by ``cer_sql`` (``plan_query``) before the plan is lowered and by
+``cerql.register`` before the SQL-cell function is registered, turns that into an answer at once:
 
 * **Local master, classic session** (``local``, ``local[N]``, ``local[*]``): the workers run on
   this machine, so the interpreter they would use (``spark.sparkContext.pythonExec``, which

@@ -76,6 +76,12 @@ QUERIES = [
     # a FILTER under +: checked on each repetition
     "SELECT s, b FROM stock WHERE (SELL AS s ; BUY AS b FILTER b.price > s.price)+ PARTITION BY [name] "
     "ORDER BY ts WITHIN 6 EVENTS",
+    # key expressions and an aggregate of an expression: columns the function derives per batch,
+    # while Catalyst partitions and orders the TABLE by the same expressions
+    "SELECT s, b FROM stock WHERE SELL AS s ; BUY+ AS b PARTITION BY [lower(name) AS sym] "
+    "ORDER BY [ts * 2 AS t2] WITHIN 30 [t2]",
+    "SELECT sym, sum(b.price * 2) AS v FROM stock WHERE SELL AS s ; BUY+ AS b "
+    "PARTITION BY [substring(name, 1, 2) AS sym] ORDER BY ts WITHIN 4 EVENTS",
 ]
 
 

@@ -98,6 +98,17 @@ def test_workers_without_cerql_fail_at_once_when_the_driver_cannot_take_over(
     assert len(sc.statusTracker().getJobIdsForGroup()) == jobs
 
 
+def test_register_checks_the_workers_too(spark, bare_python, restore_python_exec, monkeypatch):
+    """The SQL-cell function runs in Python workers as well: cerql.register fails at once, not at
+    the first cell."""
+    sc = restore_python_exec
+    sc.pythonExec = bare_python
+    monkeypatch.setattr(workers, "driver_python", lambda: bare_python + "3")
+    with pytest.raises(ExecutionError) as raised:
+        cerql.register(spark, "cerql_unchecked")
+    assert raised.value.error_class == "WORKER_CANNOT_IMPORT_CERQL"
+
+
 def test_cli_reports_workers_without_cerql_as_one_message(spark, tmp_path, bare_python, restore_python_exec,
                                                           monkeypatch, capsys):
     sc = restore_python_exec
