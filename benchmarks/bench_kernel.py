@@ -167,6 +167,17 @@ def build_cases(windows, lengths, enum_points) -> list[Case]:
                               f"SELECT {strategy} * FROM stock WHERE SELL AS a ; BUY AS b ; SELL AS c "
                               f"FILTER a[name = 'INTC'] AND b[name = 'RIMM'] AND c[name = 'QQQ' AND {c_filter}] "
                               "WITHIN 1000 EVENTS", 1000, params={"strategy": strategy}))
+    # Selection strategies over Kleene closure (issue 19): every RIMM BUY between an INTC SELL and
+    # a rare QQQ SELL can be in b, so ALL has 2^(b's in reach) candidates per end event; NEXT,
+    # LAST and MAX keep one or a few of them. The twin: the same query without output.
+    kleene_strategy = ("SELECT {s} * FROM stock WHERE SELL AS a ; BUY+ AS b ; SELL AS c FILTER a[name = 'INTC'] "
+                       "AND b[name = 'RIMM'] AND c[name = 'QQQ' AND price < {t}] WITHIN {w} EVENTS")
+    for w in windows:
+        twin = f"ALL' w={w}"
+        cases.append(Case("kleene_twin", twin, kleene_strategy.format(s="ALL", t=0, w=w), w))
+        for strategy in ("NEXT", "LAST", "MAX", "ANY"):
+            cases.append(Case("kleene_strat", strategy, kleene_strategy.format(s=strategy, t=4, w=w),
+                              w, twin=twin, params={"strategy": strategy}))
     # Registers (seed 002, 004): a comparison between single-event variables, and aggregates over
     # a Kleene variable, both checked by the kernel (runs meet on equal registers only).
     t = _seq_threshold(3, SEQ_RESULTS_AT_1E5, 100_000)

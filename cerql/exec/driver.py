@@ -95,11 +95,13 @@ class Run:
         old = self.arena
         nodes = {}
         for name, dtype, fill in [("pos", np.int64, -1), ("label", np.int64, 0), ("a", np.int64, -1),
-                                  ("b", np.int64, -1), ("maxpos", np.int64, -1), ("maxval", self.value_dtype, 0)]:
+                                  ("b", np.int64, -1), ("maxpos", np.int64, -1), ("maxval", self.value_dtype, 0),
+                                  ("top", np.int64, -1)]:
             nodes[name] = np.full(cap, fill, dtype) if old is None else _grow(getattr(old, name), cap, fill)
         self.arena = kernel.Arena(**nodes, stack_node=np.zeros(cap + 1, np.int64),
                                   stack_len=np.zeros(cap + 1, np.int64), path=np.zeros(cap + 1, np.int64),
-                                  remap=np.zeros(cap, np.int64))
+                                  remap=np.zeros(cap, np.int64), seen=np.zeros(cap, np.int64),
+                                  want=np.zeros(cap + 1, np.int64), depth=np.zeros(cap + 1, np.int64))
 
     def _alloc_output(self, res_cap: int, lab_cap: int) -> None:
         """Empty result buffers for ``res_cap`` results with ``lab_cap`` selected events."""

@@ -845,7 +845,18 @@ def test_backquoted_unicode_names_with_spaces(engine):
     assert df["k ä"].iloc[0]["prix €"] == 3
 
 
-@pytest.mark.parametrize("strategy", ["NEXT", "LAST", "MAX"])
+def test_last_finds_its_winner_among_exponentially_many_candidates():
+    """LAST searches the arena for its data set (kernel/selection.py) instead of choosing among
+    ALL's 2**24 - 1 candidates: every A, then the B, at once."""
+    s = {"s": typed_stream("A " * 24 + "B")}
+    df = cerql.run("SELECT LAST * FROM s WHERE A+ AS a ; B AS b ORDER BY ts", s, engine="local")
+    assert len(df) == 1
+    assert [e["ts"] for e in df["a"].iloc[0]] == list(range(24)) and df["b"].iloc[0]["ts"] == 24
+    windowed = cerql.run("SELECT LAST * FROM s WHERE A+ AS a ; B AS b ORDER BY ts WITHIN 4 EVENTS", s)
+    assert [e["ts"] for e in windowed["a"].iloc[0]] == [20, 21, 22, 23]
+
+
+@pytest.mark.parametrize("strategy", ["NEXT", "MAX"])
 def test_exponentially_many_candidates_fail_instead_of_running_for_hours(strategy):
     # B at 25 has 2**24 - 1 candidate sets of A's to choose from without a window; the automaton
     # engine stops after candidate_limit of them with an error naming WITHIN. The reference

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from cerql.exec.kernel.state import ARENA, CONSUMED, NACT, PHASE
+from cerql.exec.kernel.state import ARENA, CONSUMED, NACT, PHASE, START
 
 
 class Arena(NamedTuple):
@@ -29,10 +29,15 @@ class Arena(NamedTuple):
     b: np.ndarray        # int64: second child of a union node, else -1
     maxpos: np.ndarray   # int64: the largest start position of the results under the node
     maxval: np.ndarray   # window value dtype: the largest start window value under the node
+    top: np.ndarray      # int64: the latest selected position that can come first under the node
+                         # (the greatest first selected event over its paths), -1 for none
     stack_node: np.ndarray  # int64 scratch of enumeration: the union branches still to take ...
     stack_len: np.ndarray   # ... and the path length at each
     path: np.ndarray        # int64 scratch of enumeration: the output nodes of one result
     remap: np.ndarray       # int64 scratch of compact: each node's new index
+    seen: np.ndarray        # int64 scratch of selection.py: the search that last reached the node
+    want: np.ndarray        # int64 scratch of selection.py: the winning data set, last event first
+    depth: np.ndarray       # int64 scratch of selection.py: how much of it a branch has matched
 
 
 @njit(nogil=True, cache=True)
@@ -58,6 +63,7 @@ def add_output_node(arena, x, pos, label, then, value):
     arena.label[x] = label
     arena.a[x] = then
     arena.b[x] = -1
+    arena.top[x] = pos if label & ~START else arena.top[then]
     if then == 0:
         arena.maxpos[x] = pos
         arena.maxval[x] = value
@@ -76,6 +82,7 @@ def add_union_node(arena, u, a, b):
     arena.b[u] = b
     arena.maxpos[u] = max(arena.maxpos[a], arena.maxpos[b])
     arena.maxval[u] = max(arena.maxval[a], arena.maxval[b])
+    arena.top[u] = max(arena.top[a], arena.top[b])
     return u
 
 
@@ -127,6 +134,7 @@ def compact(st, runs, arena, windowed):
         arena.label[y] = arena.label[x]
         n_maxpos[y] = n_maxpos[x]
         n_maxval[y] = n_maxval[x]
+        arena.top[y] = arena.top[x]
         n_a[y] = remap[a] if a >= 0 else -1
         n_b[y] = remap[b] if b >= 0 else -1
     for k in range(kept):

@@ -18,7 +18,8 @@ from numba import njit
 from cerql.exec.kernel.arena import alive
 from cerql.exec.kernel.registers import aggregates_hold, overflowed
 from cerql.exec.kernel.state import (ANY, CONSUMED, COUNT, FULL, LAST, MAX, NACT, NEED_OUTPUT, NEXT, NLAB, NRES, OK,
-                                     OVERFLOW, PHASE, POS, START, STRICT, TOO_MANY, TOO_MANY_CANDIDATES, candidate_limit)
+                                     OVERFLOW, PHASE, POS, STRICT, TOO_MANY, TOO_MANY_CANDIDATES, candidate_limit)
+from cerql.exec.kernel.selection import last_data_set, results_with, write_result
 from cerql.exec.kernel.strategies import admit
 
 
@@ -44,9 +45,9 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, arena, out, s
     """Write the results under ``root`` ending at event i (position pos); the event's results
     start at r0. Returns OK, FULL (no room: the event's results are to be redone) or TOO_MANY."""
     windowed, strategy, max_matches = options.windowed, options.strategy, options.max_matches
-    n_pos, n_label, n_a, n_maxpos, n_maxval = arena.pos, arena.label, arena.a, arena.maxpos, arena.maxval
+    n_pos, n_a, n_maxpos, n_maxval = arena.pos, arena.a, arena.maxpos, arena.maxval
     stack_node, stack_len, path = arena.stack_node, arena.stack_len, arena.path
-    lab_pos, lab_mask = out.lab_pos, out.lab_mask
+    lab_pos = out.lab_pos
     top = 0
     stack_node[0] = root
     stack_len[0] = 0
@@ -72,27 +73,15 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, arena, out, s
                 plen += 1
                 n = n_a[n]
         # a result: path[0..plen) from the last event back to the first
-        r = st[NRES]
-        lo = st[NLAB]
-        if r >= out.end.shape[0] or lo + plen > lab_pos.shape[0]:
+        if write_result(path, plen, i, pos, arena, out, st) != OK:
             return FULL
-        w = lo
-        for q in range(plen):
-            m = path[q]
-            lab = n_label[m] & ~START
-            if lab != 0:
-                lab_pos[w] = n_pos[m]
-                lab_mask[w] = lab
-                w += 1
-        if strategy == STRICT and w > lo and lab_pos[lo] - lab_pos[w - 1] + 1 != w - lo:
-            continue
-        out.end[r] = i
-        out.endpos[r] = pos
-        out.start[r] = n_pos[path[plen - 1]]
-        out.off[r] = lo
-        out.length[r] = w - lo
-        st[NRES] = r + 1
-        st[NLAB] = w
+        if strategy == STRICT:
+            r = st[NRES] - 1
+            lo, w = out.off[r], st[NLAB]
+            if w > lo and lab_pos[lo] - lab_pos[w - 1] + 1 != w - lo:  # not a run of positions: undone
+                st[NRES] = r
+                st[NLAB] = lo
+                continue
         if strategy == ANY:
             return OK
         if strategy == NEXT or strategy == LAST or strategy == MAX:
@@ -102,6 +91,46 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, arena, out, s
                 return TOO_MANY_CANDIDATES
         elif st[NRES] - r0 > max_matches:
             return TOO_MANY
+    return OK
+
+
+@njit(nogil=True, cache=True)
+def _stopped(code, r0, l0, st):
+    """The status of an event whose results stopped with ``code`` (FULL, TOO_MANY or
+    TOO_MANY_CANDIDATES): FULL drops the event's results, to be redone once the driver has
+    taken the buffer; the TOO_MANY statuses leave their count in st[COUNT]."""
+    if code == FULL:
+        st[NRES] = r0
+        st[NLAB] = l0
+        return NEED_OUTPUT
+    if code == TOO_MANY:
+        st[COUNT] = st[NRES] - r0
+    return code  # TOO_MANY_CANDIDATES: COUNT already holds the candidates
+
+
+@njit(nogil=True, cache=True)
+def _report_last(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final):
+    """LAST's results at event i (cerql.exec.kernel.selection): the final runs that can end a
+    result here are the roots (kept in ``runs.new_node``, free once the event's runs are
+    stepped); their winning data set is searched once, then each root's results with it are
+    written. Returns OK, FULL or TOO_MANY."""
+    windowed = options.windowed
+    roots = runs.new_node
+    n_roots = 0
+    for k in range(st[NACT]):
+        if not (ds_final[runs.ds[k]] and alive(runs.node[k], consumed, windowed, cutoff, arena.maxpos, arena.maxval)):
+            continue
+        if regs.count > 0 and not aggregates_hold(k, i, regs, events.sides, runs.rk, runs.rf):
+            continue
+        roots[n_roots] = runs.node[k]
+        n_roots += 1
+    if n_roots == 0:
+        return OK
+    m = last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st)
+    for q in range(n_roots):
+        code = results_with(roots[q], m, i, pos, r0, consumed, windowed, cutoff, options.max_matches, arena, out, st)
+        if code != OK:
+            return code
     return OK
 
 
@@ -130,7 +159,11 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
             if ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
                     overflowed(k, regs, act_rk)):
                 return OVERFLOW
-    for k in range(st[NACT]):
+    if strategy == LAST:
+        code = _report_last(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final)
+        if code != OK:
+            return _stopped(code, r0, l0, st)
+    for k in range(st[NACT] if strategy != LAST else 0):
         if strategy == ANY and st[NRES] > r0:
             break
         if not (ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval)):
@@ -138,15 +171,8 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
         if n_regs > 0 and not aggregates_hold(k, i, regs, sides, act_rk, act_rf):
             continue
         code = enumerate_results(act_node[k], i, pos, r0, consumed, cutoff, options, arena, out, st)
-        if code == FULL:
-            st[NRES] = r0
-            st[NLAB] = l0
-            return NEED_OUTPUT
-        if code == TOO_MANY:
-            st[COUNT] = st[NRES] - r0
-            return TOO_MANY
-        if code == TOO_MANY_CANDIDATES:  # COUNT holds the candidates
-            return TOO_MANY_CANDIDATES
+        if code != OK:
+            return _stopped(code, r0, l0, st)
     count = st[NRES] - r0
     if count > max_matches:
         st[COUNT] = count

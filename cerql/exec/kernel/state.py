@@ -64,7 +64,8 @@ MOVING = 12    # active runs whose state is not a fixed point of the TRUE gaps
 KMIN = 13      # MAX: the least ...
 KMAX = 14      # ... and greatest size of the results kept so far for the event
 FINALS = 15    # active runs in a final state (at most: compact may drop some); none: no results
-STATE_SIZE = 16
+STAMP = 16     # the last search stamp of selection.py (arena.seen); only grows
+STATE_SIZE = 17
 
 # what enumeration reports (TOO_MANY and TOO_MANY_CANDIDATES are shared with the statuses)
 OK, FULL = 0, 1

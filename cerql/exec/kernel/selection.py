@@ -1,0 +1,191 @@
+"""LAST at one end event, on the arena itself: the winning data set is found by a search that
+follows the greatest selected positions, and only the results with that set are enumerated.
+
+Why: ``strategies.admit`` picks a winner among every result ALL would give, and those can be
+exponentially many (``A ; B+ ; C`` over a run of B's) although LAST keeps one data set D per
+end event. D1 <last D2 when the greatest position of D1 Δ D2 is in D2 (DESIGN.md 4.3), that is
+when D2, read from its last event back, is lexicographically greater (an extension of D1 by
+earlier positions is greater too). Every path of the arena from a final run's node to BOTTOM is
+one result, read from its last event back, and whether it is alive (inside the window, after
+CONSUME BY) depends only on where it starts. So the winner is found level by level: from the
+nodes the paths that agree with the winner so far continue at, a best-first search over
+``arena.top`` (the greatest first selected position under a node, an upper bound for its live
+paths) finds the greatest position any live path selects next, and the nodes selecting it are
+where the paths continue. A node is searched once per level (``arena.seen``). The winner is
+complete when no live path selects anything more. Then the results with exactly that D are
+enumerated, entering only live branches whose ``top`` can still reach the next position of D.
+
+On the chains the stepping loop builds (the newest node at the top of each union) each level
+costs a few nodes, so the work follows the output, not the window or the candidates.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from cerql.exec.kernel.arena import alive
+from cerql.exec.kernel.state import FULL, NLAB, NRES, OK, STAMP, START, TOO_MANY
+
+
+@njit(nogil=True, cache=True)
+def _push(heap, size, node, top):
+    """Add ``node`` to the max-heap ``heap[0:size]`` keyed by ``top``; returns the new size."""
+    at = size
+    heap[at] = node
+    while at > 0:
+        up = (at - 1) // 2
+        if top[heap[up]] >= top[heap[at]]:
+            break
+        heap[up], heap[at] = heap[at], heap[up]
+        at = up
+    return size + 1
+
+
+@njit(nogil=True, cache=True)
+def _pop(heap, size, top):
+    """Remove the heap's first node; returns the new size."""
+    size -= 1
+    heap[0] = heap[size]
+    at = 0
+    while True:
+        left = 2 * at + 1
+        if left >= size:
+            break
+        child = left
+        if left + 1 < size and top[heap[left + 1]] > top[heap[left]]:
+            child = left + 1
+        if top[heap[at]] >= top[heap[child]]:
+            break
+        heap[at], heap[child] = heap[child], heap[at]
+        at = child
+    return size
+
+
+@njit(nogil=True, cache=True)
+def last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st):
+    """The LAST winner among the live paths under ``roots[0:n_roots]`` (live nodes): its
+    positions, last event first, in ``arena.want``; returns how many."""
+    heap, frontier, following = arena.remap, arena.stack_node, arena.stack_len
+    n_pos, n_label, n_a, n_b, top, seen = arena.pos, arena.label, arena.a, arena.b, arena.top, arena.seen
+    n_maxpos, n_maxval, want = arena.maxpos, arena.maxval, arena.want
+    for q in range(n_roots):
+        frontier[q] = roots[q]
+    n_front = n_roots
+    m = 0
+    while True:
+        st[STAMP] += 1
+        stamp = st[STAMP]
+        size = 0
+        for q in range(n_front):
+            x = frontier[q]
+            if seen[x] != stamp:
+                seen[x] = stamp
+                size = _push(heap, size, x, top)
+        best = -1
+        n_next = 0
+        while size > 0:
+            n = heap[0]
+            if top[n] < best or top[n] < 0:
+                break  # nothing left can select best, or anything at all
+            size = _pop(heap, size, top)
+            if n_pos[n] < 0:  # union: its live branches
+                for c in (n_a[n], n_b[n]):
+                    if seen[c] != stamp and alive(c, consumed, windowed, cutoff, n_maxpos, n_maxval):
+                        seen[c] = stamp
+                        size = _push(heap, size, c, top)
+            elif n_label[n] & ~START == 0:  # the first event, not selected: its continuation
+                c = n_a[n]
+                if seen[c] != stamp:
+                    seen[c] = stamp
+                    size = _push(heap, size, c, top)
+            else:  # selects n_pos[n] = top[n], the greatest position left: the winner's next
+                best = n_pos[n]
+                following[n_next] = n_a[n]
+                n_next += 1
+        if best < 0:
+            return m
+        want[m] = best
+        m += 1
+        for q in range(n_next):
+            frontier[q] = following[q]
+        n_front = n_next
+
+
+@njit(nogil=True, cache=True)
+def write_result(path, plen, i, pos, arena, out, st):
+    """Write the result whose nodes are ``path[0:plen]`` (last event first), ending at event i
+    (position pos), to the output buffer. Returns OK or FULL."""
+    n_pos, n_label = arena.pos, arena.label
+    lab_pos, lab_mask = out.lab_pos, out.lab_mask
+    r = st[NRES]
+    lo = st[NLAB]
+    if r >= out.end.shape[0] or lo + plen > lab_pos.shape[0]:
+        return FULL
+    w = lo
+    for q in range(plen):
+        m = path[q]
+        lab = n_label[m] & ~START
+        if lab != 0:
+            lab_pos[w] = n_pos[m]
+            lab_mask[w] = lab
+            w += 1
+    out.end[r] = i
+    out.endpos[r] = pos
+    out.start[r] = n_pos[path[plen - 1]]
+    out.off[r] = lo
+    out.length[r] = w - lo
+    st[NRES] = r + 1
+    st[NLAB] = w
+    return OK
+
+
+@njit(nogil=True, cache=True)
+def results_with(root, m, i, pos, r0, consumed, windowed, cutoff, max_matches, arena, out, st):
+    """Write the live results under ``root`` whose data set is ``arena.want[0:m]``. Returns
+    OK, FULL or TOO_MANY (more than max_matches results at the event)."""
+    n_pos, n_label, n_a, n_b, top = arena.pos, arena.label, arena.a, arena.b, arena.top
+    n_maxpos, n_maxval, want = arena.maxpos, arena.maxval, arena.want
+    stack_node, stack_len, stack_k, path = arena.stack_node, arena.stack_len, arena.depth, arena.path
+    top_ = 0
+    stack_node[0] = root
+    stack_len[0] = 0
+    stack_k[0] = 0
+    while top_ >= 0:
+        n = stack_node[top_]
+        plen = stack_len[top_]
+        k = stack_k[top_]
+        top_ -= 1
+        complete = False
+        while True:
+            if n == 0:
+                complete = k == m
+                break
+            if n_pos[n] < 0:
+                a, b = n_a[n], n_b[n]
+                a_ok = alive(a, consumed, windowed, cutoff, n_maxpos, n_maxval) and (k == m or top[a] >= want[k])
+                b_ok = alive(b, consumed, windowed, cutoff, n_maxpos, n_maxval) and (k == m or top[b] >= want[k])
+                if a_ok and b_ok:
+                    top_ += 1
+                    stack_node[top_] = b
+                    stack_len[top_] = plen
+                    stack_k[top_] = k
+                elif not a_ok:
+                    if not b_ok:
+                        break
+                    a = b
+                n = a
+            else:
+                if n_label[n] & ~START:
+                    if k == m or n_pos[n] != want[k]:
+                        break  # selects another position than the winner's
+                    k += 1
+                path[plen] = n
+                plen += 1
+                n = n_a[n]
+        if not complete:
+            continue
+        if write_result(path, plen, i, pos, arena, out, st) != OK:
+            return FULL
+        if st[NRES] - r0 > max_matches:
+            return TOO_MANY
+    return OK
