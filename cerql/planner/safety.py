@@ -41,6 +41,11 @@ NONDETERMINISTIC = frozenset({
 })
 
 _NOT_SCALAR = (exp.Window, exp.Explode, exp.Posexplode, exp.Inline, exp.Stack, exp.Unnest)
+#: Spark's generators by name (rows, not a value), for those sqlglot reads as unknown functions.
+GENERATORS = frozenset({
+    "explode", "explode_outer", "posexplode", "posexplode_outer", "inline", "inline_outer", "stack",
+    "json_tuple", "variant_explode", "variant_explode_outer",
+})
 _SUBQUERY = (exp.Subquery, exp.Select, exp.Exists, exp.Union, exp.Table)
 
 
@@ -71,7 +76,7 @@ def check(sql: ast.SqlExpr, text: str) -> None:
             raise _refuse(sql, node, text, f"Subquery in '{sql.text}'", "SUBQUERY_NOT_ALLOWED",
                           "a pattern's predicates and SELECT items read the events' own columns only; "
                           "join the other table into a source (a view) before the query")
-        if isinstance(node, _NOT_SCALAR):
+        if isinstance(node, _NOT_SCALAR) or isinstance(node, exp.Func) and function_names(node) & GENERATORS:
             raise _refuse(sql, node, text, f"'{shown(node)}' is not a scalar expression", "NOT_SCALAR_EXPRESSION",
                           "windows and generators are not allowed here; compute them in a view over the "
                           "source, or on the result")
@@ -94,4 +99,4 @@ def check(sql: ast.SqlExpr, text: str) -> None:
                               "as a literal, or add it as a column of the source")
 
 
-__all__ = ["check", "function_names", "UNSAFE", "NONDETERMINISTIC"]
+__all__ = ["check", "function_names", "GENERATORS", "UNSAFE", "NONDETERMINISTIC"]

@@ -34,6 +34,8 @@ FORBIDDEN = [
     ("mydb.my_udf(x) > 1", "USER_FUNCTION_NOT_ALLOWED", "mydb"),
     ("sum(x) OVER (ORDER BY ts) > 1", "NOT_SCALAR_EXPRESSION", "sum"),
     ("explode(array(x)) > 1", "NOT_SCALAR_EXPRESSION", "explode"),
+    ("json_tuple(name, 'k') = '1'", "NOT_SCALAR_EXPRESSION", "json_tuple"),
+    ("explode_outer(x) IS NULL", "NOT_SCALAR_EXPRESSION", "explode_outer"),
 ]
 
 STREAM = typed_stream("A B", x=[1, 2], y=[3, 4])
