@@ -125,10 +125,15 @@ def spark_sql(tree: exp.Expression, spell: Callable[[str], str], qualify=None,
 def _log_as_written(node: exp.Log) -> exp.Expression:
     """sqlglot reads ``log10(x)`` and ``log2(x)`` as ``log(10, x)`` and ``log(2, x)``, which Spark
     computes as ln(x) / ln(base): ``log10(1000)`` would be 2.9999999999999996 where Spark's own
-    ``log10`` gives 3.0. A literal base 10 or 2 is sent as Spark's ``log10`` / ``log2``."""
+    ``log10`` gives 3.0. A call written ``log10``/``log2`` (its name's length, which sqlglot keeps
+    in the node's meta, tells the two apart) is sent as Spark's ``log10`` / ``log2``; one written
+    ``log(10, x)`` stays Spark's ``log``, so each computes what the user wrote."""
     base = node.this
     if node.expression is not None and isinstance(base, exp.Literal) and not base.is_string and base.this in ("10", "2"):
-        return exp.Anonymous(this=f"log{base.this}", expressions=[node.expression])
+        meta = node.meta
+        written = meta["end"] - meta["start"] + 1 if "start" in meta and "end" in meta else None
+        if written != len("log"):
+            return exp.Anonymous(this=f"log{base.this}", expressions=[node.expression])
     return node
 
 

@@ -233,6 +233,9 @@ def test_log10_and_log2_are_sparks_own(spark, frames):
              "FILTER a[log10(x) = 2] AND b[log10(x) = 3]")
     rows = [(r.l10, r.l2) for r in cerql.cer_sql(spark, query, s=df).collect()]
     assert rows == [(3.0, 10.0)]
+    # log(10, x) as written is Spark's log(base, x): ln(x) / ln(10), as spark.sql computes it
+    written = cerql.cer_sql(spark, query.replace("log10(b.x)", "log(10, b.x)"), s=df).collect()
+    assert [r.l10 for r in written] == [spark.sql("SELECT log(10, 1000D) AS v").first().v]
 
 
 def test_a_whole_variable_never_shows_derived_columns(spark, frames):
