@@ -270,8 +270,11 @@ def _select_expr(item: ast.SelectExpr, select: ast.Select, variables, cardinalit
                                       f"collect_list({col.table}.{col.name}), pick one event "
                                       f"({col.table}[0].{col.name}, element_at({col.table}, -1).{col.name}), "
                                       f"or select {col.table} itself (an array of its events)")
-    # Spark's naming: a column keeps its own name, any other expression is named by its text
-    name = item.alias or (tree.name if isinstance(tree, exp.Column) else item.expr.text)
+    # Spark's naming: a column keeps its own name, any other expression is named by its text as
+    # written, whitespace collapsed (``max(b.price)``, as Spark names it; sqlglot's canonical
+    # text would say MAX(b.price)), as a key expression is (parser/sqlexpr.py parse_keys)
+    written = " ".join(item.expr.source.split()) if item.expr.source else item.expr.text
+    name = item.alias or (tree.name if isinstance(tree, exp.Column) else written)
     return OutputExpr(name, item.expr)
 
 
