@@ -99,13 +99,13 @@ def match_ids(start_source, start_ordinal, end_source, end_ordinal,
     return _combine(_row(start_source, start_ordinal), _row(end_source, end_ordinal), labels)
 
 
+with np.errstate(over="ignore"):  # each variable position's salt (label bits fit 63 variables)
+    _VARIABLE_SALTS = _mix((np.arange(64, dtype=np.uint64) + np.uint64(1)) * _SALT)
+
+
 def _label_hash(row_hash: np.ndarray, var_index) -> np.ndarray:
     """One label entry's part of match_id: its row's hash and its variable's position."""
-    with np.errstate(over="ignore"):
-        return _mix(row_hash ^ _mix((np.asarray(var_index).astype(np.uint64) + np.uint64(1)) * _SALT))
-
-
-_VARIABLE_SALTS = _mix((np.arange(64, dtype=np.uint64) + np.uint64(1)) * _SALT)  # _label_hash's, per variable
+    return _mix(row_hash ^ _VARIABLE_SALTS[np.asarray(var_index, np.int64)])
 
 
 def _combine(start_hash: np.ndarray, end_hash: np.ndarray, labels: np.ndarray) -> np.ndarray:

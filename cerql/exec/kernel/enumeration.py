@@ -109,6 +109,15 @@ def _stopped(code, r0, l0, st):
 
 
 @njit(nogil=True, cache=True)
+def _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final):
+    """Whether active run k ends results at event i: a final state, a live node, and (with
+    registers) aggregates that hold."""
+    if not (ds_final[runs.ds[k]] and alive(runs.node[k], consumed, windowed, cutoff, arena.maxpos, arena.maxval)):
+        return False
+    return regs.count == 0 or aggregates_hold(k, i, regs, events.sides, runs.rk, runs.rf)
+
+
+@njit(nogil=True, cache=True)
 def _report_last(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final):
     """LAST's results at event i (cerql.exec.kernel.selection): the final runs that can end a
     result here are the roots (kept in ``runs.new_node``, free once the event's runs are
@@ -118,12 +127,9 @@ def _report_last(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, 
     roots = runs.new_node
     n_roots = 0
     for k in range(st[NACT]):
-        if not (ds_final[runs.ds[k]] and alive(runs.node[k], consumed, windowed, cutoff, arena.maxpos, arena.maxval)):
-            continue
-        if regs.count > 0 and not aggregates_hold(k, i, regs, events.sides, runs.rk, runs.rf):
-            continue
-        roots[n_roots] = runs.node[k]
-        n_roots += 1
+        if _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final):
+            roots[n_roots] = runs.node[k]
+            n_roots += 1
     if n_roots == 0:
         return OK
     m = last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st)
@@ -146,8 +152,8 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
     stepped, so a resumed call redoes only this.
     """
     windowed, strategy, max_matches = options.windowed, options.strategy, options.max_matches
-    sides, ds_final, n_regs = events.sides, dfa.final, regs.count
-    act_ds, act_node, act_rk, act_rf = runs.ds, runs.node, runs.rk, runs.rf
+    ds_final, n_regs = dfa.final, regs.count
+    act_ds, act_node, act_rk = runs.ds, runs.node, runs.rk
     n_maxpos, n_maxval = arena.maxpos, arena.maxval
     consumed = st[CONSUMED]
     pos = st[POS]
@@ -163,16 +169,15 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
         code = _report_last(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final)
         if code != OK:
             return _stopped(code, r0, l0, st)
-    for k in range(st[NACT] if strategy != LAST else 0):
-        if strategy == ANY and st[NRES] > r0:
-            break
-        if not (ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval)):
-            continue
-        if n_regs > 0 and not aggregates_hold(k, i, regs, sides, act_rk, act_rf):
-            continue
-        code = enumerate_results(act_node[k], i, pos, r0, consumed, cutoff, options, arena, out, st)
-        if code != OK:
-            return _stopped(code, r0, l0, st)
+    else:
+        for k in range(st[NACT]):
+            if strategy == ANY and st[NRES] > r0:
+                break
+            if not _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final):
+                continue
+            code = enumerate_results(act_node[k], i, pos, r0, consumed, cutoff, options, arena, out, st)
+            if code != OK:
+                return _stopped(code, r0, l0, st)
     count = st[NRES] - r0
     if count > max_matches:
         st[COUNT] = count
