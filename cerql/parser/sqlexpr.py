@@ -233,8 +233,12 @@ def parse_keys(text: str, offset: int, query: str, span: ast.Span | None) -> tup
         if isinstance(node, exp.Column) and not node.table and alias is None:
             keys.append(node.name)
             continue
-        if alias is None:
-            alias_free = " ".join(piece.split())
-        keys.append(ast.KeyExpr(sql_expr(node, piece, start, _span_in(query, start, node, (start, offset + hi))),
-                                alias or alias_free, span))
+        sql = sql_expr(node, piece, start, _span_in(query, start, node, (start, offset + hi)))
+        keys.append(ast.KeyExpr(sql, alias or as_written(sql), span))
     return tuple(keys)
+
+
+def as_written(sql: ast.SqlExpr) -> str:
+    """The name Spark gives an unaliased expression, as near as the text tells it: the
+    fragment as written, whitespace collapsed (``max(b.price)``, not sqlglot's ``MAX(b.price)``)."""
+    return " ".join(sql.source.split()) if sql.source else sql.text

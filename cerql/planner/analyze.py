@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from cerql import ast
 from cerql.errors import AnalysisError, UnsupportedError, start_of
-from cerql.parser.sqlexpr import expr_position
+from cerql.parser.sqlexpr import as_written, expr_position
 from cerql.planner import aggregates, safety
 
 MATCH_COLUMNS = ("match_id", "match_start", "match_end")
@@ -270,11 +270,9 @@ def _select_expr(item: ast.SelectExpr, select: ast.Select, variables, cardinalit
                                       f"collect_list({col.table}.{col.name}), pick one event "
                                       f"({col.table}[0].{col.name}, element_at({col.table}, -1).{col.name}), "
                                       f"or select {col.table} itself (an array of its events)")
-    # Spark's naming: a column keeps its own name, any other expression is named by its text as
-    # written, whitespace collapsed (``max(b.price)``, as Spark names it; sqlglot's canonical
-    # text would say MAX(b.price)), as a key expression is (parser/sqlexpr.py parse_keys)
-    written = " ".join(item.expr.source.split()) if item.expr.source else item.expr.text
-    name = item.alias or (tree.name if isinstance(tree, exp.Column) else written)
+    # Spark's naming: a column keeps its own name, any other expression is named as written, as
+    # a key expression is
+    name = item.alias or (tree.name if isinstance(tree, exp.Column) else as_written(item.expr))
     return OutputExpr(name, item.expr)
 
 
