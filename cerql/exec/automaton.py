@@ -101,30 +101,68 @@ class Determinizer:
 
     Deterministic state 0 is ``{initial}``. ``successors(d, bits)`` lists ``(label, d2)`` pairs,
     one per distinct label, with the label-0 pair (the event is not in the output) first.
+
+    With ``dominance`` (NEXT and MAX without registers), a state is a pair (S, U) as in seed
+    000's MAX construction (Algorithm 7): S holds the CEA states of the runs with the current
+    output, U those of runs whose output is a strict superset of it *with the same first event*.
+    A run of S that reaches a state of U is dropped, and (S, U) is final only when no final state
+    is in U: every result it would give has a strict superset that ends at the same event, starts
+    at the same event and so lives exactly as long under WITHIN and CONSUME BY; neither NEXT nor
+    MAX can choose it (a strict superset wins under both, DESIGN.md 4.3). The seed's construction
+    also lets the run that has not started yet collect the runs that start at a skipped event;
+    those start earlier, can leave the window first, and are not tracked here (the strategy's own
+    comparison handles results with different first events). Without ``dominance`` U stays
+    empty, which is the plain subset construction.
     """
 
-    def __init__(self, automaton: Automaton):
+    def __init__(self, automaton: Automaton, dominance: bool = False):
         self.automaton = automaton
+        self.dominance = dominance
         self.by_source: dict[int, list[Transition]] = {}
         for t in automaton.transitions:
             self.by_source.setdefault(t.source, []).append(t)
-        self.states: list[frozenset[int]] = []
-        self.index: dict[frozenset[int], int] = {}
+        self.states: list[tuple[frozenset[int], frozenset[int]]] = []
+        self.index: dict[tuple[frozenset[int], frozenset[int]], int] = {}
         self.final: list[bool] = []
-        self.state_of(frozenset({automaton.initial}))
+        self.state_of(frozenset({automaton.initial}), frozenset())
 
-    def state_of(self, members: frozenset[int]) -> int:
-        d = self.index.get(members)
+    def state_of(self, members: frozenset[int], supersets: frozenset[int]) -> int:
+        key = (members, supersets)
+        d = self.index.get(key)
         if d is None:
-            d = self.index[members] = len(self.states)
-            self.states.append(members)
-            self.final.append(bool(members & self.automaton.final))
+            d = self.index[key] = len(self.states)
+            self.states.append(key)
+            final = self.automaton.final
+            self.final.append(bool(members & final) and not supersets & final)
         return d
 
-    def successors(self, d: int, bits: int) -> list[tuple[int, int]]:
+    def _moves(self, states, bits: int) -> dict[int, set[int]]:
+        """The targets of ``states``' transitions that fire on ``bits``, by label."""
         targets: dict[int, set[int]] = {}
-        for s in self.states[d]:
+        for s in states:
             for t in self.by_source.get(s, ()):
                 if t.required & bits == t.required:
                     targets.setdefault(t.label, set()).add(t.target)
-        return [(label, self.state_of(frozenset(targets[label]))) for label in sorted(targets)]
+        return targets
+
+    def successors(self, d: int, bits: int) -> list[tuple[int, int]]:
+        members, supersets = self.states[d]
+        targets = self._moves(members, bits)
+        if not self.dominance:
+            return [(label, self.state_of(frozenset(targets[label]), frozenset())) for label in sorted(targets)]
+        # Which runs hold a strict superset (same first event) after the event, by whether the
+        # current output selects the event: if it does, the superset runs must select it too;
+        # if not, they may do either, and the current runs that select it (having started
+        # already) become superset runs themselves.
+        beyond = self._moves(supersets, bits)
+        selecting = {label for label in list(targets) + list(beyond) if label & ~START}
+        kept_if_selecting = set().union(*(beyond.get(label, ()) for label in selecting))
+        kept_if_skipping = set().union(*beyond.values(), *(
+            targets.get(label, ()) for label in selecting if not label & START))
+        out = []
+        for label in sorted(targets):
+            over = frozenset(kept_if_selecting if label & ~START else kept_if_skipping)
+            left = frozenset(targets[label]) - over
+            if left:
+                out.append((label, self.state_of(left, over)))
+        return out

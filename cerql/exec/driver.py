@@ -20,7 +20,7 @@ import numpy as np
 from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.aggregate import sum_overflow
-from cerql.exec.automaton import Automaton, Determinizer
+from cerql.exec.automaton import START, Automaton, Determinizer
 from cerql.exec.results import MatchChunk, Result, too_many_candidates, too_many_matches, too_many_runs
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan, TaskPlan
@@ -52,12 +52,16 @@ class Run:
 
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
                  windowed: bool, amount, value_dtype, registers=None):
-        self.det = Determinizer(automaton)
         self.registers = registers if registers is not None else RegisterSpec.none()
+        # NEXT and MAX never choose a result that a strict superset with the same first event
+        # beats: the automaton drops those runs (Determinizer's dominance). Registers decide at
+        # the end whether a result holds, and a superset may fail where its subset holds.
+        self.det = Determinizer(automaton, dominance=strategy in ("NEXT", "MAX") and self.registers.count == 0)
         self.value_dtype = np.dtype(value_dtype)
         # the query's settings, as the kernel reads them (the amount in the window values' type)
+        first_selected = all(t.label & ~START for t in automaton.transitions if t.label & START)
         self.options = kernel.Options(windowed, self.value_dtype.type(amount), STRATEGY_CODES[strategy], consume,
-                                      max_matches)
+                                      max_matches, first_selected)
         self.symbols: dict[int, int] = {}
         self.symbol_bits: list[int] = []
         self.inert_bits: list[bool] = []
@@ -96,7 +100,7 @@ class Run:
         nodes = {}
         for name, dtype, fill in [("pos", np.int64, -1), ("label", np.int64, 0), ("a", np.int64, -1),
                                   ("b", np.int64, -1), ("maxpos", np.int64, -1), ("maxval", self.value_dtype, 0),
-                                  ("top", np.int64, -1)]:
+                                  ("top", np.int64, -1), ("minpos", np.int64, -1)]:
             nodes[name] = np.full(cap, fill, dtype) if old is None else _grow(getattr(old, name), cap, fill)
         self.arena = kernel.Arena(**nodes, stack_node=np.zeros(cap + 1, np.int64),
                                   stack_len=np.zeros(cap + 1, np.int64), path=np.zeros(cap + 1, np.int64),

@@ -857,16 +857,31 @@ def test_last_finds_its_winner_among_exponentially_many_candidates():
 
 
 @pytest.mark.parametrize("strategy", ["NEXT", "MAX"])
-def test_exponentially_many_candidates_fail_instead_of_running_for_hours(strategy):
-    # B at 25 has 2**24 - 1 candidate sets of A's to choose from without a window; the automaton
-    # engine stops after candidate_limit of them with an error naming WITHIN. The reference
-    # evaluator has no such limit (and cannot run this input at all).
+def test_a_superset_with_the_same_start_is_never_enumerated(strategy):
+    # B at 24 ends 2**24 - 1 results under ALL. Every one of them but {0..23, 24} has a strict
+    # superset with the same first event, so the automaton drops it (Determinizer's dominance)
+    # and NEXT and MAX give the one maximal set without counting candidates.
     s = {"s": typed_stream("A " * 24 + "B")}
     query = f"SELECT {strategy} * FROM s WHERE A+ AS a ; B AS b ORDER BY ts"
+    df = cerql.run(query, s, engine="local")
+    assert len(df) == 1 and [e["ts"] for e in df["a"].iloc[0]] == list(range(24))
+    windowed = cerql.run(query + " WITHIN 4 EVENTS", s, engine="local")
+    assert [e["ts"] for e in windowed["a"].iloc[0]] == [20, 21, 22, 23]
+
+
+@pytest.mark.parametrize("strategy", ["NEXT", "MAX"])
+def test_exponentially_many_candidates_with_registers_fail_instead_of_running_for_hours(strategy):
+    # With a FILTER aggregate a superset may fail where its subset holds, so nothing is dropped:
+    # B at 26 has 2**26 - 1 candidates, 2**25 of them from the first A (every sum is 0, so the
+    # runs meet; NEXT enumerates those that start at the earliest live start only). The automaton
+    # engine stops after candidate_limit of them with an error naming WITHIN. The reference
+    # evaluator has no such limit (and cannot run this input at all).
+    s = {"s": typed_stream("A " * 26 + "B", v=[0] * 27)}
+    query = f"SELECT {strategy} * FROM s WHERE A+ AS a ; B AS b FILTER sum(a.v) >= 0 ORDER BY ts"
     with pytest.raises(cerql.ExecutionError) as err:
         cerql.run(query, s, engine="local")
     assert err.value.error_class == "TOO_MANY_CANDIDATES_PER_EVENT"
-    assert "WITHIN" in err.value.hint and "1,000,000" in str(err.value)
+    assert "WITHIN" in err.value.hint and "aggregate" in err.value.hint and "1,000,000" in str(err.value)
     # with a window the same query runs: 2**4 - 1 candidates
     df = cerql.run(query + " WITHIN 4 EVENTS", s, engine="local")
     assert len(df) == 1

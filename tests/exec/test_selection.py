@@ -1,9 +1,12 @@
-"""LAST on the arena (cerql/exec/kernel/selection.py): the winning data set is searched for,
-not chosen among every candidate, and the results equal the reference evaluator's.
+"""NEXT, LAST and MAX without every candidate. LAST on the arena (cerql/exec/kernel/selection.py):
+the winning data set is searched for. NEXT and MAX: the automaton drops the runs a strict
+superset with the same first event beats (cerql/exec/automaton.Determinizer's dominance), and
+NEXT searches for the earliest live start before it enumerates. The results equal the reference
+evaluator's.
 
 Hand cases from seed 000 (2-foundations.pdf, section 4, with erratum E1's corrected direction)
-and DESIGN.md 4.3; random queries of every shape under LAST, with windows, PARTITION BY and
-CONSUME BY, against the reference; and queries whose candidates cannot be counted (which
+and DESIGN.md 4.3; random queries of every shape under each strategy, with windows, PARTITION BY
+and CONSUME BY, against the reference; and queries whose candidates cannot be counted (which
 ``strategies.admit`` refused with TOO_MANY_CANDIDATES_PER_EVENT) now finish.
 """
 
@@ -85,5 +88,82 @@ def test_kleene_runs_that_failed_for_their_candidates_now_finish():
 @example((Q(KLEENE_OF_SEQ, "LAST", window=("events", 3), consume="PARTITION"), frame("A B A B A A B B")))
 @example((Q(OR_SAME_TYPE, "LAST"), frame("A A B A")))
 def test_last_gives_the_reference_results(case):
+    query, df = case
+    compare(query, df)
+
+
+def test_seed000_stream_under_next_and_max():
+    # A B A B C at 0..4: ALL gives {0, 1, 4}, {0, 3, 4}, {2, 3, 4}. NEXT keeps {0, 1, 4} (the min
+    # of its difference with {0, 3, 4} is 1, with {2, 3, 4} 0); MAX keeps all three (pairwise
+    # incomparable)
+    s = {"s": typed_stream("A B A B C")}
+    df = cerql.run("SELECT NEXT * FROM s WHERE A AS a ; B AS b ; C AS c ORDER BY ts", s)
+    assert (positions(df, "a"), positions(df, "b"), positions(df, "c")) == ([0], [1], [4])
+    df = cerql.run("SELECT MAX * FROM s WHERE A AS a ; B AS b ; C AS c ORDER BY ts", s)
+    assert sorted(zip(positions(df, "a"), positions(df, "b"))) == [(0, 1), (0, 3), (2, 3)]
+
+
+def test_next_takes_the_earliest_live_start():
+    # A A B B C: NEXT's winner starts at the first A and takes every B; WITHIN 2 EVENTS leaves
+    # only results that start at 2 or later (none: the As are at 0 and 1), WITHIN 3 EVENTS the
+    # A at 1, which the window keeps although the A at 0 is better
+    s = {"s": typed_stream("A A B B C")}
+    query = "SELECT NEXT * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts"
+    df = cerql.run(query, s)
+    assert positions(df, "a") == [0] and positions(df, "b") == [[2, 3]]
+    df = cerql.run(query + " WITHIN 2 EVENTS", s)
+    assert len(df) == 0
+    df = cerql.run(query + " WITHIN 3 EVENTS", s)
+    assert positions(df, "a") == [1] and positions(df, "b") == [[2, 3]]
+
+
+def test_max_keeps_a_subset_whose_superset_left_the_window():
+    # A+ ; B over A A A B: {0, 1, 2, 3} contains every other result; WITHIN 2 EVENTS removes the
+    # results that start at 0, and {1, 2, 3} is then the largest
+    s = {"s": typed_stream("A A A B")}
+    query = "SELECT MAX * FROM s WHERE A+ AS a ; B AS b ORDER BY ts"
+    assert positions(cerql.run(query, s), "a") == [[0, 1, 2]]
+    assert positions(cerql.run(query + " WITHIN 2 EVENTS", s), "a") == [[1, 2]]
+
+
+def test_next_and_max_over_long_kleene_runs_finish():
+    """Issue 19's failing shapes under NEXT and MAX: a contiguous run of thousands of events of
+    one partition without WITHIN, and the same run between two SELLs in a window."""
+    n = 3000
+    s = {"s": typed_stream(" ".join(["SELL"] + ["BUY"] * n + ["SELL"]))}
+    for strategy in ("NEXT", "MAX"):
+        df = cerql.run(f"SELECT {strategy} * FROM s WHERE SELL AS a : BUY+ AS b ORDER BY ts", s)
+        assert len(df) == n and positions(df, "b")[-1] == list(range(1, n + 1))
+        df = cerql.run(f"SELECT {strategy} * FROM s WHERE SELL AS a ; BUY+ AS b ; SELL AS e ORDER BY ts "
+                       "WITHIN 10000 EVENTS", s)
+        assert len(df) == 1 and len(df["b"].iloc[0]) == n
+
+
+def test_max_of_many_starts_keeps_each_start_once():
+    # A ; B+ ; C over (A B B) x 200, C: every A starts one maximal set (itself, every B after it,
+    # the C); none contains another
+    n = 200
+    s = {"s": typed_stream("A B B " * n + "C")}
+    df = cerql.run("SELECT MAX * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts", s)
+    assert sorted(positions(df, "a")) == [3 * k for k in range(n)]
+    assert all(len(b) == 2 * (n - a // 3) for a, b in zip(positions(df, "a"), positions(df, "b")))
+
+
+@derandomized(800)
+@given(cases(strategies=["NEXT"], max_size=14))
+@example((Q(KLEENE_OF_SEQ, "NEXT"), frame("A B A B A B A B")))
+@example((Q(KLEENE_OF_SEQ, "NEXT", window=("events", 3), consume="PARTITION"), frame("A B A B A A B B")))
+@example((Q(OR_SAME_TYPE, "NEXT"), frame("A A B A")))
+def test_next_gives_the_reference_results(case):
+    query, df = case
+    compare(query, df)
+
+
+@derandomized(800)
+@given(cases(strategies=["MAX"], max_size=14))
+@example((Q(KLEENE_OF_SEQ, "MAX"), frame("A B A B A B A B")))
+@example((Q(KLEENE_OF_SEQ, "MAX", window=("events", 3), consume="PARTITION"), frame("A B A B A A B B")))
+@example((Q(OR_SAME_TYPE, "MAX"), frame("A A B A")))
+def test_max_gives_the_reference_results(case):
     query, df = case
     compare(query, df)

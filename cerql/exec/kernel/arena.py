@@ -29,6 +29,8 @@ class Arena(NamedTuple):
     b: np.ndarray        # int64: second child of a union node, else -1
     maxpos: np.ndarray   # int64: the largest start position of the results under the node
     maxval: np.ndarray   # window value dtype: the largest start window value under the node
+    minpos: np.ndarray   # int64: the smallest start position under the node (a lower bound for
+                         # its live results, which NEXT's search in selection.py uses)
     top: np.ndarray      # int64: the latest selected position that can come first under the node
                          # (the greatest first selected event over its paths), -1 for none
     stack_node: np.ndarray  # int64 scratch of enumeration: the union branches still to take ...
@@ -67,9 +69,11 @@ def add_output_node(arena, x, pos, label, then, value):
     if then == 0:
         arena.maxpos[x] = pos
         arena.maxval[x] = value
+        arena.minpos[x] = pos
     else:
         arena.maxpos[x] = arena.maxpos[then]
         arena.maxval[x] = arena.maxval[then]
+        arena.minpos[x] = arena.minpos[then]
     return x
 
 
@@ -83,13 +87,16 @@ def add_union_node(arena, u, a, b):
     arena.maxpos[u] = max(arena.maxpos[a], arena.maxpos[b])
     arena.maxval[u] = max(arena.maxval[a], arena.maxval[b])
     arena.top[u] = max(arena.top[a], arena.top[b])
+    arena.minpos[u] = min(arena.minpos[a], arena.minpos[b])
     return u
 
 
 @njit(nogil=True, cache=True)
 def compact(st, runs, arena, windowed):
     """Free the nodes no live result can reach, and the runs on dead nodes; keep node order
-    (children before parents). ``runs.cutoff[0]`` is the window cutoff of the last event."""
+    (children before parents). ``runs.cutoff[0]`` is the window cutoff of the last event. A union
+    left with one live child takes that child's ``minpos`` (the freed child held the smaller
+    starts)."""
     n_pos, n_a, n_b, n_maxpos, n_maxval, remap = arena.pos, arena.a, arena.b, arena.maxpos, arena.maxval, arena.remap
     used = st[ARENA]
     consumed = st[CONSUMED]
@@ -137,6 +144,15 @@ def compact(st, runs, arena, windowed):
         arena.top[y] = arena.top[x]
         n_a[y] = remap[a] if a >= 0 else -1
         n_b[y] = remap[b] if b >= 0 else -1
+        if n_pos[y] < 0:  # children are already moved (they come first)
+            if n_a[y] < 0:
+                arena.minpos[y] = arena.minpos[n_b[y]]
+            elif n_b[y] < 0:
+                arena.minpos[y] = arena.minpos[n_a[y]]
+            else:
+                arena.minpos[y] = min(arena.minpos[n_a[y]], arena.minpos[n_b[y]])
+        else:
+            arena.minpos[y] = arena.minpos[n_a[y]] if n_a[y] > 0 else n_pos[y]
     for k in range(kept):
         runs.node[k] = remap[runs.node[k]]
     st[ARENA] = new

@@ -19,7 +19,7 @@ from cerql.exec.kernel.arena import alive
 from cerql.exec.kernel.registers import aggregates_hold, overflowed
 from cerql.exec.kernel.state import (ANY, CONSUMED, COUNT, FULL, LAST, MAX, NACT, NEED_OUTPUT, NEXT, NLAB, NRES, OK,
                                      OVERFLOW, PHASE, POS, STRICT, TOO_MANY, TOO_MANY_CANDIDATES, candidate_limit)
-from cerql.exec.kernel.selection import last_data_set, results_with, write_result
+from cerql.exec.kernel.selection import first_live_start, last_data_set, results_with, write_result
 from cerql.exec.kernel.strategies import admit
 
 
@@ -118,11 +118,13 @@ def _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_f
 
 
 @njit(nogil=True, cache=True)
-def _report_last(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final):
-    """LAST's results at event i (cerql.exec.kernel.selection): the final runs that can end a
-    result here are the roots (kept in ``runs.new_node``, free once the event's runs are
-    stepped); their winning data set is searched once, then each root's results with it are
-    written. Returns OK, FULL or TOO_MANY."""
+def _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final):
+    """LAST's and NEXT's results at event i, searched for on the arena
+    (cerql.exec.kernel.selection): the final runs that can end a result here are the roots (kept
+    in ``runs.new_node``, free once the event's runs are stepped). LAST searches their winning
+    data set once, then writes each root's results with it; NEXT (when every result selects its
+    first event) finds the earliest live start once, then decides among the results that start
+    there. Returns OK, FULL, TOO_MANY or TOO_MANY_CANDIDATES."""
     windowed = options.windowed
     roots = runs.new_node
     n_roots = 0
@@ -132,9 +134,13 @@ def _report_last(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, 
             n_roots += 1
     if n_roots == 0:
         return OK
-    m = last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st)
+    m, first = -1, -1
+    if options.strategy == LAST:
+        m = last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st)
+    else:
+        first = first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st)
     for q in range(n_roots):
-        code = results_with(roots[q], m, i, pos, r0, consumed, windowed, cutoff, options.max_matches, arena, out, st)
+        code = results_with(roots[q], m, first, i, pos, r0, consumed, cutoff, options, arena, out, st)
         if code != OK:
             return code
     return OK
@@ -165,8 +171,8 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
             if ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
                     overflowed(k, regs, act_rk)):
                 return OVERFLOW
-    if strategy == LAST:
-        code = _report_last(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final)
+    if strategy == LAST or (strategy == NEXT and options.first_selected):
+        code = _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final)
         if code != OK:
             return _stopped(code, r0, l0, st)
     else:

@@ -24,7 +24,9 @@ from __future__ import annotations
 from numba import njit
 
 from cerql.exec.kernel.arena import alive
-from cerql.exec.kernel.state import FULL, NLAB, NRES, OK, STAMP, START, TOO_MANY
+from cerql.exec.kernel.state import (COUNT, FULL, NEXT, NLAB, NRES, OK, STAMP, START, TOO_MANY, TOO_MANY_CANDIDATES,
+                                     candidate_limit)
+from cerql.exec.kernel.strategies import admit
 
 
 @njit(nogil=True, cache=True)
@@ -140,12 +142,61 @@ def write_result(path, plen, i, pos, arena, out, st):
 
 
 @njit(nogil=True, cache=True)
-def results_with(root, m, i, pos, r0, consumed, windowed, cutoff, max_matches, arena, out, st):
-    """Write the live results under ``root`` whose data set is ``arena.want[0:m]``. Returns
-    OK, FULL or TOO_MANY (more than max_matches results at the event)."""
-    n_pos, n_label, n_a, n_b, top = arena.pos, arena.label, arena.a, arena.b, arena.top
+def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
+    """The smallest start position of the live results under ``roots[0:n_roots]`` (live nodes),
+    or -1 for none. NEXT's winner starts there when every result's first event is selected (its
+    smallest position is then its start). A depth-first search over live nodes that enters a node
+    only when its ``minpos`` can beat the best start found so far, smaller ``minpos`` first; each
+    node is entered once (``arena.seen``). Its cost is bounded by the live nodes whose ``minpos``
+    is a start the window or CONSUME BY has already removed."""
+    stack, n_pos, n_a, n_b, minpos, seen = arena.stack_node, arena.pos, arena.a, arena.b, arena.minpos, arena.seen
+    n_maxpos, n_maxval = arena.maxpos, arena.maxval
+    st[STAMP] += 1
+    stamp = st[STAMP]
+    best = -1
+    size = 0
+    for q in range(n_roots):
+        if seen[roots[q]] != stamp:
+            seen[roots[q]] = stamp
+            stack[size] = roots[q]
+            size += 1
+    while size > 0:
+        size -= 1
+        n = stack[size]
+        if n == 0 or (best >= 0 and minpos[n] >= best):
+            continue
+        if n_pos[n] < 0:  # union: its live children, the one with the smaller minpos on top
+            a, b = n_a[n], n_b[n]
+            if b >= 0 and a >= 0 and minpos[b] < minpos[a]:
+                a, b = b, a
+            for c in (b, a):
+                if alive(c, consumed, windowed, cutoff, n_maxpos, n_maxval) and seen[c] != stamp:
+                    seen[c] = stamp
+                    stack[size] = c
+                    size += 1
+        elif n_a[n] == 0:  # the first event of its results, live (as every node entered)
+            best = n_pos[n]
+        elif seen[n_a[n]] != stamp:
+            seen[n_a[n]] = stamp
+            stack[size] = n_a[n]
+            size += 1
+    return best
+
+
+@njit(nogil=True, cache=True)
+def results_with(root, m, first, i, pos, r0, consumed, cutoff, options, arena, out, st):
+    """Write the live results under ``root`` that LAST or NEXT can keep. LAST (``m`` >= 0): those
+    whose data set is ``arena.want[0:m]``, all kept. NEXT (``first`` >= 0, from
+    :func:`first_live_start`): those that start at ``first``, each decided on by
+    ``strategies.admit`` as it is written. A branch is entered only when it is live and can
+    still hold such a result (``top`` reaches D's next position; ``minpos`` is at most
+    ``first``). Returns OK, FULL, TOO_MANY (more than max_matches results at the event) or
+    TOO_MANY_CANDIDATES."""
+    windowed, max_matches = options.windowed, options.max_matches
+    n_pos, n_label, n_a, n_b, top, minpos = arena.pos, arena.label, arena.a, arena.b, arena.top, arena.minpos
     n_maxpos, n_maxval, want = arena.maxpos, arena.maxval, arena.want
     stack_node, stack_len, stack_k, path = arena.stack_node, arena.stack_len, arena.depth, arena.path
+    by_data = m >= 0
     top_ = 0
     stack_node[0] = root
     stack_len[0] = 0
@@ -158,12 +209,18 @@ def results_with(root, m, i, pos, r0, consumed, windowed, cutoff, max_matches, a
         complete = False
         while True:
             if n == 0:
-                complete = k == m
+                complete = k == m or not by_data
                 break
             if n_pos[n] < 0:
                 a, b = n_a[n], n_b[n]
-                a_ok = alive(a, consumed, windowed, cutoff, n_maxpos, n_maxval) and (k == m or top[a] >= want[k])
-                b_ok = alive(b, consumed, windowed, cutoff, n_maxpos, n_maxval) and (k == m or top[b] >= want[k])
+                a_ok = alive(a, consumed, windowed, cutoff, n_maxpos, n_maxval)
+                b_ok = alive(b, consumed, windowed, cutoff, n_maxpos, n_maxval)
+                if by_data and k < m:
+                    a_ok = a_ok and top[a] >= want[k]
+                    b_ok = b_ok and top[b] >= want[k]
+                if first >= 0:
+                    a_ok = a_ok and minpos[a] <= first
+                    b_ok = b_ok and minpos[b] <= first
                 if a_ok and b_ok:
                     top_ += 1
                     stack_node[top_] = b
@@ -175,7 +232,7 @@ def results_with(root, m, i, pos, r0, consumed, windowed, cutoff, max_matches, a
                     a = b
                 n = a
             else:
-                if n_label[n] & ~START:
+                if by_data and n_label[n] & ~START:
                     if k == m or n_pos[n] != want[k]:
                         break  # selects another position than the winner's
                     k += 1
@@ -186,6 +243,12 @@ def results_with(root, m, i, pos, r0, consumed, windowed, cutoff, max_matches, a
             continue
         if write_result(path, plen, i, pos, arena, out, st) != OK:
             return FULL
-        if st[NRES] - r0 > max_matches:
-            return TOO_MANY
+        if by_data:
+            if st[NRES] - r0 > max_matches:
+                return TOO_MANY
+        else:
+            admit(NEXT, r0, out, st)
+            st[COUNT] += 1
+            if st[COUNT] > candidate_limit(max_matches):
+                return TOO_MANY_CANDIDATES
     return OK

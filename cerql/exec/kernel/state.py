@@ -24,6 +24,7 @@ class Options(NamedTuple):
     strategy: int     # ALL, ANY, NEXT, LAST, MAX or STRICT
     consume: bool     # CONSUME BY: an event with results consumes the positions up to it
     max_matches: int  # maxMatchesPerEvent
+    first_selected: bool  # every result selects its first event (its start is its smallest position)
 
 
 # How the phases run_batch calls per event are compiled. numba counts a reference to every array
