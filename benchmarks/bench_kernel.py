@@ -176,6 +176,11 @@ def build_cases(windows, lengths, enum_points) -> list[Case]:
         twin = f"ALL' w={w}"
         cases.append(Case("kleene_twin", twin, kleene_strategy.format(s="ALL", t=0, w=w), w))
         for strategy in ("NEXT", "LAST", "MAX", "ANY"):
+            if strategy == "MAX" and w > 10_000:
+                # every INTC SELL in the window starts a maximal result holding every RIMM BUY
+                # after it: about 5 000 results of 2 500 events per closing event at 10^5, an
+                # output of 2.6e9 positions that no engine can hold
+                continue
             cases.append(Case("kleene_strat", strategy, kleene_strategy.format(s=strategy, t=4, w=w),
                               w, twin=twin, params={"strategy": strategy}))
     # Registers (seed 002, 004): a comparison between single-event variables, and aggregates over

@@ -144,6 +144,8 @@ def compact(st, runs, arena, windowed):
         arena.top[y] = arena.top[x]
         n_a[y] = remap[a] if a >= 0 else -1
         n_b[y] = remap[b] if b >= 0 else -1
+        if y == 0:  # BOTTOM
+            continue
         if n_pos[y] < 0:  # children are already moved (they come first)
             if n_a[y] < 0:
                 arena.minpos[y] = arena.minpos[n_b[y]]
