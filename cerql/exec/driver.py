@@ -32,6 +32,7 @@ DEFAULT_BATCH = 1 << 16
 LUT_BITS = 16          # up to this many condition bits, symbols come from a lookup table
 MAX_OUTPUT = 1 << 20   # result buffers grow up to this many results, then are flushed
 RESULT_SLICE = 1 << 16  # results turned into Python objects at a time
+ARENA_NODES = 1 << 12  # the arena's first size; it is compacted when full, and grows if still short
 
 
 def _grow(array: np.ndarray, size: int, fill=0) -> np.ndarray:
@@ -89,7 +90,7 @@ class Run:
             new_rk=np.zeros(shape, np.int64), new_rf=np.zeros(shape, np.float64),
             slot=np.full(ds_cap, -1, np.int64), cutoff=np.zeros(1, self.value_dtype))
         self.arena = None
-        self._alloc_arena(1 << 12)
+        self._alloc_arena(ARENA_NODES)
         self._alloc_output(1 << 12, 1 << 14)
         self._sync_states()
 
@@ -100,7 +101,8 @@ class Run:
         nodes = {}
         for name, dtype, fill in [("pos", np.int64, -1), ("label", np.int64, 0), ("a", np.int64, -1),
                                   ("b", np.int64, -1), ("maxpos", np.int64, -1), ("maxval", self.value_dtype, 0),
-                                  ("top", np.int64, -1), ("minpos", np.int64, -1)]:
+                                  ("top", np.int64, -1), ("minpos", np.int64, -1), ("ming", np.int64, -1),
+                                  ("maxg", np.int64, -1), ("dense", np.bool_, False), ("starts", np.int64, -1)]:
             nodes[name] = np.full(cap, fill, dtype) if old is None else _grow(getattr(old, name), cap, fill)
         self.arena = kernel.Arena(**nodes, stack_node=np.zeros(cap + 1, np.int64),
                                   stack_len=np.zeros(cap + 1, np.int64), path=np.zeros(cap + 1, np.int64),
@@ -109,8 +111,13 @@ class Run:
 
     def _alloc_output(self, res_cap: int, lab_cap: int) -> None:
         """Empty result buffers for ``res_cap`` results with ``lab_cap`` selected events."""
+        index = getattr(self, "out", None)
         self.out = kernel.Output(*(np.zeros(res_cap, np.int64) for _ in range(5)),
-                                 lab_pos=np.zeros(lab_cap, np.int64), lab_mask=np.zeros(lab_cap, np.int64))
+                                 lab_pos=np.zeros(lab_cap, np.int64), lab_mask=np.zeros(lab_cap, np.int64),
+                                 **({name: getattr(index, name) for name in ("idx_stamp", "in_count", "first_count")}
+                                    if index is not None else
+                                    {name: np.zeros(kernel.INDEX, np.int64)
+                                     for name in ("idx_stamp", "in_count", "first_count")}))
 
     def _sync_states(self) -> None:
         """Make room for every deterministic state the determinizer has created, and note which

@@ -13,7 +13,7 @@ import pytest
 
 import cerql
 from cerql.errors import ExecutionError
-from cerql.exec import driver, reference
+from cerql.exec import driver, kernel, reference
 from cerql.exec.stream import build_stream
 from cerql.planner.resolve import resolve
 from tests.support import typed_stream
@@ -89,6 +89,26 @@ def test_window_pruning_keeps_results_equal_to_the_reference_across_compactions(
     assert set(driver.evaluate(plan, stream, batch_size=257)) == set(reference.evaluate(plan, stream))
 
 
+@pytest.mark.parametrize("strategy", ["NEXT", "LAST", "MAX"])
+@pytest.mark.parametrize("pattern, tail", [
+    ("A AS a ; B+ AS b ; C AS c", "WITHIN 9 EVENTS"),
+    ("A AS a : B+ AS b ; C AS c", "WITHIN 9 EVENTS CONSUME BY ANY"),
+    ("(A AS a ; B AS b) OR (B AS b ; A+ AS a) ; C AS c", "WITHIN 7 EVENTS"),
+])
+def test_strategies_keep_reference_results_across_compactions(strategy, pattern, tail, monkeypatch):
+    # 3 000 events through a 64-node arena: compact runs at every few events, and renumbers the
+    # starts NEXT's search reads (arena.starts)
+    monkeypatch.setattr(driver, "ARENA_NODES", 64)
+    calls = []
+    make_room = driver.Run._make_room
+    monkeypatch.setattr(driver.Run, "_make_room", lambda run: calls.append(1) or make_room(run))
+    df = ab_stream(3_000, seed=3)
+    plan, stream = plan_and_stream(f"SELECT {strategy} * FROM s WHERE {pattern} ORDER BY ts {tail}", df)
+    got = driver.evaluate(plan, stream, batch_size=331)
+    assert len(calls) > 20
+    assert set(got) == set(reference.evaluate(plan, stream)) and got
+
+
 def test_time_window_on_timestamps_prunes_by_value():
     ts = pd.to_datetime("2026-01-01") + pd.to_timedelta([0, 1, 1, 3, 4, 4, 9, 10], unit="s")
     df = pd.DataFrame({"type": list("ABABABAB"), "ts": ts})
@@ -117,3 +137,19 @@ def test_local_is_the_default_engine():
     out = cerql.run("SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts", {"s": df})
     assert cerql.api.DEFAULT_ENGINE == "local"
     assert out[["match_start", "match_end"]].values.tolist() == [[0, 1]]
+
+
+@pytest.mark.parametrize("strategy, text, candidates", [
+    # every A but the first starts a result strictly inside the first one's: MAX enters none of
+    # them (enumeration.prune_starts), NEXT only the earliest live start
+    ("MAX", "A+ AS a ; B AS b", 1),
+    ("NEXT", "A+ AS a ; B AS b", 1),
+    # ... while the first A is alive: WITHIN 50 EVENTS leaves the A at 150 the earliest
+    ("MAX", "A+ AS a ; B AS b ORDER BY ts WITHIN 50 EVENTS", 1),
+])
+def test_candidates_that_a_live_result_contains_are_not_enumerated(strategy, text, candidates):
+    df = typed_stream("A " * 200 + "B")
+    if "ORDER BY" not in text:
+        text += " ORDER BY ts"
+    run = run_in_batches(f"SELECT {strategy} * FROM s WHERE {text}", df, batch=201)
+    assert run.st[kernel.COUNT] == candidates  # the candidates of the last event with results

@@ -152,3 +152,14 @@ def test_max_of_many_starts_keeps_each_start_once():
 def test_last_next_and_max_give_the_reference_results(case):
     query, df = case
     compare(query, df)
+
+
+def test_max_compares_every_pair_when_results_reach_past_its_index():
+    # MAX's index of kept positions covers 65 536 positions back from the end event
+    # (strategies.INDEX); the A at 0 is 70 003 back, so the index turns off and every pair of
+    # results is tested: {0, 70 001, 70 002} holds the others' As, and is the one MAX result
+    s = {"s": typed_stream(" ".join(["A"] + ["X"] * 70_000 + ["A", "A", "B"]))}
+    df = cerql.run("SELECT MAX * FROM s WHERE A+ AS a ; B AS b ORDER BY ts", s)
+    assert positions(df, "a") == [[0, 70_001, 70_002]] and positions(df, "b") == [70_003]
+    df = cerql.run("SELECT MAX * FROM s WHERE (A AS a ; B AS b) OR (A AS a ; A AS c ; B AS b) ORDER BY ts", s)
+    assert sorted(zip(positions(df, "a"), positions(df, "c"))) == [(0, 70_001), (0, 70_002), (70_001, 70_002)]

@@ -34,11 +34,12 @@ from cerql.exec.kernel.state import (ALL, ANY, ARENA, BOUND, CONSUMED, COUNT, CU
                                      NRES, OVERFLOW, POS, STATE_SIZE, STRICT, TOO_MANY, TOO_MANY_CANDIDATES,
                                      TOO_MANY_RUNS, Options, candidate_limit)
 from cerql.exec.kernel.stepping import Events, Runs, Transitions, run_batch
+from cerql.exec.kernel.strategies import INDEX
 
 __all__ = [
     "Arena", "Events", "Options", "Output", "RegisterPlan", "Runs", "Sides", "Transitions",
     "AGG_AVG", "AGG_COUNT", "AGG_COUNT_EVENTS", "AGG_MAX", "AGG_MIN", "AGG_SUM", "AGG_SUM_RISING", "ALL", "ANY",
-    "ARENA", "BOUND", "COMPARE", "CONSUMED", "COUNT", "CURSOR", "DONE", "LAST", "MAX", "MAX_REGISTERS", "NACT",
+    "ARENA", "BOUND", "INDEX", "COMPARE", "CONSUMED", "COUNT", "CURSOR", "DONE", "LAST", "MAX", "MAX_REGISTERS", "NACT",
     "NEED_ACTIVE", "NEED_ARENA", "NEED_D", "NEED_OUTPUT", "NEED_S", "NEED_TRANSITION", "NEXT", "NLAB", "NRES",
     "OP_EQ", "OP_GE", "OP_GT", "OP_LE", "OP_LT", "OP_NE", "OVERFLOW", "POS", "REGISTER_COLUMNS", "STATE_SIZE",
     "STRICT", "TOO_MANY", "TOO_MANY_CANDIDATES", "TOO_MANY_RUNS", "candidate_limit", "compact", "run_batch",

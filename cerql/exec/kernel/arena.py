@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from cerql.exec.kernel.state import ARENA, CONSUMED, NACT, PHASE, START
+from cerql.exec.kernel.state import ARENA, CONSUMED, LIVE, NACT, NSTART, PHASE, START
 
 
 class Arena(NamedTuple):
@@ -31,6 +31,10 @@ class Arena(NamedTuple):
     maxval: np.ndarray   # window value dtype: the largest start window value under the node
     minpos: np.ndarray   # int64: the smallest start position under the node (a lower bound for
                          # its live results, which NEXT's search in selection.py uses)
+    ming: np.ndarray     # int64: the smallest and ...
+    maxg: np.ndarray     # ... greatest number (in ``starts``) of a start under the node
+    dense: np.ndarray    # bool: every start numbered from ming to maxg is under the node
+    starts: np.ndarray   # int64: the start nodes of the substream by number, in position order
     top: np.ndarray      # int64: the latest selected position that can come first under the node
                          # (the greatest first selected event over its paths), -1 for none
     stack_node: np.ndarray  # int64 scratch of enumeration: the union branches still to take ...
@@ -57,10 +61,10 @@ def alive(n, consumed, windowed, cutoff, maxpos, maxval):
 
 
 @njit(**PHASE)
-def add_output_node(arena, x, pos, label, then, value):
+def add_output_node(arena, x, pos, label, then, value, st):
     """Make node x an output node: event ``pos`` (window value ``value``) marked ``label``, then
     node ``then``; its results start where ``then``'s do, or at this event when ``then`` is
-    BOTTOM. Returns x."""
+    BOTTOM (x is then a start, numbered in ``arena.starts``). Returns x."""
     arena.pos[x] = pos
     arena.label[x] = label
     arena.a[x] = then
@@ -70,10 +74,19 @@ def add_output_node(arena, x, pos, label, then, value):
         arena.maxpos[x] = pos
         arena.maxval[x] = value
         arena.minpos[x] = pos
+        g = st[NSTART]
+        st[NSTART] = g + 1
+        arena.starts[g] = x
+        arena.ming[x] = g
+        arena.maxg[x] = g
+        arena.dense[x] = True
     else:
         arena.maxpos[x] = arena.maxpos[then]
         arena.maxval[x] = arena.maxval[then]
         arena.minpos[x] = arena.minpos[then]
+        arena.ming[x] = arena.ming[then]
+        arena.maxg[x] = arena.maxg[then]
+        arena.dense[x] = arena.dense[then]
     return x
 
 
@@ -88,7 +101,26 @@ def add_union_node(arena, u, a, b):
     arena.maxval[u] = max(arena.maxval[a], arena.maxval[b])
     arena.top[u] = max(arena.top[a], arena.top[b])
     arena.minpos[u] = min(arena.minpos[a], arena.minpos[b])
+    _unite_starts(arena, u, a, b)
     return u
+
+
+@njit(nogil=True, cache=True)
+def _unite_starts(arena, u, a, b):
+    """The numbered starts of union u: its children's ranges, dense when both are and they
+    overlap or touch. A child of -1 (freed by compact) has none."""
+    ming, maxg, dense = arena.ming, arena.maxg, arena.dense
+    if a < 0 or ming[a] < 0:
+        a, b = b, a
+    if a < 0 or ming[a] < 0:
+        ming[u], maxg[u], dense[u] = -1, -1, False
+        return
+    if b < 0 or ming[b] < 0:
+        ming[u], maxg[u], dense[u] = ming[a], maxg[a], dense[a]
+        return
+    ming[u] = min(ming[a], ming[b])
+    maxg[u] = max(maxg[a], maxg[b])
+    dense[u] = dense[a] and dense[b] and max(ming[a], ming[b]) <= min(maxg[a], maxg[b]) + 1
 
 
 @njit(nogil=True, cache=True)
@@ -96,7 +128,8 @@ def compact(st, runs, arena, windowed):
     """Free the nodes no live result can reach, and the runs on dead nodes; keep node order
     (children before parents). ``runs.cutoff[0]`` is the window cutoff of the last event. A union
     left with one live child takes that child's ``minpos`` (the freed child held the smaller
-    starts)."""
+    starts). The kept starts are numbered again from 0, in order, and every node's range of them
+    made again from its children's (every kept start is alive, so st[LIVE] is 0)."""
     n_pos, n_a, n_b, n_maxpos, n_maxval, remap = arena.pos, arena.a, arena.b, arena.maxpos, arena.maxval, arena.remap
     used = st[ARENA]
     consumed = st[CONSUMED]
@@ -132,6 +165,7 @@ def compact(st, runs, arena, windowed):
             new += 1
         else:
             remap[x] = -1
+    starts = 0
     for x in range(used):
         y = remap[x]
         if y < 0:
@@ -153,8 +187,18 @@ def compact(st, runs, arena, windowed):
                 arena.minpos[y] = arena.minpos[n_a[y]]
             else:
                 arena.minpos[y] = min(arena.minpos[n_a[y]], arena.minpos[n_b[y]])
-        else:
-            arena.minpos[y] = arena.minpos[n_a[y]] if n_a[y] > 0 else n_pos[y]
+            _unite_starts(arena, y, n_a[y], n_b[y])
+        elif n_a[y] > 0:
+            arena.minpos[y] = arena.minpos[n_a[y]]
+            arena.ming[y], arena.maxg[y], arena.dense[y] = arena.ming[n_a[y]], arena.maxg[n_a[y]], arena.dense[n_a[y]]
+        else:  # a start
+            arena.minpos[y] = n_pos[y]
+            g = starts
+            starts += 1
+            arena.starts[g] = y
+            arena.ming[y], arena.maxg[y], arena.dense[y] = g, g, True
     for k in range(kept):
         runs.node[k] = remap[runs.node[k]]
     st[ARENA] = new
+    st[NSTART] = starts
+    st[LIVE] = 0

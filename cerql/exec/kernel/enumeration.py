@@ -28,7 +28,7 @@ class Output(NamedTuple):
 
     Result r ends at batch event ``end[r]`` (position ``endpos[r]``), starts at position
     ``start[r]``, and its pairs are ``lab_pos``/``lab_mask`` [off[r], off[r] + length[r]), last
-    event first. All int64.
+    event first. All int64; the last three are MAX's scratch (:mod:`strategies`).
     """
 
     end: np.ndarray
@@ -38,12 +38,36 @@ class Output(NamedTuple):
     length: np.ndarray
     lab_pos: np.ndarray
     lab_mask: np.ndarray
+    idx_stamp: np.ndarray    # MAX's index of the kept results' positions at one end event, by
+    in_count: np.ndarray     # distance from the event (strategies.INDEX slots): how many kept
+    first_count: np.ndarray  # results hold the position, how many start there
 
 
 @njit(nogil=True, cache=True)
-def enumerate_results(root, i, pos, r0, consumed, cutoff, options, arena, out, st):
+def _starts_inside(n, sibling, arena, consumed, windowed, cutoff):
+    """Whether union branch n is a result's first event p whose sibling also selects p and
+    continues to a live node: the sibling's live results, with p, strictly contain n's one
+    (when every result selects its first event), from the same state on."""
+    n_pos, n_a, n_b = arena.pos, arena.a, arena.b
+    if n < 0 or sibling < 0 or n_pos[n] < 0 or n_a[n] != 0:
+        return False
+    for c in (sibling, n_a[sibling] if n_pos[sibling] < 0 else -1, n_b[sibling] if n_pos[sibling] < 0 else -1):
+        if c > 0 and n_pos[c] == n_pos[n] and n_a[c] > 0 and (
+                alive(n_a[c], consumed, windowed, cutoff, arena.maxpos, arena.maxval)):
+            return True
+    return False
+
+
+@njit(nogil=True, cache=True)
+def enumerate_results(root, i, pos, r0, consumed, cutoff, options, prune_starts, arena, out, st):
     """Write the results under ``root`` ending at event i (position pos); the event's results
-    start at r0. Returns OK, FULL (no room: the event's results are to be redone) or TOO_MANY."""
+    start at r0. Returns OK, FULL (no room: the event's results are to be redone) or TOO_MANY.
+
+    ``prune_starts`` (MAX, every result selecting its first event, no registers): a union
+    branch that is a first event p, beside a branch that selects p after a live node, is not
+    entered; every result through it is strictly inside a live one through the sibling, which
+    ends here too (:func:`_starts_inside`). It spares MAX the candidates of every later start
+    of a Kleene closure (``A+ ; B``: one instead of one per A)."""
     windowed, strategy, max_matches = options.windowed, options.strategy, options.max_matches
     n_pos, n_a, n_maxpos, n_maxval = arena.pos, arena.a, arena.maxpos, arena.maxval
     stack_node, stack_len, path = arena.stack_node, arena.stack_len, arena.path
@@ -60,6 +84,11 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, arena, out, s
                 break
             if n_pos[n] < 0:
                 a, b = n_a[n], arena.b[n]
+                if prune_starts:
+                    if _starts_inside(b, a, arena, consumed, windowed, cutoff):
+                        b = -1
+                    elif _starts_inside(a, b, arena, consumed, windowed, cutoff):
+                        a, b = b, -1
                 if alive(b, consumed, windowed, cutoff, n_maxpos, n_maxval):
                     if alive(a, consumed, windowed, cutoff, n_maxpos, n_maxval):
                         top += 1
@@ -171,6 +200,7 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
             if ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
                     overflowed(k, regs, act_rk)):
                 return OVERFLOW
+    prune_starts = strategy == MAX and options.first_selected and n_regs == 0
     if strategy == LAST or (strategy == NEXT and options.first_selected):
         code = _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final)
         if code != OK:
@@ -181,7 +211,8 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
                 break
             if not _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final):
                 continue
-            code = enumerate_results(act_node[k], i, pos, r0, consumed, cutoff, options, arena, out, st)
+            code = enumerate_results(act_node[k], i, pos, r0, consumed, cutoff, options, prune_starts, arena, out,
+                                     st)
             if code != OK:
                 return _stopped(code, r0, l0, st)
     count = st[NRES] - r0

@@ -24,8 +24,8 @@ from __future__ import annotations
 from numba import njit
 
 from cerql.exec.kernel.arena import alive
-from cerql.exec.kernel.state import (COUNT, FULL, NEXT, NLAB, NRES, OK, STAMP, START, TOO_MANY, TOO_MANY_CANDIDATES,
-                                     candidate_limit)
+from cerql.exec.kernel.state import (COUNT, FULL, LIVE, NEXT, NLAB, NRES, NSTART, OK, STAMP, START, TOO_MANY,
+                                     TOO_MANY_CANDIDATES, candidate_limit)
 from cerql.exec.kernel.strategies import admit
 
 
@@ -145,12 +145,23 @@ def write_result(path, plen, i, pos, arena, out, st):
 def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
     """The smallest start position of the live results under ``roots[0:n_roots]`` (live nodes),
     or -1 for none. NEXT's winner starts there when every result's first event is selected (its
-    smallest position is then its start). A depth-first search over live nodes that enters a node
-    only when its ``minpos`` can beat the best start found so far, smaller ``minpos`` first; each
-    node is entered once (``arena.seen``). Its cost is bounded by the live nodes whose ``minpos``
-    is a start the window or CONSUME BY has already removed."""
+    smallest position is then its start).
+
+    The starts of a substream are numbered in position order (``arena.starts``), and st[LIVE]
+    moves past those the window or CONSUME BY has removed (each once: they never come back).
+    A node whose starts are every one from its smallest number to its greatest (``dense``)
+    answers at once: the first live start in that range. Other nodes are searched depth-first
+    over their live children, entering a node only when its smallest start (``minpos``) is
+    before the best found so far; each node once (``arena.seen``). The stepping loop builds
+    dense nodes wherever every start reaches the same state (a Kleene closure's chains, a
+    sequence's), so the search mostly stops at the roots."""
     stack, n_pos, n_a, n_b, minpos, seen = arena.stack_node, arena.pos, arena.a, arena.b, arena.minpos, arena.seen
-    n_maxpos, n_maxval = arena.maxpos, arena.maxval
+    n_maxpos, n_maxval, ming, maxg, dense, starts = (arena.maxpos, arena.maxval, arena.ming, arena.maxg, arena.dense,
+                                                     arena.starts)
+    live = st[LIVE]
+    while live < st[NSTART] and not alive(starts[live], consumed, windowed, cutoff, n_maxpos, n_maxval):
+        live += 1
+    st[LIVE] = live
     st[STAMP] += 1
     stamp = st[STAMP]
     best = -1
@@ -165,6 +176,11 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
         n = stack[size]
         if n == 0 or (best >= 0 and minpos[n] >= best):
             continue
+        if dense[n]:  # its first live start: the first live one of its range (n is live)
+            p = n_pos[starts[max(live, ming[n])]]
+            if best < 0 or p < best:
+                best = p
+            continue
         if n_pos[n] < 0:  # union: its live children, the one with the smaller minpos on top
             a, b = n_a[n], n_b[n]
             if b >= 0 and a >= 0 and minpos[b] < minpos[a]:
@@ -174,9 +190,7 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
                     seen[c] = stamp
                     stack[size] = c
                     size += 1
-        elif n_a[n] == 0:  # the first event of its results, live (as every node entered)
-            best = n_pos[n]
-        elif seen[n_a[n]] != stamp:
+        elif seen[n_a[n]] != stamp:  # an output node (not a start: a start is dense)
             seen[n_a[n]] = stamp
             stack[size] = n_a[n]
             size += 1

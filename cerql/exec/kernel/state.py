@@ -66,7 +66,11 @@ KMIN = 13      # MAX: the least ...
 KMAX = 14      # ... and greatest size of the results kept so far for the event
 FINALS = 15    # active runs in a final state (at most: compact may drop some); none: no results
 STAMP = 16     # the last search stamp of selection.py (arena.seen); only grows
-STATE_SIZE = 17
+NSTART = 17    # start nodes (first events of results) numbered so far in the substream (arena.starts)
+LIVE = 18      # no start numbered below this one is alive (NEXT's search moves it on)
+MSTAMP = 19    # MAX: the stamp of the end event's position index (Output.idx_stamp); only grows
+MINDEX = 20    # MAX: 1 while the index holds every position of the event's kept results
+STATE_SIZE = 21
 
 # what enumeration reports (TOO_MANY and TOO_MANY_CANDIDATES are shared with the statuses)
 OK, FULL = 0, 1

@@ -19,9 +19,9 @@ from numba.typed import Dict
 from cerql.exec.kernel.arena import add_output_node, add_union_node, alive
 from cerql.exec.kernel.enumeration import report_results
 from cerql.exec.kernel.registers import KEY, KEY_SIZE, REGISTER_COLUMNS, Sides, run_key, step_registers
-from cerql.exec.kernel.state import (ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, FINALS, MOVING, NACT, NEED_ACTIVE,
-                                     NEED_ARENA, NEED_D, NEED_S, NEED_TRANSITION, NRES, OK, PENDING, PHASE, POS,
-                                     TOO_MANY_RUNS)
+from cerql.exec.kernel.state import (ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, FINALS, LIVE, MOVING, NACT,
+                                     NEED_ACTIVE, NEED_ARENA, NEED_D, NEED_S, NEED_TRANSITION, NRES, NSTART, OK,
+                                     PENDING, PHASE, POS, TOO_MANY_RUNS)
 
 
 class Events(NamedTuple):
@@ -132,7 +132,7 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
                             continue
                     x = node
                     if lab != 0:
-                        x = add_output_node(arena, used, pos, lab, node, v)
+                        x = add_output_node(arena, used, pos, lab, node, v, st)
                         used += 1
                     if n_regs > 0:
                         key = run_key(d2, tmp_k, key_buf)
@@ -192,6 +192,8 @@ def start_substream(st, runs):
     st[ARENA] = 1
     st[NACT] = 1
     st[MOVING] = 0
+    st[NSTART] = 0
+    st[LIVE] = 0
     runs.ds[0] = 0
     runs.node[0] = 0
     for c in range(REGISTER_COLUMNS):

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from numba import njit
 
-from cerql.exec.kernel.state import KMAX, KMIN, LAST, NEXT, NLAB, NRES
+from cerql.exec.kernel.state import KMAX, KMIN, LAST, MAX, MINDEX, MSTAMP, NEXT, NLAB, NRES, POS
+
+# MAX's index of the kept results' positions at one end event covers this many positions back
+# from the event (further, it turns off and every pair of results is tested, as before)
+INDEX = 1 << 16
 
 
 @njit(nogil=True, cache=True)
@@ -67,11 +71,62 @@ def _strict_subset(lab_pos, off1, len1, off2, len2):
 
 
 @njit(nogil=True, cache=True)
+def _index(r, sign, out, st):
+    """Count result r's positions in (sign 1) or out of (sign -1) MAX's index of the end event's
+    kept results: ``in_count`` by position, ``first_count`` at its first one. Slots are
+    distances from the end event's position (st[POS]); a result that reaches past INDEX of them
+    turns the index off for the rest of the event (st[MINDEX] = 0)."""
+    if st[MINDEX] == 0:
+        return
+    base, stamp, off, ln = st[POS], st[MSTAMP], out.off[r], out.length[r]
+    idx_stamp, in_count, first_count = out.idx_stamp, out.in_count, out.first_count
+    if ln == 0 or base - out.lab_pos[off + ln - 1] >= INDEX:  # the first position is the farthest
+        st[MINDEX] = 0
+        return
+    for q in range(off, off + ln):
+        d = base - out.lab_pos[q]
+        if idx_stamp[d] != stamp:
+            idx_stamp[d] = stamp
+            in_count[d] = 0
+            first_count[d] = 0
+        in_count[d] += sign
+    first_count[base - out.lab_pos[off + ln - 1]] += sign
+
+
+@njit(nogil=True, cache=True)
+def _count(d, counts, out, st):
+    """counts[d] under the current stamp (0 when the slot is from another event)."""
+    return counts[d] if out.idx_stamp[d] == st[MSTAMP] else 0
+
+
+@njit(nogil=True, cache=True)
+def _may_be_inside(r, out, st):
+    """Whether a kept result may strictly contain result r: one holds r's first position (or
+    the index is off)."""
+    if st[MINDEX] == 0:
+        return True
+    return _count(st[POS] - out.lab_pos[out.off[r] + out.length[r] - 1], out.in_count, out, st) > 0
+
+
+@njit(nogil=True, cache=True)
+def _may_contain(r, out, st):
+    """Whether result r may strictly contain a kept result: one starts at a position of r (or
+    the index is off)."""
+    if st[MINDEX] == 0:
+        return True
+    base = st[POS]
+    for q in range(out.off[r], out.off[r] + out.length[r]):
+        if _count(base - out.lab_pos[q], out.first_count, out, st) > 0:
+            return True
+    return False
+
+
+@njit(nogil=True, cache=True)
 def _drop_contained(r0, r, out, st):
     """Compact the results r0..r of one event to r and those r strictly contains not. A result
     is tested before anything is moved over it (results only move down), so no array of flags is
     allocated: admit runs inside :func:`cerql.exec.kernel.enumeration.report_results`, which is
-    compiled without numba's runtime (state.PHASE)."""
+    compiled without numba's runtime (state.PHASE). A dropped result leaves MAX's index."""
     res_off, res_len, lab_pos = out.off, out.length, out.lab_pos
     off_r, ln = res_off[r], res_len[r]
     w = r0
@@ -86,6 +141,8 @@ def _drop_contained(r0, r, out, st):
             res_off[w], res_len[w] = lw, lq
             lw += lq
             w += 1
+        else:
+            _index(q, -1, out, st)
     st[NRES] = w
     st[NLAB] = lw
 
@@ -97,10 +154,20 @@ def admit(strategy, r0, out, st):
     The results kept so far for the event are always the winners among those seen, so memory
     holds the output, not every candidate: for NEXT and LAST they share one D, the greatest
     seen; for MAX they are the D no other seen D strictly contains (DESIGN.md 4.3).
+
+    MAX tests a result against the kept ones only where it can matter: a result can be
+    strictly inside a kept one only if some kept result holds its first position, and can
+    strictly contain one only if some kept result starts at one of its positions, which an
+    index of the kept results' positions answers (``_index``) in time linear in the result; the
+    sizes kept (st[KMIN], st[KMAX]) rule out equal-size results the same way.
     """
     res_off, res_len, lab_pos = out.off, out.length, out.lab_pos
     r = st[NRES] - 1
     if r == r0:
+        if strategy == MAX:  # the event's first result: a new index, holding it
+            st[MSTAMP] += 1
+            st[MINDEX] = 1
+            _index(r, 1, out, st)
         return
     if strategy == NEXT or strategy == LAST:
         c = _compare(lab_pos, res_off[r0], res_len[r0], res_off[r], res_len[r], strategy == NEXT)
@@ -123,14 +190,14 @@ def admit(strategy, r0, out, st):
     if r == r0 + 1:  # the kept results are r0 alone
         st[KMIN] = res_len[r0]
         st[KMAX] = res_len[r0]
-    if ln < st[KMAX]:
+    if ln < st[KMAX] and _may_be_inside(r, out, st):
         for q in range(r0, r):
             if _strict_subset(lab_pos, res_off[r], ln, res_off[q], res_len[q]):
                 st[NRES] = r
                 st[NLAB] = res_off[r]
                 return
     dropped = False
-    if ln > st[KMIN]:
+    if ln > st[KMIN] and _may_contain(r, out, st):
         for q in range(r0, r):
             if _strict_subset(lab_pos, res_off[q], res_len[q], res_off[r], ln):
                 dropped = True
@@ -138,6 +205,7 @@ def admit(strategy, r0, out, st):
     if not dropped:
         st[KMIN] = min(st[KMIN], ln)
         st[KMAX] = max(st[KMAX], ln)
+        _index(r, 1, out, st)
         return
     _drop_contained(r0, r, out, st)
     st[KMIN] = ln
@@ -145,3 +213,4 @@ def admit(strategy, r0, out, st):
     for q in range(r0, st[NRES]):
         st[KMIN] = min(st[KMIN], res_len[q])
         st[KMAX] = max(st[KMAX], res_len[q])
+    _index(st[NRES] - 1, 1, out, st)
