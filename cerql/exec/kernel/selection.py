@@ -156,8 +156,7 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
     dense nodes wherever every start reaches the same state (a Kleene closure's chains, a
     sequence's), so the search mostly stops at the roots."""
     stack, n_pos, n_a, n_b, minpos, seen = arena.stack_node, arena.pos, arena.a, arena.b, arena.minpos, arena.seen
-    n_maxpos, n_maxval, ming, maxg, dense, starts = (arena.maxpos, arena.maxval, arena.ming, arena.maxg, arena.dense,
-                                                     arena.starts)
+    n_maxpos, n_maxval, ming, dense, starts = arena.maxpos, arena.maxval, arena.ming, arena.dense, arena.starts
     live = st[LIVE]
     while live < st[NSTART] and not alive(starts[live], consumed, windowed, cutoff, n_maxpos, n_maxval):
         live += 1
