@@ -183,6 +183,18 @@ def build_cases(windows, lengths, enum_points) -> list[Case]:
                 continue
             cases.append(Case("kleene_strat", strategy, kleene_strategy.format(s=strategy, t=4, w=w),
                               w, twin=twin, params={"strategy": strategy}))
+    # The same over a plain sequence: NEXT's winner keeps its size (a, the first b after it, c),
+    # while the results that start at its start grow with the window (every b after a).
+    seq_strategy = ("SELECT {s} * FROM stock WHERE SELL AS a ; BUY AS b ; SELL AS c FILTER a[name = 'INTC'] "
+                    "AND b[name = 'RIMM'] AND c[name = 'QQQ' AND price < {t}] WITHIN {w} EVENTS")
+    for w in windows:
+        twin = f"S3 ALL' w={w}"
+        cases.append(Case("seq_twin", twin, seq_strategy.format(s="ALL", t=0, w=w), w))
+        for strategy in ("NEXT", "LAST", "MAX", "ANY"):
+            if strategy == "MAX" and w > 1_000:  # every (a, b) pair is maximal: 10^5 results per end at 10^4
+                continue
+            cases.append(Case("seq_strat", f"S3 {strategy}", seq_strategy.format(s=strategy, t=4, w=w),
+                              w, twin=twin, params={"strategy": strategy}))
     # Registers (seed 002, 004): a comparison between single-event variables, and aggregates over
     # a Kleene variable, both checked by the kernel (runs meet on equal registers only).
     t = _seq_threshold(3, SEQ_RESULTS_AT_1E5, 100_000)

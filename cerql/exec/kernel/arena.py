@@ -34,6 +34,8 @@ class Arena(NamedTuple):
     ming: np.ndarray     # int64: the smallest and ...
     maxg: np.ndarray     # ... greatest number (in ``starts``) of a start under the node
     dense: np.ndarray    # bool: every start numbered from ming to maxg is under the node
+    bare: np.ndarray     # bool: every path under the node is a start and unions only (no other
+                         # selected event), as a chain of starts meeting in one state
     starts: np.ndarray   # int64: the start nodes of the substream by number, in position order
     top: np.ndarray      # int64: the latest selected position that can come first under the node
                          # (the greatest first selected event over its paths), -1 for none
@@ -80,6 +82,7 @@ def add_output_node(arena, x, pos, label, then, value, st):
         arena.ming[x] = g
         arena.maxg[x] = g
         arena.dense[x] = True
+        arena.bare[x] = True
     else:
         arena.maxpos[x] = arena.maxpos[then]
         arena.maxval[x] = arena.maxval[then]
@@ -87,6 +90,7 @@ def add_output_node(arena, x, pos, label, then, value, st):
         arena.ming[x] = arena.ming[then]
         arena.maxg[x] = arena.maxg[then]
         arena.dense[x] = arena.dense[then]
+        arena.bare[x] = False
     return x
 
 
@@ -109,18 +113,19 @@ def add_union_node(arena, u, a, b):
 def _unite_starts(arena, u, a, b):
     """The numbered starts of union u: its children's ranges, dense when both are and they
     overlap or touch. A child of -1 (freed by compact) has none."""
-    ming, maxg, dense = arena.ming, arena.maxg, arena.dense
+    ming, maxg, dense, bare = arena.ming, arena.maxg, arena.dense, arena.bare
     if a < 0 or ming[a] < 0:
         a, b = b, a
     if a < 0 or ming[a] < 0:
-        ming[u], maxg[u], dense[u] = -1, -1, False
+        ming[u], maxg[u], dense[u], bare[u] = -1, -1, False, False
         return
     if b < 0 or ming[b] < 0:
-        ming[u], maxg[u], dense[u] = ming[a], maxg[a], dense[a]
+        ming[u], maxg[u], dense[u], bare[u] = ming[a], maxg[a], dense[a], bare[a]
         return
     ming[u] = min(ming[a], ming[b])
     maxg[u] = max(maxg[a], maxg[b])
     dense[u] = dense[a] and dense[b] and max(ming[a], ming[b]) <= min(maxg[a], maxg[b]) + 1
+    bare[u] = bare[a] and bare[b]
 
 
 @njit(nogil=True, cache=True)
@@ -191,12 +196,14 @@ def compact(st, runs, arena, windowed):
         elif n_a[y] > 0:
             arena.minpos[y] = arena.minpos[n_a[y]]
             arena.ming[y], arena.maxg[y], arena.dense[y] = arena.ming[n_a[y]], arena.maxg[n_a[y]], arena.dense[n_a[y]]
+            arena.bare[y] = False
         else:  # a start
             arena.minpos[y] = n_pos[y]
             g = starts
             starts += 1
             arena.starts[g] = y
             arena.ming[y], arena.maxg[y], arena.dense[y] = g, g, True
+            arena.bare[y] = True
     for k in range(kept):
         runs.node[k] = remap[runs.node[k]]
     st[ARENA] = new

@@ -143,8 +143,8 @@ def write_result(path, plen, i, pos, arena, out, st):
 
 @njit(nogil=True, cache=True)
 def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
-    """The smallest start position of the live results under ``roots[0:n_roots]`` (live nodes),
-    or -1 for none. NEXT's winner starts there when every result's first event is selected (its
+    """The number (in ``arena.starts``) of the earliest start of the live results under
+    ``roots[0:n_roots]`` (live nodes), or -1 for none. NEXT's winner starts there when every result's first event is selected (its
     smallest position is then its start).
 
     The starts of a substream are numbered in position order (``arena.starts``), and st[LIVE]
@@ -163,7 +163,7 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
     st[LIVE] = live
     st[STAMP] += 1
     stamp = st[STAMP]
-    best = -1
+    best, best_g = -1, -1
     size = 0
     for q in range(n_roots):
         if seen[roots[q]] != stamp:
@@ -176,9 +176,10 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
         if n == 0 or (best >= 0 and minpos[n] >= best):
             continue
         if dense[n]:  # its first live start: the first live one of its range (n is live)
-            p = n_pos[starts[max(live, ming[n])]]
-            if best < 0 or p < best:
-                best = p
+            g = max(live, ming[n])
+            if best < 0 or n_pos[starts[g]] < best:
+                best = n_pos[starts[g]]
+                best_g = g
             continue
         if n_pos[n] < 0:  # union: its live children, the one with the smaller minpos on top
             a, b = n_a[n], n_b[n]
@@ -193,21 +194,24 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
             seen[n_a[n]] = stamp
             stack[size] = n_a[n]
             size += 1
-    return best
+    return best_g
 
 
 @njit(nogil=True, cache=True)
 def results_with(root, m, first, i, pos, r0, consumed, cutoff, options, arena, out, st):
     """Write the live results under ``root`` that LAST or NEXT can keep. LAST (``m`` >= 0): those
-    whose data set is ``arena.want[0:m]``, all kept. NEXT (``first`` >= 0, from
-    :func:`first_live_start`): those that start at ``first``, each decided on by
+    whose data set is ``arena.want[0:m]``, all kept. NEXT (``first`` >= 0, a start's number
+    from :func:`first_live_start`): those that start there, each decided on by
     ``strategies.admit`` as it is written. A branch is entered only when it is live and can
-    still hold such a result (``top`` reaches D's next position; ``minpos`` is at most
-    ``first``). Returns OK, FULL, TOO_MANY (more than max_matches results at the event) or
+    still hold such a result (``top`` reaches D's next position; ``minpos`` is at most the
+    start's position). A ``bare`` node that holds the start (``dense`` over its number) leads
+    to it by unions only: the walk jumps to the start, instead of down a chain of starts. Returns OK, FULL, TOO_MANY (more than max_matches results at the event) or
     TOO_MANY_CANDIDATES."""
     windowed, max_matches = options.windowed, options.max_matches
     n_pos, n_label, n_a, n_b, top, minpos = arena.pos, arena.label, arena.a, arena.b, arena.top, arena.minpos
     n_maxpos, n_maxval, want = arena.maxpos, arena.maxval, arena.want
+    bare, dense, ming, maxg, starts = arena.bare, arena.dense, arena.ming, arena.maxg, arena.starts
+    first_pos = n_pos[starts[first]] if first >= 0 else -1
     stack_node, stack_len, stack_k, path = arena.stack_node, arena.stack_len, arena.depth, arena.path
     by_data = m >= 0
     top_ = 0
@@ -232,8 +236,11 @@ def results_with(root, m, first, i, pos, r0, consumed, cutoff, options, arena, o
                     a_ok = a_ok and top[a] >= want[k]
                     b_ok = b_ok and top[b] >= want[k]
                 if first >= 0:
-                    a_ok = a_ok and minpos[a] <= first
-                    b_ok = b_ok and minpos[b] <= first
+                    if bare[n] and dense[n] and ming[n] <= first <= maxg[n]:
+                        n = starts[first]  # unions only, down to the start
+                        continue
+                    a_ok = a_ok and minpos[a] <= first_pos
+                    b_ok = b_ok and minpos[b] <= first_pos
                 if a_ok and b_ok:
                     top_ += 1
                     stack_node[top_] = b
