@@ -118,6 +118,23 @@ def _seq_pattern(k: int) -> str:
     return " ; ".join(f"{SEQ_TYPES[j]} AS t{j + 1}" for j in range(k))
 
 
+def _strategy_sweep(family: str, prefix: str, pattern: str, windows, max_window_for_max: int) -> list[Case]:
+    """NEXT, LAST, MAX and ANY over ``pattern`` at each window (family ``{family}_strat``), each
+    against the same query with no closing event under ALL (``{family}_twin``)."""
+    query = ("SELECT {s} * FROM stock WHERE " + pattern + " FILTER a[name = 'INTC'] AND b[name = 'RIMM'] "
+             "AND c[name = 'QQQ' AND price < {t}] WITHIN {w} EVENTS")
+    cases = []
+    for w in windows:
+        twin = f"{prefix}ALL' w={w}"
+        cases.append(Case(f"{family}_twin", twin, query.format(s="ALL", t=0, w=w), w))
+        for strategy in ("NEXT", "LAST", "MAX", "ANY"):
+            if strategy == "MAX" and w > max_window_for_max:
+                continue
+            cases.append(Case(f"{family}_strat", f"{prefix}{strategy}", query.format(s=strategy, t=4, w=w), w,
+                              twin=twin, params={"strategy": strategy}))
+    return cases
+
+
 def build_cases(windows, lengths, enum_points) -> list[Case]:
     cases: list[Case] = []
     # Sequences with output (S3..S6 plus a price filter so results stay ~1e5 at w = 1e5).
@@ -169,32 +186,14 @@ def build_cases(windows, lengths, enum_points) -> list[Case]:
                               "WITHIN 1000 EVENTS", 1000, params={"strategy": strategy}))
     # Selection strategies over Kleene closure (issue 19): every RIMM BUY between an INTC SELL and
     # a rare QQQ SELL can be in b, so ALL has 2^(b's in reach) candidates per end event; NEXT,
-    # LAST and MAX keep one or a few of them. The twin: the same query without output.
-    kleene_strategy = ("SELECT {s} * FROM stock WHERE SELL AS a ; BUY+ AS b ; SELL AS c FILTER a[name = 'INTC'] "
-                       "AND b[name = 'RIMM'] AND c[name = 'QQQ' AND price < {t}] WITHIN {w} EVENTS")
-    for w in windows:
-        twin = f"ALL' w={w}"
-        cases.append(Case("kleene_twin", twin, kleene_strategy.format(s="ALL", t=0, w=w), w))
-        for strategy in ("NEXT", "LAST", "MAX", "ANY"):
-            if strategy == "MAX" and w > 10_000:
-                # every INTC SELL in the window starts a maximal result holding every RIMM BUY
-                # after it: about 5 000 results of 2 500 events per closing event at 10^5, an
-                # output of 2.6e9 positions that no engine can hold
-                continue
-            cases.append(Case("kleene_strat", strategy, kleene_strategy.format(s=strategy, t=4, w=w),
-                              w, twin=twin, params={"strategy": strategy}))
+    # LAST and MAX keep one or a few of them. MAX stops at 10^4: every INTC SELL in the window
+    # starts a maximal result holding every RIMM BUY after it, about 5 000 results of 2 500
+    # events per closing event at 10^5, an output of 2.6e9 positions that no engine can hold.
+    cases += _strategy_sweep("kleene", "", "SELL AS a ; BUY+ AS b ; SELL AS c", windows, max_window_for_max=10_000)
     # The same over a plain sequence: NEXT's winner keeps its size (a, the first b after it, c),
-    # while the results that start at its start grow with the window (every b after a).
-    seq_strategy = ("SELECT {s} * FROM stock WHERE SELL AS a ; BUY AS b ; SELL AS c FILTER a[name = 'INTC'] "
-                    "AND b[name = 'RIMM'] AND c[name = 'QQQ' AND price < {t}] WITHIN {w} EVENTS")
-    for w in windows:
-        twin = f"S3 ALL' w={w}"
-        cases.append(Case("seq_twin", twin, seq_strategy.format(s="ALL", t=0, w=w), w))
-        for strategy in ("NEXT", "LAST", "MAX", "ANY"):
-            if strategy == "MAX" and w > 1_000:  # every (a, b) pair is maximal: 10^5 results per end at 10^4
-                continue
-            cases.append(Case("seq_strat", f"S3 {strategy}", seq_strategy.format(s=strategy, t=4, w=w),
-                              w, twin=twin, params={"strategy": strategy}))
+    # while the results that start at its start grow with the window (every b after a). MAX
+    # stops at 10^3: every (a, b) pair is maximal, 10^5 results per closing event at 10^4.
+    cases += _strategy_sweep("seq", "S3 ", "SELL AS a ; BUY AS b ; SELL AS c", windows, max_window_for_max=1_000)
     # Registers (seed 002, 004): a comparison between single-event variables, and aggregates over
     # a Kleene variable, both checked by the kernel (runs meet on equal registers only).
     t = _seq_threshold(3, SEQ_RESULTS_AT_1E5, 100_000)
