@@ -91,6 +91,8 @@ class Run:
             slot=np.full(ds_cap, -1, np.int64), cutoff=np.zeros(1, self.value_dtype))
         self.arena = None
         self._alloc_arena(ARENA_NODES)
+        # MAX's index of kept positions (kernel/strategies.py), kept when the buffers grow
+        self.max_index = {name: np.zeros(kernel.INDEX, np.int64) for name in ("idx_stamp", "in_count", "first_count")}
         self._alloc_output(1 << 12, 1 << 14)
         self._sync_states()
 
@@ -112,13 +114,9 @@ class Run:
 
     def _alloc_output(self, res_cap: int, lab_cap: int) -> None:
         """Empty result buffers for ``res_cap`` results with ``lab_cap`` selected events."""
-        index = getattr(self, "out", None)
         self.out = kernel.Output(*(np.zeros(res_cap, np.int64) for _ in range(5)),
                                  lab_pos=np.zeros(lab_cap, np.int64), lab_mask=np.zeros(lab_cap, np.int64),
-                                 **({name: getattr(index, name) for name in ("idx_stamp", "in_count", "first_count")}
-                                    if index is not None else
-                                    {name: np.zeros(kernel.INDEX, np.int64)
-                                     for name in ("idx_stamp", "in_count", "first_count")}))
+                                 **self.max_index)
 
     def _sync_states(self) -> None:
         """Make room for every deterministic state the determinizer has created, and note which

@@ -75,27 +75,15 @@ def add_output_node(arena, x, pos, label, then, value, st):
     if then == 0:
         arena.maxpos[x] = pos
         arena.maxval[x] = value
-        arena.minpos[x] = pos
-        g = st[NSTART]
-        st[NSTART] = g + 1
-        arena.starts[g] = x
-        arena.ming[x] = g
-        arena.maxg[x] = g
-        arena.dense[x] = True
-        arena.bare[x] = True
     else:
         arena.maxpos[x] = arena.maxpos[then]
         arena.maxval[x] = arena.maxval[then]
-        arena.minpos[x] = arena.minpos[then]
-        arena.ming[x] = arena.ming[then]
-        arena.maxg[x] = arena.maxg[then]
-        arena.dense[x] = arena.dense[then]
-        arena.bare[x] = False
+    _derive_starts(arena, x, st)
     return x
 
 
 @njit(**PHASE)
-def add_union_node(arena, u, a, b):
+def add_union_node(arena, u, a, b, st):
     """Make node u the union of nodes a and b (two runs meeting in one). Returns u."""
     arena.pos[u] = -1
     arena.label[u] = 0
@@ -104,37 +92,56 @@ def add_union_node(arena, u, a, b):
     arena.maxpos[u] = max(arena.maxpos[a], arena.maxpos[b])
     arena.maxval[u] = max(arena.maxval[a], arena.maxval[b])
     arena.top[u] = max(arena.top[a], arena.top[b])
-    arena.minpos[u] = min(arena.minpos[a], arena.minpos[b])
-    _unite_starts(arena, u, a, b)
+    _derive_starts(arena, u, st)
     return u
 
 
 @njit(nogil=True, cache=True)
-def _unite_starts(arena, u, a, b):
-    """The numbered starts of union u: its children's ranges, dense when both are and they
-    overlap or touch. A child of -1 (freed by compact) has none."""
-    ming, maxg, dense, bare = arena.ming, arena.maxg, arena.dense, arena.bare
-    if a < 0 or ming[a] < 0:
+def _derive_starts(arena, x, st):
+    """Node x's starts, from its children's, as the node is made or as compact moves it
+    (children come first): ``minpos``, the range of numbers ``ming``..``maxg``, ``dense`` (both
+    children dense, their ranges overlapping or touching) and ``bare``. An output node on BOTTOM
+    is a start and takes the next number (st[NSTART]). A child of -1 was freed by compact, and
+    one without starts (BOTTOM) adds none to the range."""
+    n_pos, n_a = arena.pos, arena.a
+    minpos, ming, maxg, dense, bare = arena.minpos, arena.ming, arena.maxg, arena.dense, arena.bare
+    if n_pos[x] >= 0:  # an output node
+        then = n_a[x]
+        if then == 0:
+            g = st[NSTART]
+            st[NSTART] = g + 1
+            arena.starts[g] = x
+            minpos[x], ming[x], maxg[x], dense[x], bare[x] = n_pos[x], g, g, True, True
+        else:
+            minpos[x], ming[x], maxg[x], dense[x], bare[x] = minpos[then], ming[then], maxg[then], dense[then], False
+        return
+    a, b = n_a[x], arena.b[x]
+    if a < 0:
+        a, b = b, a
+    if a < 0:  # not reached: compact keeps a union only with a live child
+        minpos[x], ming[x], maxg[x], dense[x], bare[x] = -1, -1, -1, False, False
+        return
+    minpos[x] = minpos[a] if b < 0 else min(minpos[a], minpos[b])
+    if ming[a] < 0:
         a, b = b, a
     if a < 0 or ming[a] < 0:
-        ming[u], maxg[u], dense[u], bare[u] = -1, -1, False, False
-        return
-    if b < 0 or ming[b] < 0:
-        ming[u], maxg[u], dense[u], bare[u] = ming[a], maxg[a], dense[a], bare[a]
-        return
-    ming[u] = min(ming[a], ming[b])
-    maxg[u] = max(maxg[a], maxg[b])
-    dense[u] = dense[a] and dense[b] and max(ming[a], ming[b]) <= min(maxg[a], maxg[b]) + 1
-    bare[u] = bare[a] and bare[b]
+        ming[x], maxg[x], dense[x], bare[x] = -1, -1, False, False
+    elif b < 0 or ming[b] < 0:
+        ming[x], maxg[x], dense[x], bare[x] = ming[a], maxg[a], dense[a], bare[a]
+    else:
+        ming[x] = min(ming[a], ming[b])
+        maxg[x] = max(maxg[a], maxg[b])
+        dense[x] = dense[a] and dense[b] and max(ming[a], ming[b]) <= min(maxg[a], maxg[b]) + 1
+        bare[x] = bare[a] and bare[b]
 
 
 @njit(nogil=True, cache=True)
 def compact(st, runs, arena, windowed):
     """Free the nodes no live result can reach, and the runs on dead nodes; keep node order
-    (children before parents). ``runs.cutoff[0]`` is the window cutoff of the last event. A union
-    left with one live child takes that child's ``minpos`` (the freed child held the smaller
-    starts). The kept starts are numbered again from 0, in order, and every node's range of them
-    made again from its children's (every kept start is alive, so st[LIVE] is 0)."""
+    (children before parents). ``runs.cutoff[0]`` is the window cutoff of the last event. Each
+    kept node's starts are derived again from its kept children's (``_derive_starts``), which
+    numbers the kept starts again from 0, in order (every kept start is alive, so st[LIVE] is
+    0)."""
     n_pos, n_a, n_b, n_maxpos, n_maxval, remap = arena.pos, arena.a, arena.b, arena.maxpos, arena.maxval, arena.remap
     used = st[ARENA]
     consumed = st[CONSUMED]
@@ -170,7 +177,7 @@ def compact(st, runs, arena, windowed):
             new += 1
         else:
             remap[x] = -1
-    starts = 0
+    st[NSTART] = 0
     for x in range(used):
         y = remap[x]
         if y < 0:
@@ -183,29 +190,9 @@ def compact(st, runs, arena, windowed):
         arena.top[y] = arena.top[x]
         n_a[y] = remap[a] if a >= 0 else -1
         n_b[y] = remap[b] if b >= 0 else -1
-        if y == 0:  # BOTTOM
-            continue
-        if n_pos[y] < 0:  # children are already moved (they come first)
-            if n_a[y] < 0:
-                arena.minpos[y] = arena.minpos[n_b[y]]
-            elif n_b[y] < 0:
-                arena.minpos[y] = arena.minpos[n_a[y]]
-            else:
-                arena.minpos[y] = min(arena.minpos[n_a[y]], arena.minpos[n_b[y]])
-            _unite_starts(arena, y, n_a[y], n_b[y])
-        elif n_a[y] > 0:
-            arena.minpos[y] = arena.minpos[n_a[y]]
-            arena.ming[y], arena.maxg[y], arena.dense[y] = arena.ming[n_a[y]], arena.maxg[n_a[y]], arena.dense[n_a[y]]
-            arena.bare[y] = False
-        else:  # a start
-            arena.minpos[y] = n_pos[y]
-            g = starts
-            starts += 1
-            arena.starts[g] = y
-            arena.ming[y], arena.maxg[y], arena.dense[y] = g, g, True
-            arena.bare[y] = True
+        if y > 0:  # BOTTOM has no starts
+            _derive_starts(arena, y, st)
     for k in range(kept):
         runs.node[k] = remap[runs.node[k]]
     st[ARENA] = new
-    st[NSTART] = starts
     st[LIVE] = 0

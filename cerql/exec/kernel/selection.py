@@ -144,8 +144,8 @@ def write_result(path, plen, i, pos, arena, out, st):
 @njit(nogil=True, cache=True)
 def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
     """The number (in ``arena.starts``) of the earliest start of the live results under
-    ``roots[0:n_roots]`` (live nodes), or -1 for none. NEXT's winner starts there when every result's first event is selected (its
-    smallest position is then its start).
+    ``roots[0:n_roots]`` (live nodes), or -1 for none. NEXT's winner starts there when every
+    result's first event is selected (its smallest position is then its start).
 
     The starts of a substream are numbered in position order (``arena.starts``), and st[LIVE]
     moves past those the window or CONSUME BY has removed (each once: they never come back).
@@ -205,7 +205,8 @@ def results_with(root, m, first, i, pos, r0, consumed, cutoff, options, arena, o
     ``strategies.admit`` as it is written. A branch is entered only when it is live and can
     still hold such a result (``top`` reaches D's next position; ``minpos`` is at most the
     start's position). A ``bare`` node that holds the start (``dense`` over its number) leads
-    to it by unions only: the walk jumps to the start, instead of down a chain of starts. Returns OK, FULL, TOO_MANY (more than max_matches results at the event) or
+    to it by unions only: the walk jumps to the start, instead of down a chain of starts.
+    Returns OK, FULL, TOO_MANY (more than max_matches results at the event) or
     TOO_MANY_CANDIDATES."""
     windowed, max_matches = options.windowed, options.max_matches
     n_pos, n_label, n_a, n_b, top, minpos = arena.pos, arena.label, arena.a, arena.b, arena.top, arena.minpos

@@ -150,7 +150,7 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
                         new_node[nn] = x
                         nn += 1
                     else:
-                        new_node[at] = add_union_node(arena, used, new_node[at], x)
+                        new_node[at] = add_union_node(arena, used, new_node[at], x, st)
                         used += 1
             if n_regs > 0 and nn > max_matches:  # runs apart on register values (see MAX_REGISTERS)
                 st[COUNT] = nn
