@@ -104,18 +104,33 @@ class Determinizer:
 
     With ``dominance`` (NEXT and MAX without registers), a state is a pair (S, U) as in seed
     000's MAX construction (Algorithm 7): S holds the CEA states of the runs with the current
-    output, U those of runs whose output is a strict superset of it *with the same first event*.
-    A run of S that reaches a state of U is dropped, and (S, U) is final only when no final state
-    is in U: every result it would give has a strict superset that ends at the same event, starts
-    at the same event and so lives exactly as long under WITHIN and CONSUME BY; neither NEXT nor
-    MAX can choose it (a strict superset wins under both, DESIGN.md 4.3). The seed's construction
-    also lets the run that has not started yet collect the runs that start at a skipped event;
-    those start earlier, can leave the window first, and are not tracked here (the strategy's own
-    comparison handles results with different first events). Without ``dominance`` U stays
-    empty, which is the plain subset construction.
+    output, U those of runs with the same first event whose output beats it *whatever both do
+    from now on*. A run of S that reaches a state of U is dropped, and (S, U) is final only when
+    no final state is in U: every result it would give is beaten by one that ends at the same
+    event, starts at the same event and so lives exactly as long under WITHIN and CONSUME BY.
+
+    - ``"MAX"``: U holds the runs whose output is a strict superset of the current one. If the
+      current output selects the event, those runs must select it too; if not, they may do
+      either, and the current runs that select it become superset runs themselves.
+    - ``"NEXT"``: U holds the runs whose output is ``<next``-greater (DESIGN.md 4.3: the least
+      position where two outputs differ is in the greater). That holds forever once it holds,
+      since later events only add greater positions: the runs of U stay in U whatever they do,
+      and when the current output skips the event, the current runs that select it join U. So
+      of the outputs with one first event that reach one CEA state, only the ``<next``-greatest
+      goes on: NEXT keeps one run per start where ALL keeps one per subset (``SELL ; BUY ;
+      SELL``: the first BUY after each SELL, not every one).
+
+    The seed's construction also lets the run that has not started yet collect the runs that
+    start at a skipped event; those start earlier, can leave the window first, and are not
+    tracked here (the strategy's own comparison handles results with different first events).
+    LAST has no such rule: which of two outputs is ``<last``-greater changes with the events
+    each selects next (it searches the arena instead, kernel/selection.py). Without
+    ``dominance`` U stays empty, which is the plain subset construction.
     """
 
-    def __init__(self, automaton: Automaton, dominance: bool = False):
+    def __init__(self, automaton: Automaton, dominance: str | None = None):
+        if dominance not in (None, "MAX", "NEXT"):
+            raise ValueError(f"no dominance for {dominance!r}")
         self.automaton = automaton
         self.dominance = dominance
         self.by_source: dict[int, list[Transition]] = {}
@@ -150,13 +165,15 @@ class Determinizer:
         targets = self._moves(members, bits)
         if not self.dominance:
             return [(label, self.state_of(frozenset(targets[label]), frozenset())) for label in sorted(targets)]
-        # Which runs hold a strict superset (same first event) after the event, by whether the
-        # current output selects the event: if it does, the superset runs must select it too;
-        # if not, they may do either, and the current runs that select it (having started
-        # already) become superset runs themselves.
+        # Which runs beat the current output after the event, by whether the current output
+        # selects the event. Current runs that select it beat the output that skips it (under
+        # both orders); a run that starts at the event has another first event and is left out.
         beyond = self._moves(supersets, bits)
         selecting = {label for label in list(targets) + list(beyond) if label & ~START}
-        kept_if_selecting = set().union(*(beyond.get(label, ()) for label in selecting))
+        if self.dominance == "MAX":  # a superset of an output that selects the event selects it
+            kept_if_selecting = set().union(*(beyond.get(label, ()) for label in selecting))
+        else:  # NEXT: beaten below the event, beaten whatever comes next
+            kept_if_selecting = set().union(*beyond.values())
         kept_if_skipping = set().union(*beyond.values(), *(
             targets.get(label, ()) for label in selecting if not label & START))
         out = []

@@ -54,10 +54,12 @@ class Run:
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
                  windowed: bool, amount, value_dtype, registers=None):
         self.registers = registers if registers is not None else RegisterSpec.none()
-        # NEXT and MAX never choose a result that a strict superset with the same first event
-        # beats: the automaton drops those runs (Determinizer's dominance). Registers decide at
-        # the end whether a result holds, and a superset may fail where its subset holds.
-        self.det = Determinizer(automaton, dominance=strategy in ("NEXT", "MAX") and self.registers.count == 0)
+        # NEXT and MAX never choose a result that another with the same first event beats (a
+        # <next-greater one, a strict superset): the automaton drops those runs (Determinizer's
+        # dominance). Registers decide at the end whether a result holds, and the one that beats
+        # it may fail where it holds.
+        dominance = strategy if strategy in ("NEXT", "MAX") and self.registers.count == 0 else None
+        self.det = Determinizer(automaton, dominance=dominance)
         self.value_dtype = np.dtype(value_dtype)
         # the query's settings, as the kernel reads them (the amount in the window values' type)
         first_selected = all(t.label & ~START for t in automaton.transitions if t.label & START)
