@@ -107,7 +107,8 @@ class Run:
                                   ("b", np.int64, -1), ("maxpos", np.int64, -1), ("maxval", self.value_dtype, 0),
                                   ("top", np.int64, -1), ("minpos", np.int64, -1), ("ming", np.int64, -1),
                                   ("maxg", np.int64, -1), ("dense", np.bool_, False), ("bare", np.bool_, False),
-                                  ("starts", np.int64, -1)]:
+                                  ("starts", np.int64, -1), ("low", np.int64, -1), ("level", np.int64, 0),
+                                  ("jump", np.int64, -1)]:
             nodes[name] = np.full(cap, fill, dtype) if old is None else _grow(getattr(old, name), cap, fill)
         self.arena = kernel.Arena(**nodes, stack_node=np.zeros(cap + 1, np.int64),
                                   stack_len=np.zeros(cap + 1, np.int64), path=np.zeros(cap + 1, np.int64),

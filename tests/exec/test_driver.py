@@ -14,6 +14,7 @@ import pytest
 import cerql
 from cerql.errors import ExecutionError
 from cerql.exec import driver, kernel, reference
+from cerql.exec.kernel.arena import chain_find
 from cerql.exec.stream import build_stream
 from cerql.planner.resolve import resolve
 from tests.support import typed_stream
@@ -94,6 +95,8 @@ def test_window_pruning_keeps_results_equal_to_the_reference_across_compactions(
     ("A AS a ; B+ AS b ; C AS c", "WITHIN 9 EVENTS"),
     ("A AS a : B+ AS b ; C AS c", "WITHIN 9 EVENTS CONSUME BY ANY"),
     ("(A AS a ; B AS b) OR (B AS b ; A+ AS a) ; C AS c", "WITHIN 7 EVENTS"),
+    # long chains of links (arena.low) that NEXT jumps down, cut by compact
+    ("A AS a ; B AS b ; C AS c", "WITHIN 40 EVENTS"),
 ])
 def test_strategies_keep_reference_results_across_compactions(strategy, pattern, tail, monkeypatch):
     # 3 000 events through a 64-node arena: compact runs at every few events, and renumbers the
@@ -153,3 +156,45 @@ def test_candidates_that_a_live_result_contains_are_not_enumerated(strategy, tex
         text += " ORDER BY ts"
     run = run_in_batches(f"SELECT {strategy} * FROM s WHERE {text}", df, batch=201)
     assert run.st[kernel.COUNT] == candidates  # the candidates of the last event with results
+
+
+def test_next_finds_its_start_down_a_chain_in_logarithmic_steps():
+    # NEXT over A B A B ... C: the runs of state "after B" meet one start group at a time, a
+    # chain of 2 000 links (arena.low), each a B over the A before it. NEXT's winner starts at the
+    # first A, at the bottom of the chain: the jump pointers reach any link in O(log) steps.
+    query = "SELECT NEXT * FROM s WHERE A AS a ; B AS b ; C AS c ORDER BY ts"
+    stream = typed_stream("A B " * 2_000 + "C")
+    run = run_in_batches(query, stream, batch=4_001)
+    arena, used = run.arena, int(run.st[kernel.ARENA])
+    chains = [x for x in range(1, used) if arena.pos[x] < 0 and arena.low[x] >= 0]
+    top = max(chains, key=lambda x: arena.level[x])
+    assert arena.level[top] >= 1_990
+
+    def walk(n, g):  # the same search, one link at a time, counting the nodes it passes
+        links = [n]
+        while arena.pos[arena.low[n]] < 0 and arena.low[arena.low[n]] >= 0 and arena.maxg[arena.low[n]] >= g:
+            n = arena.low[n]
+            links.append(n)
+        return n, links
+
+    def jumps(n, g):  # chain_find's steps, read from the arrays
+        steps = 0
+        while True:
+            steps += 1
+            j, lo = arena.jump[n], arena.low[n]
+            if j != n and arena.maxg[j] >= g:
+                n = j
+            elif arena.pos[lo] < 0 and arena.low[lo] >= 0 and arena.maxg[lo] >= g:
+                n = lo
+            else:
+                return steps
+
+    for g in range(0, int(arena.maxg[top]) + 1, 37):
+        found, links = walk(top, g)
+        assert chain_find(top, g, arena) == found
+        hi = arena.a[found] if arena.low[found] == arena.b[found] else arena.b[found]
+        assert arena.ming[hi] <= g <= arena.maxg[hi] or arena.maxg[arena.low[found]] >= g
+        assert all(arena.ming[arena.a[x] if arena.low[x] == arena.b[x] else arena.b[x]] > g for x in links[:-1])
+        assert jumps(top, g) <= 4 * 11  # about 4 log2(2 000)
+    df = cerql.run(query, {"s": stream}, engine="local")
+    assert df[["match_start", "match_end"]].values.tolist() == [[0, 4_000]] and df["b"].iloc[0]["ts"] == 1

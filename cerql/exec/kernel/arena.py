@@ -37,6 +37,12 @@ class Arena(NamedTuple):
     bare: np.ndarray     # bool: every path under the node is a start and unions only (no other
                          # selected event), as a chain of starts meeting in one state
     starts: np.ndarray   # int64: the start nodes of the substream by number, in position order
+    low: np.ndarray      # int64: a union node's child whose starts are all numbered below the
+                         # other child's (a *chain* link, as runs join one state one start group at
+                         # a time), else -1
+    level: np.ndarray    # int64: how many chain links lie below a chain node
+    jump: np.ndarray     # int64: a chain node further down the links (or itself at the bottom),
+                         # the skip pointers that let NEXT reach one start's link in O(log) steps
     top: np.ndarray      # int64: the latest selected position that can come first under the node
                          # (the greatest first selected event over its paths), -1 for none
     stack_node: np.ndarray  # int64 scratch of enumeration: the union branches still to take ...
@@ -100,11 +106,13 @@ def add_union_node(arena, u, a, b, st):
 def _derive_starts(arena, x, st):
     """Node x's starts, from its children's, as the node is made or as compact moves it
     (children come first): ``minpos``, the range of numbers ``ming``..``maxg``, ``dense`` (both
-    children dense, their ranges overlapping or touching) and ``bare``. An output node on BOTTOM
-    is a start and takes the next number (st[NSTART]). A child of -1 was freed by compact, and
-    one without starts (BOTTOM) adds none to the range."""
+    children dense, their ranges overlapping or touching), ``bare`` and the chain link
+    (:func:`_link`). An output node on BOTTOM is a start and takes the next number
+    (st[NSTART]). A child of -1 was freed by compact, and one without starts (BOTTOM) adds none
+    to the range."""
     n_pos, n_a = arena.pos, arena.a
     minpos, ming, maxg, dense, bare = arena.minpos, arena.ming, arena.maxg, arena.dense, arena.bare
+    arena.low[x] = -1
     if n_pos[x] >= 0:  # an output node
         then = n_a[x]
         if then == 0:
@@ -133,6 +141,48 @@ def _derive_starts(arena, x, st):
         maxg[x] = max(maxg[a], maxg[b])
         dense[x] = dense[a] and dense[b] and max(ming[a], ming[b]) <= min(maxg[a], maxg[b]) + 1
         bare[x] = bare[a] and bare[b]
+        if maxg[a] < ming[b]:
+            _link(arena, x, a)
+        elif maxg[b] < ming[a]:
+            _link(arena, x, b)
+
+
+@njit(nogil=True, cache=True)
+def _link(arena, x, lo):
+    """Make union x a chain node whose lower child is ``lo``, with its skip pointer: the jump
+    pointers of an applicative random-access stack (each node one pointer; the distances they
+    span follow the skew binary numbers), so a search down a chain of n links takes O(log n)
+    steps (:func:`chain_find`)."""
+    low, level, jump = arena.low, arena.level, arena.jump
+    low[x] = lo
+    if arena.pos[lo] >= 0 or low[lo] < 0:  # lo is no chain node: x is the chain's last link
+        level[x] = 0
+        jump[x] = x
+        return
+    level[x] = level[lo] + 1
+    j = jump[lo]
+    if level[lo] - level[j] == level[j] - level[jump[j]]:
+        jump[x] = jump[j]
+    else:
+        jump[x] = lo
+
+
+@njit(nogil=True, cache=True)
+def chain_find(n, g, arena):
+    """From chain node n, the last link down its chain whose starts reach number g (``maxg`` >=
+    g, n's own do). Every link passed on the way has a higher child whose starts are all numbered
+    above g. O(log) steps of the jump pointers."""
+    low, jump, maxg, n_pos = arena.low, arena.jump, arena.maxg, arena.pos
+    while True:
+        j = jump[n]
+        if j != n and maxg[j] >= g:
+            n = j
+            continue
+        lo = low[n]
+        if n_pos[lo] < 0 and low[lo] >= 0 and maxg[lo] >= g:
+            n = lo
+            continue
+        return n
 
 
 @njit(nogil=True, cache=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from cerql.exec.kernel.arena import alive
+from cerql.exec.kernel.arena import alive, chain_find
 from cerql.exec.kernel.state import (COUNT, FULL, LIVE, NEXT, NLAB, NRES, NSTART, OK, STAMP, START, TOO_MANY,
                                      TOO_MANY_CANDIDATES, candidate_limit)
 from cerql.exec.kernel.strategies import admit
@@ -211,7 +211,7 @@ def results_with(root, m, first, i, pos, r0, consumed, cutoff, options, arena, o
     windowed, max_matches = options.windowed, options.max_matches
     n_pos, n_label, n_a, n_b, top, minpos = arena.pos, arena.label, arena.a, arena.b, arena.top, arena.minpos
     n_maxpos, n_maxval, want = arena.maxpos, arena.maxval, arena.want
-    bare, dense, ming, maxg, starts = arena.bare, arena.dense, arena.ming, arena.maxg, arena.starts
+    bare, dense, ming, maxg, starts, low = arena.bare, arena.dense, arena.ming, arena.maxg, arena.starts, arena.low
     first_pos = n_pos[starts[first]] if first >= 0 else -1
     stack_node, stack_len, stack_k, path = arena.stack_node, arena.stack_len, arena.depth, arena.path
     by_data = m >= 0
@@ -240,6 +240,11 @@ def results_with(root, m, first, i, pos, r0, consumed, cutoff, options, arena, o
                     if bare[n] and dense[n] and ming[n] <= first <= maxg[n]:
                         n = starts[first]  # unions only, down to the start
                         continue
+                    if low[n] >= 0 and maxg[n] >= first:  # down a chain to the link of the start
+                        c = chain_find(n, first, arena)
+                        if c != n:
+                            n = c
+                            continue
                     a_ok = a_ok and minpos[a] <= first_pos
                     b_ok = b_ok and minpos[b] <= first_pos
                 if a_ok and b_ok:
