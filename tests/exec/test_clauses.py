@@ -869,15 +869,27 @@ def test_a_superset_with_the_same_start_is_never_enumerated(strategy):
     assert [e["ts"] for e in windowed["a"].iloc[0]] == [20, 21, 22, 23]
 
 
-@pytest.mark.parametrize("strategy", ["NEXT", "MAX"])
-def test_exponentially_many_candidates_with_registers_fail_instead_of_running_for_hours(strategy):
-    # With a FILTER aggregate a superset may fail where its subset holds, so nothing is dropped:
-    # B at 26 has 2**26 - 1 candidates, 2**25 of them from the first A (every sum is 0, so the
-    # runs meet; NEXT enumerates those that start at the earliest live start only). The automaton
+def test_next_with_registers_searches_instead_of_enumerating_exponentially_many_candidates():
+    # With a FILTER aggregate the automaton keeps every candidate (a superset may fail it where its
+    # subset holds): B at 26 ends 2**26 - 1 of them, 2**25 from the first A. NEXT picks each
+    # node's best path once (selection.next_data_set) instead of enumerating them.
+    s = {"s": typed_stream("A " * 26 + "B", v=[0] * 27)}
+    query = "SELECT NEXT * FROM s WHERE A+ AS a ; B AS b FILTER sum(a.v) >= 0 ORDER BY ts"
+    df = cerql.run(query, s, engine="local")
+    assert len(df) == 1 and [e["ts"] for e in df["a"].iloc[0]] == list(range(26))
+    # the aggregate decides: the winner is the <next-greatest candidate whose sum holds
+    s = {"s": typed_stream("A " * 26 + "B", v=[1] + [0] * 24 + [1, 0])}
+    df = cerql.run(query.replace(">= 0", "= 1"), s, engine="local")
+    assert len(df) == 1 and [e["ts"] for e in df["a"].iloc[0]] == list(range(25))
+
+
+def test_max_with_registers_fails_on_exponentially_many_candidates_instead_of_running_for_hours():
+    # MAX keeps the candidates no other contains, and with a FILTER aggregate a superset may fail
+    # where its subset holds, so MAX still compares them: B at 26 has 2**26 - 1. The automaton
     # engine stops after candidate_limit of them with an error naming WITHIN. The reference
     # evaluator has no such limit (and cannot run this input at all).
     s = {"s": typed_stream("A " * 26 + "B", v=[0] * 27)}
-    query = f"SELECT {strategy} * FROM s WHERE A+ AS a ; B AS b FILTER sum(a.v) >= 0 ORDER BY ts"
+    query = "SELECT MAX * FROM s WHERE A+ AS a ; B AS b FILTER sum(a.v) >= 0 ORDER BY ts"
     with pytest.raises(cerql.ExecutionError) as err:
         cerql.run(query, s, engine="local")
     assert err.value.error_class == "TOO_MANY_CANDIDATES_PER_EVENT"

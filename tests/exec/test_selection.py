@@ -106,6 +106,19 @@ def test_next_takes_the_earliest_live_start():
     assert positions(df, "a") == [1] and positions(df, "b") == [[2, 3]]
 
 
+def test_next_keeps_every_label_of_its_start_event():
+    # the first A starts two results, one as x and one as y: two starts of one event (numbered
+    # one after the other in arena.starts). NEXT's winning set {0, 2, 4} holds both; its jump to
+    # the start must not land on one of them only.
+    s = {"s": typed_stream("A A B A C")}
+    query = "SELECT NEXT * FROM s WHERE (A AS x OR A AS y) ; B AS b ; C AS c ORDER BY ts"
+    for engine in ("local", "reference"):
+        df = cerql.run(query, s, engine=engine)
+        rows = df.to_dict("records")
+        assert sorted((r["x"] is None, r["y"] is None) for r in rows) == [(False, True), (True, False)]
+        assert df[["match_start", "match_end"]].values.tolist() == [[0, 4], [0, 4]]
+
+
 def test_max_keeps_a_subset_whose_superset_left_the_window():
     # A+ ; B over A A A B: {0, 1, 2, 3} contains every other result; WITHIN 2 EVENTS removes the
     # results that start at 0, and {1, 2, 3} is then the largest
@@ -149,6 +162,10 @@ def test_max_of_many_starts_keeps_each_start_once():
 @example((Q(KLEENE_OF_SEQ, "MAX"), frame("A B A B A B A B")))
 @example((Q(KLEENE_OF_SEQ, "MAX", window=("events", 3), consume="PARTITION"), frame("A B A B A A B B")))
 @example((Q(OR_SAME_TYPE, "MAX"), frame("A A B A")))
+@example((Q(("filter", ("plus", ("or", ("as", ("atom", "A"), "A"), ("as", ("filter", ("atom", "A"), ("pred", "A", "v > 0")),
+                                                                     "x"))),
+            ("and", ("pred", "x", "v > 0"), ("pred", "A", "v > 0"))), "NEXT"),
+          frame("A A A A A A A", v=[0, 0, 0, 3, 0, 2, 0], ts=[0, 1, 2, 2, 2, 2, 2])))
 def test_last_next_and_max_give_the_reference_results(case):
     query, df = case
     compare(query, df)

@@ -19,7 +19,8 @@ from cerql.exec.kernel.arena import alive
 from cerql.exec.kernel.registers import aggregates_hold, overflowed
 from cerql.exec.kernel.state import (ANY, CONSUMED, COUNT, FULL, LAST, MAX, NACT, NEED_OUTPUT, NEXT, NLAB, NRES, OK,
                                      OVERFLOW, PHASE, POS, STRICT, TOO_MANY, TOO_MANY_CANDIDATES, candidate_limit)
-from cerql.exec.kernel.selection import first_live_start, last_data_set, results_with, write_result
+from cerql.exec.kernel.selection import (first_live_start, last_data_set, last_start_at, next_data_set, results_with,
+                                        write_result)
 from cerql.exec.kernel.strategies import admit
 
 
@@ -113,7 +114,7 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, prune_starts,
                 continue
         if strategy == ANY:
             return OK
-        if strategy == NEXT or strategy == LAST or strategy == MAX:
+        if strategy == MAX:
             admit(strategy, r0, out, st)
             st[COUNT] += 1  # candidates of this event, counted for candidate_limit
             if st[COUNT] > candidate_limit(max_matches):
@@ -151,9 +152,12 @@ def _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, ru
     """LAST's and NEXT's results at event i, searched for on the arena
     (cerql.exec.kernel.selection): the final runs that can end a result here are the roots (kept
     in ``runs.new_node``, free once the event's runs are stepped). LAST searches their winning
-    data set once, then writes each root's results with it; NEXT (when every result selects its
-    first event) finds the earliest live start once, then decides among the results that start
-    there. Returns OK, FULL, TOO_MANY or TOO_MANY_CANDIDATES."""
+    data set once, then writes each root's results with it. NEXT finds the earliest live start
+    once when every result selects its first event; without registers it then decides among
+    the results that start there (the automaton keeps one per start and state). With registers
+    (the automaton keeps every candidate), or when the first event is not selected (the winner
+    may start anywhere), it searches the winning data set first (``next_data_set``). Returns OK,
+    FULL, TOO_MANY or TOO_MANY_CANDIDATES (NEXT's admit counts what it compares)."""
     windowed = options.windowed
     roots = runs.new_node
     n_roots = 0
@@ -163,13 +167,20 @@ def _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, ru
             n_roots += 1
     if n_roots == 0:
         return OK
-    m, first = -1, -1
+    m, first, last = -1, -1, -1
     if options.strategy == LAST:
         m = last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st)
     else:
-        first = first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st)
+        if options.first_selected:
+            first = first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st)
+            if first >= 0:
+                last = last_start_at(first, arena, st)
+        if regs.count > 0 or first < 0:
+            m = next_data_set(roots, n_roots, first, consumed, windowed, cutoff, arena, st)
+            if m < 0:
+                return OK
     for q in range(n_roots):
-        code = results_with(roots[q], m, first, i, pos, r0, consumed, cutoff, options, arena, out, st)
+        code = results_with(roots[q], m, first, last, i, pos, r0, consumed, cutoff, options, arena, out, st)
         if code != OK:
             return code
     return OK
@@ -201,7 +212,7 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
                     overflowed(k, regs, act_rk)):
                 return OVERFLOW
     prune_starts = strategy == MAX and options.first_selected and n_regs == 0
-    if strategy == LAST or (strategy == NEXT and options.first_selected):
+    if strategy == LAST or strategy == NEXT:
         code = _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final)
         if code != OK:
             return _stopped(code, r0, l0, st)

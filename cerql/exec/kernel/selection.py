@@ -114,6 +114,106 @@ def last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st):
 
 
 @njit(nogil=True, cache=True)
+def _positions(n, pick, n_pos, n_label, n_a, into):
+    """The selected positions of the path ``pick`` chooses under node n (last event first) in
+    ``into``; returns how many."""
+    k = 0
+    while n > 0:
+        if n_pos[n] < 0:
+            n = pick[n]
+        else:
+            if n_label[n] & ~START:
+                into[k] = n_pos[n]
+                k += 1
+            n = n_a[n]
+    return k
+
+
+@njit(nogil=True, cache=True)
+def _next_greater(x, lx, y, ly):
+    """Whether the data set x[0:lx] is <next-greater than y[0:ly] (both last event first): the
+    least position where they differ is in x."""
+    i, j = lx - 1, ly - 1
+    while i >= 0 and j >= 0:
+        if x[i] != y[j]:
+            return x[i] < y[j]
+        i -= 1
+        j -= 1
+    return i >= 0
+
+
+@njit(nogil=True, cache=True)
+def next_data_set(roots, n_roots, first, consumed, windowed, cutoff, arena, st):
+    """The NEXT winner among the live paths under ``roots[0:n_roots]`` (those from start number
+    ``first`` only, when it is >= 0): its positions, last event first, in ``arena.want``;
+    returns how many, or -1 for no live path.
+
+    For runs with registers, where the automaton keeps every candidate (their FILTER decides at
+    the end, so none can be dropped for another). Two paths through one node share what lies
+    above it, and those positions are greater than any below, so which of them is
+    ``<next``-greater is decided below the node: each node has one best path, the better of its
+    children's (a union) or its continuation's (an output node). Children come before parents
+    in the arena, so one pass down marks the nodes the roots reach (live, and holding the start
+    when one is given) and one pass up picks each node's best path, comparing two paths'
+    positions (O(length)). The work is polynomial in the arena, which the window bounds, where
+    enumerating the candidates is exponential (``A+`` with an aggregate: 2^n of them)."""
+    n_pos, n_label, n_a, n_b, minpos, seen = arena.pos, arena.label, arena.a, arena.b, arena.minpos, arena.seen
+    n_maxpos, n_maxval, starts, pick = arena.maxpos, arena.maxval, arena.starts, arena.remap
+    mine, theirs, want = arena.path, arena.depth, arena.want
+    first_pos = n_pos[starts[first]] if first >= 0 else -1
+    st[STAMP] += 1
+    stamp = st[STAMP]
+    high = 0
+    for q in range(n_roots):
+        seen[roots[q]] = stamp
+        high = max(high, roots[q])
+    for x in range(high, 0, -1):  # down: the nodes the roots reach
+        if seen[x] != stamp:
+            continue
+        pick[x] = -1  # no live path yet
+        if n_pos[x] >= 0:
+            if n_a[x] > 0:
+                seen[n_a[x]] = stamp
+            continue
+        for c in (n_a[x], n_b[x]):
+            if alive(c, consumed, windowed, cutoff, n_maxpos, n_maxval) and (first < 0 or minpos[c] <= first_pos):
+                seen[c] = stamp
+    for x in range(1, high + 1):  # up: each reached node's best live path (pick: its child)
+        if seen[x] != stamp:
+            continue
+        if n_pos[x] >= 0:
+            c = n_a[x]
+            if c == 0:  # a start: its one path, when it is live and the one asked for
+                if alive(x, consumed, windowed, cutoff, n_maxpos, n_maxval) and (first < 0 or n_pos[x] == first_pos):
+                    pick[x] = 0
+            elif seen[c] == stamp and pick[c] >= 0:
+                pick[x] = c
+            continue
+        a, b = n_a[x], n_b[x]
+        a_ok = a > 0 and seen[a] == stamp and pick[a] >= 0
+        b_ok = b > 0 and seen[b] == stamp and pick[b] >= 0
+        if a_ok and b_ok:
+            la = _positions(a, pick, n_pos, n_label, n_a, mine)
+            lb = _positions(b, pick, n_pos, n_label, n_a, theirs)
+            pick[x] = b if _next_greater(theirs, lb, mine, la) else a
+        elif a_ok:
+            pick[x] = a
+        elif b_ok:
+            pick[x] = b
+    m = -1
+    for q in range(n_roots):
+        r = roots[q]
+        if pick[r] < 0:
+            continue
+        lr = _positions(r, pick, n_pos, n_label, n_a, mine)
+        if m < 0 or _next_greater(mine, lr, want, m):
+            for k in range(lr):
+                want[k] = mine[k]
+            m = lr
+    return m
+
+
+@njit(nogil=True, cache=True)
 def write_result(path, plen, i, pos, arena, out, st):
     """Write the result whose nodes are ``path[0:plen]`` (last event first), ending at event i
     (position pos), to the output buffer. Returns OK or FULL."""
@@ -194,15 +294,28 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
             seen[n_a[n]] = stamp
             stack[size] = n_a[n]
             size += 1
+    while best_g > live and n_pos[starts[best_g - 1]] == best:  # a start of the same event, other labels
+        best_g -= 1
     return best_g
 
 
 @njit(nogil=True, cache=True)
-def results_with(root, m, first, i, pos, r0, consumed, cutoff, options, arena, out, st):
-    """Write the live results under ``root`` that LAST or NEXT can keep. LAST (``m`` >= 0): those
-    whose data set is ``arena.want[0:m]``, all kept. NEXT (``first`` >= 0, a start's number
-    from :func:`first_live_start`): those that start there, each decided on by
-    ``strategies.admit`` as it is written. A branch is entered only when it is live and can
+def last_start_at(g, arena, st):
+    """The greatest start number at the position of start g: starts of one event with different
+    labels (``A AS x OR A AS y``) are numbered one after the other."""
+    n_pos, starts = arena.pos, arena.starts
+    while g + 1 < st[NSTART] and n_pos[starts[g + 1]] == n_pos[starts[g]]:
+        g += 1
+    return g
+
+
+@njit(nogil=True, cache=True)
+def results_with(root, m, first, last, i, pos, r0, consumed, cutoff, options, arena, out, st):
+    """Write the live results under ``root`` that LAST or NEXT can keep: those whose data set is
+    ``arena.want[0:m]`` (``m`` >= 0), all kept; else (NEXT, ``first`` >= 0: the numbers
+    ``first``..``last`` of the starts at one event, from :func:`first_live_start`) those that
+    start there, each decided on by ``strategies.admit`` as it is written; ``m`` and ``first``
+    together are NEXT's data set among one start's results. A branch is entered only when it is live and can
     still hold such a result (``top`` reaches D's next position; ``minpos`` is at most the
     start's position). A ``bare`` node that holds the start (``dense`` over its number) leads
     to it by unions only: the walk jumps to the start, instead of down a chain of starts.
@@ -237,11 +350,11 @@ def results_with(root, m, first, i, pos, r0, consumed, cutoff, options, arena, o
                     a_ok = a_ok and top[a] >= want[k]
                     b_ok = b_ok and top[b] >= want[k]
                 if first >= 0:
-                    if bare[n] and dense[n] and ming[n] <= first <= maxg[n]:
+                    if first == last and bare[n] and dense[n] and ming[n] <= first <= maxg[n]:
                         n = starts[first]  # unions only, down to the start
                         continue
-                    if low[n] >= 0 and maxg[n] >= first:  # down a chain to the link of the start
-                        c = chain_find(n, first, arena)
+                    if low[n] >= 0 and maxg[n] >= last:  # down a chain to the link of the starts
+                        c = chain_find(n, last, arena)
                         if c != n:
                             n = c
                             continue
