@@ -80,20 +80,20 @@ def too_many_matches(count: str, limit: int) -> ExecutionError:
 
 
 def too_many_candidates(count: int, limit: int) -> ExecutionError:
-    """Where NEXT and MAX still choose among every result ALL would give at an end event (a FILTER
-    aggregate or comparison across variables, or a first event left out of SELECT under NEXT),
-    the automaton engine fails when one event has more than ``limit`` of them (kernel/state.py
-    candidate_limit). Otherwise the automaton drops the results a superset beats
-    (automaton.Determinizer's dominance) and NEXT searches for its start (kernel/selection.py)."""
+    """Where MAX still chooses among every result ALL would give at an end event (a FILTER
+    aggregate or comparison across variables), the automaton engine fails when one event has
+    more than ``limit`` of them (kernel/state.py candidate_limit). Otherwise the automaton drops
+    the results a superset beats (automaton.Determinizer's dominance), and NEXT and LAST search
+    for their data set (kernel/selection.py)."""
     return ExecutionError(
         f"[TOO_MANY_CANDIDATES_PER_EVENT] One event has {count:,} or more candidate matches to choose "
         f"from for NEXT/MAX, more than {limit:,} (100 x maxMatchesPerEvent, at least 1,000,000)",
         error_class="TOO_MANY_CANDIDATES_PER_EVENT",
-        hint="NEXT and MAX choose among every candidate when a FILTER holds an aggregate or compares "
-        "variables (a superset may fail it where a subset holds), and NEXT does when SELECT leaves out "
-        "the first event; add or shorten WITHIN: without a window every earlier event is a candidate, "
-        "and their combinations grow exponentially; SELECT LAST finds its match without choosing among "
-        "them; raising cerql.maxMatchesPerEvent raises the limit",
+        hint="MAX chooses among every candidate when a FILTER holds an aggregate or compares "
+        "variables (a superset may fail it where a subset holds); add or shorten WITHIN: without a "
+        "window every earlier event is a candidate, and their combinations grow exponentially; "
+        "SELECT NEXT or LAST finds its match without choosing among them; raising "
+        "cerql.maxMatchesPerEvent raises the limit",
     )
 
 
