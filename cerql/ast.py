@@ -122,7 +122,48 @@ class Filter(_Node):
     span: Span | None = _span()
 
 
-Pattern = Union[Atom, As, KleenePlus, ContiguousPlus, Seq, Contiguous, Or, Filter]
+@dataclass(frozen=True, slots=True)
+class Not(_Node):
+    """``NOT (T)`` or ``NOT (T FILTER T[p])``: one event that the atom (with its filter) does not
+    match (DESIGN.md 4.8). It is in the result's interval but binds no variable, not even the
+    type (an ``AS`` around it names it)."""
+
+    atom: Atom
+    condition: "Condition | None" = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class And(_Node):
+    """``p AND q``: a result of p and one of q made of exactly the same positions; the variables
+    of both."""
+
+    left: "Pattern"
+    right: "Pattern"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class All(_Node):
+    """``p ALL q``: a result of p and one of q anywhere in the substream, in any order, even
+    overlapping; positions and variables united."""
+
+    left: "Pattern"
+    right: "Pattern"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Unless(_Node):
+    """``p UNLESS q``: the results of p whose interval holds no result of q. The variables of q
+    are not visible outside it."""
+
+    left: "Pattern"
+    right: "Pattern"
+    span: Span | None = _span()
+
+
+Pattern = Union[Atom, As, KleenePlus, ContiguousPlus, Seq, Contiguous, Or, Filter, Not, And, All, Unless]
 
 
 # ---------------------------------------------------------------------------- filter conditions
@@ -293,7 +334,7 @@ Query = Union[Select, CreateView]
 
 def children(node: Any) -> Iterator[Any]:
     """The pattern/condition children of a node, left to right."""
-    if isinstance(node, (Seq, Contiguous, Or, FilterAnd, FilterOr)):
+    if isinstance(node, (Seq, Contiguous, Or, And, All, Unless, FilterAnd, FilterOr)):
         yield node.left
         yield node.right
     elif isinstance(node, (As, KleenePlus, ContiguousPlus)):
@@ -301,6 +342,10 @@ def children(node: Any) -> Iterator[Any]:
     elif isinstance(node, Filter):
         yield node.pattern
         yield node.condition
+    elif isinstance(node, Not):
+        yield node.atom  # an atom that binds no variable: analysis leaves it out of the variables
+        if node.condition is not None:
+            yield node.condition
 
 
 def walk(node: Any) -> Iterator[Any]:

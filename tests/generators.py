@@ -1,8 +1,9 @@
 """Random patterns, queries and streams for the property tests of tests/exec, tests/planner and
 tests/spark, and the CEQL text of each.
 
-A pattern is a tuple tree: ("atom", T), ("seq"|"colon"|"or", l, r), ("plus"|"cplus", p),
-("as", p, var), ("filter", p, condition); a condition is ("pred", var, text), ("cross", text)
+A pattern is a tuple tree: ("atom", T), ("not", T, predicate text or None),
+("seq"|"colon"|"or"|"and"|"all", l, r), ("plus"|"cplus", p), ("as", p, var),
+("filter", p, condition); a condition is ("pred", var, text), ("cross", text)
 (a predicate across variables, written with var.col) or ("and"|"or", c1, c2). Predicates read
 an integer column ``v``.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 
 from cerql.exec.stream import as_arrow
@@ -46,6 +47,8 @@ def variables(node) -> list[str]:
     kind = node[0]
     if kind == "atom":
         return [node[1]]
+    if kind == "not":  # binds nothing (DESIGN.md 4.8)
+        return []
     if kind == "as":
         out = variables(node[1])
         return out + [node[2]] if node[2] not in out else out
@@ -67,8 +70,10 @@ def to_ceql(node) -> str:
     kind = node[0]
     if kind == "atom":
         return node[1]
-    if kind in ("seq", "colon", "or"):
-        op = {"seq": ";", "colon": ":", "or": "OR"}[kind]
+    if kind == "not":
+        return f"NOT ({node[1]})" if node[2] is None else f"NOT ({node[1]} FILTER {node[1]}[{node[2]}])"
+    if kind in ("seq", "colon", "or", "and", "all"):
+        op = {"seq": ";", "colon": ":", "or": "OR", "and": "AND", "all": "ALL"}[kind]
         return f"({to_ceql(node[1])} {op} {to_ceql(node[2])})"
     if kind == "plus":
         return f"({to_ceql(node[1])})+"
@@ -114,26 +119,33 @@ def conditions(draw, names: list[str], depth: int = 2):
 
 # operator -> weight; binary operators split the leaf budget, unary ones wrap a subpattern
 OPERATORS = ["seq"] * 4 + ["colon"] * 2 + ["or"] * 3 + ["plus"] * 3 + ["cplus"] * 2 + ["as"] * 4 + ["filter"] * 2
+PRODUCTS = ["and"] * 2 + ["all"] * 2  # DESIGN.md 4.8
+BINARY = ("seq", "colon", "or", "and", "all")
 
 
 @st.composite
-def patterns(draw, leaves: int | None = None, depth: int = 4):
-    """A pattern tree with at most ``leaves`` atoms and ``depth`` nested unary operators."""
+def patterns(draw, leaves: int | None = None, depth: int = 4, products: bool = True):
+    """A pattern tree with at most ``leaves`` atoms and ``depth`` nested unary operators; with
+    ``products``, also AND, ALL and NOT (T) (a leaf, one in eight)."""
     if leaves is None:
         leaves = draw(st.integers(1, 5))
-    kinds = [k for k in OPERATORS if (leaves > 1 or k not in ("seq", "colon", "or"))
-             and (depth > 0 or k in ("seq", "colon", "or"))]
+    operators = OPERATORS + (PRODUCTS if products else [])
+    kinds = [k for k in operators if (leaves > 1 or k not in BINARY) and (depth > 0 or k in BINARY)]
     if (leaves == 1 and (depth == 0 or draw(st.integers(0, 2)) == 0)) or not kinds:
-        return ("atom", draw(st.sampled_from(["A", "A", "B", "B", "C", "D"])))
+        atom = draw(st.sampled_from(["A", "A", "B", "B", "C", "D"]))
+        if products and draw(st.integers(0, 7)) == 0:
+            return ("not", atom, draw(st.none() | st.sampled_from(PREDICATES)))
+        return ("atom", atom)
     kind = draw(st.sampled_from(kinds))
-    if kind in ("seq", "colon", "or"):
+    if kind in BINARY:
         left = draw(st.integers(1, leaves - 1))
-        return (kind, draw(patterns(left, depth)), draw(patterns(leaves - left, depth)))
-    child = draw(patterns(leaves, depth - 1))
+        return (kind, draw(patterns(left, depth, products)), draw(patterns(leaves - left, depth, products)))
+    child = draw(patterns(leaves, depth - 1, products))
     if kind == "as":
         return ("as", child, draw(st.sampled_from(VARS)))
     if kind == "filter":
-        return ("filter", child, draw(conditions(variables(child))))
+        names = variables(child)
+        return ("filter", child, draw(conditions(names))) if names else child
     return (kind, child)
 
 
@@ -174,6 +186,8 @@ WINDOWS = st.one_of(
 def queries(draw, strategies=STRATEGIES):
     """(pattern tree, strategy, projection or None, window, partitioned, consume)."""
     node = draw(patterns())
+    if not variables(node):  # NOTs only: name them, or SELECT would select nothing
+        node = ("as", node, draw(st.sampled_from(VARS)))
     names = variables(node)
     projection = draw(st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
     strategy = draw(st.sampled_from(strategies))
@@ -185,9 +199,9 @@ def queries(draw, strategies=STRATEGIES):
 
 def pattern_types(node) -> list[str]:
     kind = node[0]
-    if kind == "atom":
+    if kind in ("atom", "not"):
         return [node[1]]
-    if kind in ("seq", "colon", "or"):
+    if kind in BINARY:
         return pattern_types(node[1]) + pattern_types(node[2])
     return pattern_types(node[1])  # plus, cplus, as, filter
 
@@ -223,8 +237,9 @@ def table_for(query, df: pd.DataFrame) -> pa.Table:
 # --------------------------------------------------------------------------- FILTERs across variables
 @st.composite
 def cross_cases(draw):
-    inner = draw(patterns(draw(st.integers(1, 3)), 3))
+    inner = draw(patterns(draw(st.integers(1, 3)), 3, products=False))  # rules._check_products
     names = variables(inner)
+    assume(names)
     cond = draw(cross_conditions(names))
     if "cross" not in str(cond):  # at least one predicate across variables
         text = draw(st.sampled_from(CROSS_TEXTS))
@@ -232,7 +247,7 @@ def cross_cases(draw):
     node = ("filter", inner, cond)
     where = draw(st.integers(0, 3))  # the FILTER alone, or inside a larger pattern
     if where:
-        other = draw(patterns(1, 2))
+        other = draw(patterns(1, 2, products=False))
         node = ("seq", node, other) if where == 1 else ("or", other, node) if where == 2 else ("plus", node)
     names = variables(node)
     projection = draw(st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))

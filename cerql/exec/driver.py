@@ -353,13 +353,31 @@ def bits_dtype(n_conditions: int):
     return np.uint16 if n_conditions <= 16 else np.uint32 if n_conditions <= 32 else np.uint64
 
 
+def condition_rows(cond, stream: Stream) -> np.ndarray:
+    """Whether each event satisfies one condition of an automaton: an atom, a unary FILTER
+    predicate (NULL is false), or ``NOT (T [FILTER ...])``: not the atom with its FILTER."""
+    if isinstance(cond, ast.Atom):
+        return np.asarray(stream.atoms[cond], dtype=bool)
+    if isinstance(cond, ast.Not):
+        rows = condition_rows(cond.atom, stream)
+        return ~(rows & _filter_rows(cond.condition, stream)) if cond.condition is not None else ~rows
+    return np.asarray(stream.predicates[cond], dtype=bool)
+
+
+def _filter_rows(cond, stream: Stream) -> np.ndarray:
+    if isinstance(cond, ast.FilterAnd):
+        return _filter_rows(cond.left, stream) & _filter_rows(cond.right, stream)
+    if isinstance(cond, ast.FilterOr):
+        return _filter_rows(cond.left, stream) | _filter_rows(cond.right, stream)
+    return np.asarray(stream.predicates[cond.predicate.text], dtype=bool)
+
+
 def condition_bits(automaton: Automaton, stream: Stream) -> np.ndarray:
     """Each event's condition bits: bit k is set when the event satisfies ``conditions[k]``."""
     dtype = bits_dtype(len(automaton.conditions))
     bits = np.zeros(stream.table.num_rows, dtype)
     for k, cond in enumerate(automaton.conditions):
-        rows = stream.atoms[cond] if isinstance(cond, ast.Atom) else stream.predicates[cond]
-        bits |= np.asarray(rows, dtype=dtype) << dtype(k)
+        bits |= condition_rows(cond, stream).astype(dtype) << dtype(k)
     return bits
 
 

@@ -27,6 +27,9 @@ from cerql.exec.values import evaluate_predicate
 from cerql.plan import AGGREGATE_COLUMN, CrossPlan, QueryPlan, TaskPlan
 
 MAX_VALUATIONS = 2_000_000
+# the label of a position no variable names (NOT's event): a valuation's positions are its
+# labels' positions, and no variable is called "" (projection drops it)
+UNNAMED = ""
 
 class Substream:
     """Evaluation of the pattern over one substream (rows lo:hi of the stream)."""
@@ -118,6 +121,38 @@ class Substream:
 
     def _or(self, node: ast.Or) -> set[Valuation]:
         return self.eval(node.left) | self.eval(node.right)
+
+    def _not(self, node: ast.Not) -> set[Valuation]:
+        """Every position the atom (with its FILTER) does not match: in the interval, no label."""
+        matched = {v.start for v in self.eval(node.atom)
+                   if node.condition is None or self.holds(node.condition, v)}
+        return {Valuation(i, i, frozenset({(UNNAMED, i)})) for i in range(self.n) if i not in matched}
+
+    def _and(self, node: ast.And) -> set[Valuation]:
+        """Pairs made of exactly the same positions (an interval and the positions in it)."""
+        by_span = defaultdict(list)
+        for r in self.eval(node.right):
+            by_span[(r.start, r.end, r.positions())].append(r)
+        return {Valuation(lv.start, lv.end, lv.labels | r.labels)
+                for lv in self.eval(node.left) for r in by_span.get((lv.start, lv.end, lv.positions()), ())}
+
+    def _all(self, node: ast.All) -> set[Valuation]:
+        """Every pair, anywhere in the substream, that fits the window together."""
+        right = self.eval(node.right)
+        out = set()
+        for lv in self.eval(node.left):
+            for r in right:
+                start, end = min(lv.start, r.start), max(lv.end, r.end)
+                if self.within(start, end):
+                    out.add(Valuation(start, end, lv.labels | r.labels))
+            self._guard(len(right))
+        return out
+
+    def _unless(self, node: ast.Unless) -> set[Valuation]:
+        """The left side's results whose interval holds no result of the right side."""
+        spans = {(r.start, r.end) for r in self.eval(node.right)}
+        return {v for v in self.eval(node.left)
+                if not any(v.start <= s and e <= v.end for s, e in spans)}
 
     def _filter(self, node: ast.Filter) -> set[Valuation]:
         return {v for v in self.eval(node.pattern) if self.holds(node.condition, v)}

@@ -17,7 +17,7 @@ from cerql.parser.units import MICROS_PER_UNIT
 
 KEYWORDS = frozenset(
     """select from where as or and filter partition by order within consume limit create replace
-    temp temporary view typed interval events event asc desc all any next last max strict none
+    temp temporary view typed interval events event asc desc all any next last max strict none unless not
     millisecond milliseconds second seconds minute minutes hour hours day days""".split()
 )
 
@@ -27,8 +27,8 @@ SQL_KEYWORDS = frozenset(k.lower() for k in Spark.tokenizer_class.KEYWORDS if re
 
 # Binding strength of each node among its kind, patterns or FILTER conditions, loosest first
 # (see ceql.lark); a node's operands are always of its own kind.
-_LEVEL = {ast.Filter: 0, ast.Or: 1, ast.Contiguous: 2, ast.Seq: 3,
-          ast.KleenePlus: 4, ast.ContiguousPlus: 4, ast.As: 4, ast.Atom: 5,
+_LEVEL = {ast.Filter: 0, ast.Unless: 1, ast.Or: 2, ast.All: 3, ast.And: 4, ast.Contiguous: 5, ast.Seq: 6,
+          ast.KleenePlus: 7, ast.ContiguousPlus: 7, ast.As: 7, ast.Atom: 8, ast.Not: 8,
           ast.FilterOr: 0, ast.FilterAnd: 1, ast.VarPredicate: 2, ast.CrossPredicate: 2}
 
 _UNITS = tuple((unit.upper(), MICROS_PER_UNIT[unit]) for unit in ("day", "hour", "minute", "second"))
@@ -145,13 +145,13 @@ class Printer:
         return (ident(node.source) + ">" if node.source else "") + ident(node.type)
 
     def as_ceql(self, node: ast.As) -> str:
-        return f"{self._wrap(node.pattern, 4)} AS {ident(node.var)}"
+        return f"{self._wrap(node.pattern, 7)} AS {ident(node.var)}"
 
     def kleene_plus_ceql(self, node: ast.KleenePlus) -> str:
-        return f"{self._wrap(node.pattern, 4)}+"
+        return f"{self._wrap(node.pattern, 7)}+"
 
     def contiguous_plus_ceql(self, node: ast.ContiguousPlus) -> str:
-        return f"{self._wrap(node.pattern, 4)} :+"
+        return f"{self._wrap(node.pattern, 7)} :+"
 
     def _binary(self, node, op: str) -> str:
         level = _LEVEL[type(node)]
@@ -165,6 +165,21 @@ class Printer:
 
     def or_ceql(self, node: ast.Or) -> str:
         return self._binary(node, "OR")
+
+    def and_ceql(self, node: ast.And) -> str:
+        return self._binary(node, "AND")
+
+    def all_ceql(self, node: ast.All) -> str:
+        return self._binary(node, "ALL")
+
+    def unless_ceql(self, node: ast.Unless) -> str:
+        return self._binary(node, "UNLESS")
+
+    def not_ceql(self, node: ast.Not) -> str:
+        inner = self.sql(node.atom)
+        if node.condition is not None:
+            inner += f" FILTER {self.sql(node.condition)}"
+        return f"NOT ({inner})"
 
     def filter_ceql(self, node: ast.Filter) -> str:
         return f"{self._wrap(node.pattern, 0)} FILTER {self.sql(node.condition)}"

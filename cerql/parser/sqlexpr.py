@@ -142,10 +142,28 @@ def _strip_qualifier(tree: exp.Expression, var: str) -> exp.Expression:
     return tree.transform(fix)
 
 
-def _after_filter(query: str, where: int) -> ParseError:
+def _after_filter(query: str, where: int, op: str = "OR") -> ParseError:
     return ParseError.at(query, where, "Syntax error: a pattern operator after FILTER", "PATTERN_AFTER_FILTER",
-                         "FILTER covers everything to its left; put the filtered part in parentheses: "
-                         "(p FILTER f) OR q")
+                         "FILTER covers everything to its left, and AND/OR after it join conditions; put the "
+                         f"filtered part in parentheses: (p FILTER f) {op} q")
+
+
+def pattern_word(text: str) -> tuple[int, str] | None:
+    """(offset, word) of a top-level UNLESS or ALL in a FILTER's text: pattern operators that
+    Spark SQL has no use for there (outside brackets, parentheses and strings)."""
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
+    except sqlglot.errors.SqlglotError:
+        return None
+    opening = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
+    closing = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
+    depth = 0
+    for token in tokens:
+        depth += (token.token_type in opening) - (token.token_type in closing)
+        if depth == 0 and token.token_type not in (TokenType.STRING, TokenType.IDENTIFIER) and (
+                token.text.upper() in ("UNLESS", "ALL")):
+            return token.start, token.text.upper()
+    return None
 
 
 def parse_condition(text: str, offset: int, query: str) -> ast.Condition:
@@ -153,14 +171,17 @@ def parse_condition(text: str, offset: int, query: str) -> ast.Condition:
     stripped = text.rstrip()
     if stripped.endswith("+"):
         raise _after_filter(query, offset + len(stripped) - 1)
+    if word := pattern_word(text):
+        raise _after_filter(query, offset + word[0], word[1])
     tree = parse_fragment(text, offset, query)
-    if isinstance(tree, exp.Or):
-        # `... FILTER f OR B`: a bare name after a top-level OR is a pattern, not a filter term
+    if isinstance(tree, (exp.Or, exp.And)):
+        # `... FILTER f OR B`: a bare name after a top-level OR (AND) is a pattern, not a term
         right = tree.expression
         if isinstance(right, exp.Column) and not right.table:
             start = offset + (_first_name_start(right) or 0)
-            or_at = query.upper().rfind("OR", offset, start)
-            raise _after_filter(query, or_at if or_at >= 0 else start)
+            op = "OR" if isinstance(tree, exp.Or) else "AND"
+            op_at = query.upper().rfind(op, offset, start)
+            raise _after_filter(query, op_at if op_at >= 0 else start, op)
     whole = (offset, offset + len(text))
 
     def build(node: exp.Expression) -> ast.Condition:

@@ -209,6 +209,39 @@ class _ToAst(Transformer):
         return ast.Or(children[0], children[1], _span(meta))
 
     @v_args(meta=True)
+    def and_(self, meta, children):
+        return ast.And(children[0], children[1], _span(meta))
+
+    @v_args(meta=True)
+    def all_(self, meta, children):
+        return ast.All(children[0], children[1], _span(meta))
+
+    @v_args(meta=True)
+    def unless(self, meta, children):
+        return ast.Unless(children[0], children[1], _span(meta))
+
+    @v_args(meta=True)
+    def not_(self, meta, children):
+        """``NOT (T)`` or ``NOT (T FILTER T[p] ...)``: one atom, with conditions on that event only."""
+        inner = children[0]
+        atom, condition = inner, None
+        if isinstance(inner, ast.Filter):
+            atom, condition = inner.pattern, inner.condition
+        if not isinstance(atom, ast.Atom):
+            at = inner.span.start if inner.span else meta.start_pos
+            raise ParseError.at(self.text, at, "NOT applies to one event type, not to a pattern", "NOT_OF_PATTERN",
+                                "write NOT (T) or NOT (T FILTER T[x > 1]); to rule out a pattern inside a "
+                                "result's interval, write p UNLESS q")
+        if condition is not None:
+            for leaf in ast.walk(condition):
+                if isinstance(leaf, ast.CrossPredicate) or (
+                        isinstance(leaf, ast.VarPredicate) and leaf.var != atom.type):
+                    at = leaf.span.start if leaf.span else meta.start_pos
+                    raise ParseError.at(self.text, at, f"A FILTER inside NOT tests the event of {atom.type} only",
+                                        "NOT_OF_PATTERN", f"write NOT ({atom.type} FILTER {atom.type}[x > 1])")
+        return ast.Not(atom, condition, _span(meta))
+
+    @v_args(meta=True)
     def filter(self, meta, children):
         pattern, (start, end) = children
         condition = sqlexpr.parse_condition(self.text[start:end], start, self.text)
@@ -391,6 +424,7 @@ _NO_PROJECTION = re.compile(r"(?is)^\s*(?:create\b.*?\bas\s+)?select\s+(?:(?:all
 _COMMA_BEFORE_FROM = re.compile(r"(?is),\s*(from)\b")
 
 
+_LAST_FILTER = re.compile(r"(?is)\bfilter\b(?!.*\bfilter\b)")
 _KEY_NAMES = re.compile(r"(?is)\b(?:partition|order)\s+by\s+(?:[\w`]+(?:\s+asc)?\s*,\s*)*([\w`]+)\s*$")
 
 
@@ -405,6 +439,8 @@ def _reinterpret(text: str, offset: int) -> tuple[str, int] | None:
         return "SYNTAX_ERROR", m.start(1)
     if (m := _COMMA_BEFORE_FROM.search(text)) and m.start(1) <= offset and "where" not in text[:m.start()].lower():
         return "SYNTAX_ERROR", m.start(1)
+    if (m := _LAST_FILTER.search(head)) and (word := sqlexpr.pattern_word(head[m.end():])):
+        return "PATTERN_AFTER_FILTER", m.end() + word[0]
     if m := _CLAUSE_WORD.search(head):
         before = head[: m.start()]
         if _AFTER_WHERE.search(before):

@@ -73,23 +73,48 @@ def find_name(text: str, name: str, start: int = 0) -> int | None:
 
 
 def pattern_variables(node) -> list[str]:
-    """Variables defined by a pattern: atom types and AS names, in order of appearance."""
+    """Variables a pattern defines and shows outside it: atom types and AS names, in order of
+    appearance. The atom of ``NOT (T)`` binds nothing (DESIGN.md 4.8), and the variables of
+    UNLESS's right side are its own."""
     out: list[str] = []
-    for n in ast.walk(node):
+
+    def visit(n) -> None:
         name = n.type if isinstance(n, ast.Atom) else n.var if isinstance(n, ast.As) else None
         if name is not None and name not in out:
             out.append(name)
+        if isinstance(n, ast.Unless):
+            visit(n.left)
+        elif not isinstance(n, ast.Not):
+            for child in ast.children(n):
+                visit(child)
+
+    visit(node)
     return out
+
+
+def hidden_variables(node) -> set[str]:
+    """Names bound somewhere under node that it does not show (UNLESS's right sides only)."""
+    everywhere = {n.type if isinstance(n, ast.Atom) else n.var for n in ast.walk(node)
+                  if isinstance(n, ast.As) or (isinstance(n, ast.Atom) and not _negated(node, n))}
+    return everywhere - set(pattern_variables(node))
+
+
+def _negated(root, atom) -> bool:
+    return any(isinstance(n, ast.Not) and n.atom is atom for n in ast.walk(root))
 
 
 def _positions(node) -> int:
     """ONE when every valuation of node spans exactly one position, else MANY."""
-    if isinstance(node, ast.Atom):
+    if isinstance(node, (ast.Atom, ast.Not)):
         return ONE
     if isinstance(node, (ast.As, ast.Filter)):
         return _positions(node.pattern)
     if isinstance(node, ast.Or):
         return max(_positions(node.left), _positions(node.right))
+    if isinstance(node, ast.And):  # the same positions on both sides
+        return min(_positions(node.left), _positions(node.right))
+    if isinstance(node, ast.Unless):
+        return _positions(node.left)
     return MANY
 
 
@@ -97,24 +122,33 @@ def _cardinality(node, var: str) -> int:
     """0, ONE or MANY: how many events ``var`` can hold in one valuation of node."""
     if isinstance(node, ast.Atom):
         return ONE if node.type == var else 0
+    if isinstance(node, ast.Not):
+        return 0
     if isinstance(node, ast.As):
         inner = _cardinality(node.pattern, var)
         return max(inner, _positions(node.pattern)) if node.var == var else inner
     if isinstance(node, (ast.KleenePlus, ast.ContiguousPlus)):
         return MANY if _cardinality(node.pattern, var) else 0
-    if isinstance(node, (ast.Seq, ast.Contiguous)):
+    if isinstance(node, (ast.Seq, ast.Contiguous, ast.And, ast.All)):  # AND: each side may bind another event
         return min(MANY, _cardinality(node.left, var) + _cardinality(node.right, var))
     if isinstance(node, ast.Or):
         return max(_cardinality(node.left, var), _cardinality(node.right, var))
+    if isinstance(node, ast.Unless):
+        return _cardinality(node.left, var)
     return _cardinality(node.pattern, var)  # Filter
 
 
 def _star_variables(node, under_as: bool = False) -> list[str]:
-    """``*``: every AS variable plus the type of each atom under no AS (DESIGN.md 4.2)."""
+    """``*``: every AS variable plus the type of each atom under no AS (DESIGN.md 4.2); not
+    the atom of a NOT, nor what UNLESS's right side binds (DESIGN.md 4.8)."""
     if isinstance(node, ast.Atom):
         return [] if under_as else [node.type]
+    if isinstance(node, ast.Not):
+        return []
     if isinstance(node, ast.As):
         return [node.var] + _star_variables(node.pattern, True)
+    if isinstance(node, ast.Unless):
+        return _star_variables(node.left, under_as)
     out: list[str] = []
     for child in ast.children(node):
         if not isinstance(child, (ast.VarPredicate, ast.CrossPredicate, ast.FilterAnd, ast.FilterOr)):
@@ -130,12 +164,30 @@ def _condition_leaves(cond):
         yield cond
 
 
+def _unless_only(name: str, node, text: str, at: int, where: str) -> None:
+    """The error for a name that only UNLESS's right side binds, used outside it."""
+    if name in hidden_variables(node):
+        raise AnalysisError.at(text, at, f"Variable '{name}' is bound only inside the right side of UNLESS",
+                               "UNLESS_VARIABLE_OUTSIDE",
+                               f"UNLESS's right side only rules results out: its variables are not visible "
+                               f"outside it; name {name} in a FILTER inside the parentheses after UNLESS, "
+                               f"not {where}")
+
+
 def _check_filters(pattern, text: str) -> None:
     for node in ast.walk(pattern):
+        if isinstance(node, ast.Not) and node.condition is not None:
+            for leaf in _condition_leaves(node.condition):
+                _check_unary_predicate(leaf, text)
         if not isinstance(node, ast.Filter):
             continue
         bound = set(pattern_variables(node.pattern))
         for leaf in _condition_leaves(node.condition):
+            names = [leaf.var] if isinstance(leaf, ast.VarPredicate) else [
+                col.table for col in leaf.expr.tree.find_all(exp.Column) if col.table]
+            for name in names:
+                if name not in bound:
+                    _unless_only(name, node.pattern, text, start_of(leaf.span), "in a FILTER outside it")
             if isinstance(leaf, ast.VarPredicate):
                 if leaf.var not in bound:
                     raise AnalysisError.at(text, start_of(leaf.span),
@@ -207,6 +259,7 @@ def _outputs(select: ast.Select, variables, cardinality, text: str):
             continue  # match_* and the PARTITION BY columns are in every result row already
         if isinstance(item, (ast.SelectVar, ast.SelectVarColumns)):
             if item.var not in variables:
+                _unless_only(item.var, select.pattern, text, start_of(item.span), "in SELECT")
                 raise AnalysisError.at(text, start_of(item.span), f"Unknown variable '{item.var}' in SELECT",
                                        "UNKNOWN_VARIABLE",
                                        f"the pattern defines {', '.join(variables)}; to select a column write var.col")
@@ -259,6 +312,7 @@ def _select_expr(item: ast.SelectExpr, select: ast.Select, variables, cardinalit
                                        f"PARTITION BY column; the pattern defines {', '.join(variables)}")
             continue
         if col.table not in variables:
+            _unless_only(col.table, select.pattern, text, expr_position(item.expr, col), "in SELECT")
             raise AnalysisError.at(text, expr_position(item.expr, col), f"Unknown variable '{col.table}' in SELECT",
                                    "UNKNOWN_VARIABLE",
                                    f"the pattern defines {', '.join(variables)}")

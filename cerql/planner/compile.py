@@ -11,7 +11,10 @@ The construction is Thompson's, one fragment per operator, then epsilon removal:
 - ``p FILTER x[P]`` adds P's bit to the atom transitions of p that mark x (a unary filter is
   pushed to the atoms it constrains); ``f1 AND f2`` is two filters and ``f1 OR f2`` two copies;
 - ``p ; q`` goes through a gap state with a TRUE self-loop that marks nothing, ``p : q`` does
-  not; ``p+`` and ``p :+`` loop back the same way; ``p OR q`` is a union.
+  not; ``p+`` and ``p :+`` loop back the same way; ``p OR q`` is a union;
+- ``NOT (T)`` is one transition testing the negated atom (a condition of its own) that marks
+  no variable; ``p AND q`` and ``p ALL q`` are products of the two fragments
+  (``_Builder.product``); UNLESS is not compiled yet.
 
 A fresh initial state with a TRUE self-loop lets a match start anywhere; the transitions leaving
 it mark START. Marks of unselected variables are dropped (projection), and states are paired with
@@ -99,7 +102,81 @@ class _Builder:
                 self.epsilon(entry, s_entry)
                 self.epsilon(s_exit, exit_)
             return entry, exit_
+        if isinstance(node, ast.Not):
+            entry, exit_ = self.state(), self.state()
+            self.edges.append(_Edge(entry, exit_, required=frozenset({node})))  # in the interval, binds nothing
+            return entry, exit_
+        if isinstance(node, (ast.And, ast.All)):
+            return self.product(node)
+        if isinstance(node, ast.Unless):
+            raise UnsupportedError("UNLESS is parsed and checked, but no engine evaluates it yet",
+                                   error_class="UNLESS_NOT_EVALUATED", line=node.span.line if node.span else None,
+                                   column=node.span.column if node.span else None,
+                                   hint="rule the events out with NOT between the events of the pattern: "
+                                   "A ; NOT (B)+ ; C does not say it (NOT takes one event), so for now filter "
+                                   "the results yourself")
         raise TypeError(f"not a pattern node: {type(node).__name__}")  # pragma: no cover
+
+    def product(self, node) -> tuple[int, int]:
+        """``p AND q`` and ``p ALL q`` as products of their fragments (seed 003, section 5):
+        each event moves both sides at once, the product's transition testing both sides'
+        conditions and marking both sides' variables. AND moves both sides along the same kind
+        of step (both take the event into their results, or both skip it), so both sides'
+        results have the same positions. ALL also lets a side wait before it starts and after
+        it ends (a TRUE step that marks nothing), so the results of p and q may lie anywhere,
+        in either order, overlapping or not; the product starts and ends only on an event that
+        one side takes, since a match begins and ends with an event of its own."""
+        everything = isinstance(node, ast.All)
+        sides = []
+        for side in (node.left, node.right):
+            entry, exit_ = self.build(side)
+            sides.append((entry, exit_))
+        closures = _closures(self.n_states, self.edges)
+        consuming: dict[int, list[_Edge]] = {}
+        for e in self.edges:
+            if not e.epsilon:
+                consuming.setdefault(e.source, []).append(e)
+        before, after = "before", "after"  # ALL: a side that has not started, or has ended
+
+        def moves(k: int, state):
+            """(takes the event, required, marks, next state) for side k in ``state``."""
+            entry, exit_ = sides[k]
+            if state == before:
+                yield False, frozenset(), frozenset(), before
+                state = entry
+            elif state == after:
+                yield False, frozenset(), frozenset(), after
+                return
+            elif everything and exit_ in closures[state]:
+                yield False, frozenset(), frozenset(), after
+            for c in closures[state]:
+                for e in consuming.get(c, ()):
+                    yield bool(e.required), e.required, e.marks, e.target
+
+        def done(k: int, state) -> bool:
+            return state == after or (state != before and sides[k][1] in closures[state])
+
+        start = (before, before) if everything else (sides[0][0], sides[1][0])
+        index = {start: self.state()}
+        exit_ = self.state()
+        todo = [start]
+        while todo:
+            pair = todo.pop()
+            for took0, req0, marks0, next0 in moves(0, pair[0]):
+                for took1, req1, marks1, next1 in moves(1, pair[1]):
+                    if not everything and took0 != took1:
+                        continue
+                    if not (took0 or took1) and (pair == start or (next0, next1) == (after, after)):
+                        continue  # a match neither starts nor ends on a skipped event
+                    target = (next0, next1)
+                    if target not in index:
+                        index[target] = self.state()
+                        todo.append(target)
+                    self.edges.append(_Edge(index[pair], index[target], required=req0 | req1, marks=marks0 | marks1))
+        for pair, state in index.items():
+            if pair != start and done(0, pair[0]) and done(1, pair[1]) and pair != (after, after):
+                self.epsilon(state, exit_)
+        return index[start], exit_
 
     def mark_first(self, entry: int, var: str) -> int:
         """A new entry for the fragment at ``entry`` whose transitions are copies of the

@@ -179,7 +179,8 @@ def _map_cross(node, fn):
     """The pattern ``node`` with every CrossPredicate replaced by ``fn(predicate)``."""
     if isinstance(node, ast.CrossPredicate):
         return fn(node)
-    if isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.FilterAnd, ast.FilterOr)):
+    if isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.And, ast.All, ast.Unless, ast.FilterAnd,
+                         ast.FilterOr)):
         return dataclasses.replace(node, left=_map_cross(node.left, fn), right=_map_cross(node.right, fn))
     if isinstance(node, (ast.As, ast.KleenePlus, ast.ContiguousPlus)):
         return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn))

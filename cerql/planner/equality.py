@@ -75,12 +75,16 @@ def always_bound(node) -> set[str]:
     """Variables that hold at least one event in every valuation of the pattern."""
     if isinstance(node, ast.Atom):
         return {node.type}
+    if isinstance(node, ast.Not):
+        return set()
     if isinstance(node, ast.As):
         return always_bound(node.pattern) | {node.var}
-    if isinstance(node, (ast.Seq, ast.Contiguous)):
+    if isinstance(node, (ast.Seq, ast.Contiguous, ast.And, ast.All)):
         return always_bound(node.left) | always_bound(node.right)
     if isinstance(node, ast.Or):
         return always_bound(node.left) & always_bound(node.right)
+    if isinstance(node, ast.Unless):
+        return always_bound(node.left)
     return always_bound(node.pattern)  # +, :+, FILTER
 
 
@@ -88,10 +92,14 @@ def _covered(node, variables: set[str], outer: bool = False) -> bool:
     """Whether every atom's events are in one of ``variables`` (its type, or an AS around it)."""
     if isinstance(node, ast.Atom):
         return outer or node.type in variables
+    if isinstance(node, ast.Not):
+        return outer  # its event is in no variable unless an AS names it
     if isinstance(node, ast.As):
         return _covered(node.pattern, variables, outer or node.var in variables)
-    if isinstance(node, (ast.Seq, ast.Contiguous, ast.Or)):
+    if isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.And, ast.All)):
         return _covered(node.left, variables, outer) and _covered(node.right, variables, outer)
+    if isinstance(node, ast.Unless):
+        return _covered(node.left, variables, outer)
     return _covered(node.pattern, variables, outer)
 
 

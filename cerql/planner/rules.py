@@ -33,6 +33,7 @@ from typing import Callable, Protocol
 from sqlglot import exp
 
 from cerql import ast
+from cerql.errors import UnsupportedError, start_of
 from cerql.plan import Evaluation, PostFilter, RegisterCheck
 from cerql.planner.analyze import Analysis, pattern_variables
 from cerql.planner.compile import compile_pattern
@@ -113,7 +114,7 @@ def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], frozenset[int]]:
             visit(node.pattern, True)
         elif isinstance(node, ast.As):
             visit(node.pattern, repeated)
-        elif isinstance(node, (ast.Seq, ast.Contiguous, ast.Or)):
+        elif isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.And, ast.All, ast.Unless)):
             visit(node.left, repeated)
             visit(node.right, repeated)
 
@@ -177,11 +178,11 @@ def post_filter_specs(filters, repeated: frozenset[int], rebound: dict[int, froz
 
 def _rewritten(node, wrap):
     """The pattern rebuilt bottom-up, each node's rebuilt copy replaced by ``wrap(node, copy)``."""
-    if isinstance(node, ast.Atom):
+    if isinstance(node, (ast.Atom, ast.Not)):
         out = node
     elif isinstance(node, (ast.As, ast.KleenePlus, ast.ContiguousPlus, ast.Filter)):
         out = dataclasses.replace(node, pattern=_rewritten(node.pattern, wrap))
-    else:  # Seq, Contiguous, Or
+    else:  # Seq, Contiguous, Or, And, All, Unless
         out = dataclasses.replace(node, left=_rewritten(node.left, wrap), right=_rewritten(node.right, wrap))
     return wrap(node, out)
 
@@ -238,10 +239,29 @@ def counts_positions(select: ast.Select) -> bool:
         isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(select.pattern))
 
 
+def _check_products(pattern, text: str) -> None:
+    """A FILTER across variables inside an operand of AND or ALL is refused: it holds on that
+    operand's own valuation, and the engines check such FILTERs on a result's labels, where the
+    other operand's variables of the same name have joined them."""
+    for node in ast.walk(pattern):
+        if not isinstance(node, (ast.And, ast.All)):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Filter) and _has_cross(inner.condition):
+                leaf = next(n for n in ast.walk(inner.condition) if isinstance(n, ast.CrossPredicate))
+                op = "AND" if isinstance(node, ast.And) else "ALL"
+                raise UnsupportedError.at(text, start_of(leaf.span),
+                                          f"A FILTER across variables inside an operand of {op} is not supported",
+                                          "CROSS_FILTER_IN_PRODUCT",
+                                          f"put the FILTER around the whole pattern: (p {op} q) FILTER "
+                                          f"{leaf.expr.text}")
+
+
 def start(analysis: Analysis, partition_columns: tuple[str, ...] | None = None) -> Evaluation:
     """The Evaluation of an analyzed query before any rule: the WHERE pattern, nothing chosen.
     ``partition_columns``: PARTITION BY as resolved against the schemas (as written without)."""
     select = analysis.select
+    _check_products(select.pattern, analysis.text)
     single = frozenset(v for v, n in analysis.cardinality.items() if n == 1)
     partition = tuple(select.partition_by) if partition_columns is None else tuple(partition_columns)
     return Evaluation(pattern=select.pattern, selected=tuple(analysis.selected), single=single,

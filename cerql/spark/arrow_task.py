@@ -31,7 +31,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.bits import inert_steps, label_bits
 from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
@@ -162,7 +161,7 @@ class MatchTask:
         """Each FILTER predicate's value per row, from the condition bits Spark computed."""
         bits = rows.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)
         return {cond: (bits >> k) & 1 == 1 for k, cond in enumerate(self.plan.automaton.conditions)
-                if not isinstance(cond, ast.Atom)}
+                if isinstance(cond, str)}
 
     def _chunk(self, results, shift: int) -> MatchChunk:
         """Results of one substream as the kernel gives them (see driver.Run._take); the

@@ -234,6 +234,11 @@ def union_frames(plan: QueryPlan, frames: Mapping):
 
 # -- step 2: condition bits and row pruning
 def _condition(F, plan: QueryPlan, cond, predicate_sql: Mapping[str, str]):
+    if isinstance(cond, ast.Not):  # as the local engine's (exec/driver.condition_rows): NULL is false inside
+        inner = _condition(F, plan, cond.atom, predicate_sql)
+        if cond.condition is not None:
+            inner = inner & _filter_column(F, cond.condition, predicate_sql)
+        return ~inner
     if isinstance(cond, ast.Atom):
         terms = []
         for index, type_column, value in plan.atoms[cond].alternatives:
@@ -245,6 +250,14 @@ def _condition(F, plan: QueryPlan, cond, predicate_sql: Mapping[str, str]):
     else:
         column = F.expr(predicate_sql[cond])
     return F.coalesce(column, F.lit(False))
+
+
+def _filter_column(F, cond, predicate_sql: Mapping[str, str]):
+    if isinstance(cond, ast.FilterAnd):
+        return _filter_column(F, cond.left, predicate_sql) & _filter_column(F, cond.right, predicate_sql)
+    if isinstance(cond, ast.FilterOr):
+        return _filter_column(F, cond.left, predicate_sql) | _filter_column(F, cond.right, predicate_sql)
+    return F.coalesce(F.expr(predicate_sql[cond.predicate.text]), F.lit(False))
 
 
 def _bit(k: int) -> int:

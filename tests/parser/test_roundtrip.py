@@ -228,6 +228,45 @@ def test_keywords_can_name_types_and_variables():
     assert pattern("order ; last AS filter") == ast.Seq(ast.Atom("order"), ast.As(ast.Atom("last"), "filter"))
 
 
+def test_negation_and_conjunction_precedence():
+    # DESIGN.md 4.8, tightest first: ; > : > AND > ALL > OR > UNLESS > FILTER
+    assert pattern("A ; B AND C : D") == ast.And(ast.Seq(A, B), ast.Contiguous(C, D))
+    assert pattern("A AND B ALL C AND D") == ast.All(ast.And(A, B), ast.And(C, D))
+    assert pattern("A ALL B OR C ALL D") == ast.Or(ast.All(A, B), ast.All(C, D))
+    assert pattern("A OR B UNLESS C OR D") == ast.Unless(ast.Or(A, B), ast.Or(C, D))
+    assert pattern("A UNLESS B UNLESS C") == ast.Unless(ast.Unless(A, B), C)
+    assert pattern("A AND B AND C") == ast.And(ast.And(A, B), C)
+    assert pattern("A UNLESS B FILTER A[x > 1]") == ast.Filter(ast.Unless(A, B), pred("A", "x > 1"))
+
+
+def test_not_negates_one_atom():
+    assert pattern("NOT (A) ; B") == ast.Seq(ast.Not(A), B)
+    assert pattern("not (A FILTER A[x > 1]) AS n") == ast.As(ast.Not(A, pred("A", "x > 1")), "n")
+    assert pattern("NOT (s>A)+") == ast.KleenePlus(ast.Not(ast.Atom("A", "s")))
+    assert str(cerql.parse("SELECT * FROM s WHERE NOT (SELL); BUY; SELL")) == (
+        "SELECT * FROM s WHERE NOT (SELL) ; BUY ; SELL")  # as CORE's own tests write it
+
+
+@pytest.mark.parametrize("text, error_class, column", [
+    ("NOT (A ; B) ; C", "NOT_OF_PATTERN", 28),
+    ("NOT (A AS a)", "NOT_OF_PATTERN", 28),
+    ("NOT (A FILTER B[x > 1])", "NOT_OF_PATTERN", 37),
+    ("NOT (A FILTER A.x > B.y)", "NOT_OF_PATTERN", 37),
+    ("A AS a ; B AS b FILTER b[x > 0] AND C", "PATTERN_AFTER_FILTER", 55),
+    ("A AS a ; B AS b FILTER b[x > 0] ALL C", "PATTERN_AFTER_FILTER", 55),
+    ("A AS a ; B AS b FILTER b[x > 0] UNLESS (C ; D)", "PATTERN_AFTER_FILTER", 55),
+])
+def test_negation_and_conjunction_errors(text, error_class, column):
+    with pytest.raises(cerql.ParseError) as err:
+        cerql.parse(f"SELECT * FROM s WHERE {text}")
+    assert (err.value.error_class, err.value.line, err.value.column) == (error_class, 1, column)
+
+
+def test_unless_and_all_inside_a_filter_string_are_text():
+    node = pattern("A AS a FILTER a[name = 'UNLESS'] AND a[kind = 'ALL']")
+    assert node == ast.Filter(ast.As(A, "a"), ast.FilterAnd(pred("a", "name = 'UNLESS'"), pred("a", "kind = 'ALL'")))
+
+
 # ---------------------------------------------------------------------------- SELECT and clauses
 def test_strategy_keyword_followed_by_paren_is_a_function():
     q = select("SELECT MAX(b.price) FROM s WHERE B+ AS b")
@@ -428,7 +467,21 @@ def patterns(names, depth: int = 4):
         st.builds(ast.Contiguous, sub, sub),
         st.builds(ast.Or, sub, sub),
         st.builds(ast.Filter, sub, conditions(names)),
+        st.builds(ast.And, sub, sub),
+        st.builds(ast.All, sub, sub),
+        st.builds(ast.Unless, sub, sub),
+        negations(names),
     )
+
+
+@st.composite
+def negations(draw, names):
+    """``NOT (T)`` or ``NOT (T FILTER ...)`` with conditions on T only."""
+    atom = draw(st.builds(ast.Atom, names, st.none() | _source_names(names)))
+    if draw(st.booleans()):
+        return ast.Not(atom)
+    leaf = st.builds(pred, st.just(atom.type), st.sampled_from(PREDICATES))
+    return ast.Not(atom, draw(st.one_of(leaf, st.builds(ast.FilterAnd, leaf, leaf), st.builds(ast.FilterOr, leaf, leaf))))
 
 
 def select_items(names):

@@ -156,6 +156,14 @@ CASES = {
                  "PARTITION BY [k] ORDER BY ts WITHIN 12 [ts]",
     "registers_then_filter": "SELECT LAST a, c FROM s WHERE (A AS a OR D AS d) ; C AS c FILTER c.price < a.price "
                              "AND c.g = d.g AND c.price + d.price > 50 ORDER BY ts WITHIN 3 [ts]",
+    # NOT, AND, ALL (DESIGN.md 4.8): NOT's condition is computed in Spark as locally, NULL types included
+    "not_filtered": "SELECT * FROM s WHERE A AS a ; NOT (B FILTER B[price > 50]) AS n ; C AS c PARTITION BY [k] "
+                    "ORDER BY ts WITHIN 6 EVENTS",
+    "and": "SELECT * FROM s WHERE (A AS a ; B AS b) AND (A : B) PARTITION BY [k] ORDER BY ts WITHIN 6 EVENTS",
+    "all_next": "SELECT NEXT * FROM s WHERE (A AS a ALL C AS c) FILTER a[price > 50] PARTITION BY [k] "
+                "ORDER BY ts WITHIN 4 EVENTS",
+    "all_cross_filter": "SELECT * FROM s WHERE (A AS a ALL B AS b) FILTER b.price > a.price PARTITION BY [k] "
+                        "WITHIN 3 [ts]",
     "aggregates_single_events": "SELECT count(a) AS na, sum(b.g) AS sb, collect_list(a.price) AS ps, "
                                 "max(b.t) AS bt FROM s WHERE (A AS a OR B AS b) ; C AS c "
                                 "PARTITION BY [k] WITHIN 3 [ts]",
