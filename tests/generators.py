@@ -3,7 +3,7 @@ tests/spark, and the CEQL text of each.
 
 A pattern is a tuple tree: ("atom", T), ("not", T, predicate text or None),
 ("seq"|"colon"|"or"|"and"|"all", l, r), ("plus"|"cplus", p), ("as", p, var),
-("filter", p, condition); a condition is ("pred", var, text), ("cross", text)
+("filter", p, condition), ("unless", p, q) (around a whole query's pattern only); a condition is ("pred", var, text), ("cross", text)
 (a predicate across variables, written with var.col) or ("and"|"or", c1, c2). Predicates read
 an integer column ``v``.
 
@@ -49,6 +49,8 @@ def variables(node) -> list[str]:
         return [node[1]]
     if kind == "not":  # binds nothing (DESIGN.md 4.8)
         return []
+    if kind == "unless":  # q's variables are its own
+        return variables(node[1])
     if kind == "as":
         out = variables(node[1])
         return out + [node[2]] if node[2] not in out else out
@@ -72,8 +74,8 @@ def to_ceql(node) -> str:
         return node[1]
     if kind == "not":
         return f"NOT ({node[1]})" if node[2] is None else f"NOT ({node[1]} FILTER {node[1]}[{node[2]}])"
-    if kind in ("seq", "colon", "or", "and", "all"):
-        op = {"seq": ";", "colon": ":", "or": "OR", "and": "AND", "all": "ALL"}[kind]
+    if kind in ("seq", "colon", "or", "and", "all", "unless"):
+        op = {"seq": ";", "colon": ":", "or": "OR", "and": "AND", "all": "ALL", "unless": "UNLESS"}[kind]
         return f"({to_ceql(node[1])} {op} {to_ceql(node[2])})"
     if kind == "plus":
         return f"({to_ceql(node[1])})+"
@@ -188,6 +190,8 @@ def queries(draw, strategies=STRATEGIES):
     node = draw(patterns())
     if not variables(node):  # NOTs only: name them, or SELECT would select nothing
         node = ("as", node, draw(st.sampled_from(VARS)))
+    if draw(st.integers(0, 5)) == 0:  # UNLESS, around the whole pattern (compile_pattern runs it there)
+        node = ("unless", node, draw(patterns(draw(st.integers(1, 2)), 2)))
     names = variables(node)
     projection = draw(st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
     strategy = draw(st.sampled_from(strategies))
@@ -201,7 +205,7 @@ def pattern_types(node) -> list[str]:
     kind = node[0]
     if kind in ("atom", "not"):
         return [node[1]]
-    if kind in BINARY:
+    if kind in BINARY or kind == "unless":
         return pattern_types(node[1]) + pattern_types(node[2])
     return pattern_types(node[1])  # plus, cplus, as, filter
 

@@ -41,14 +41,24 @@ class Automaton:
     transitions: tuple[Transition, ...]
     conditions: tuple
     labels: tuple[str, ...]
+    # the right sides of a top-level ``p UNLESS q``, on the same conditions: a result of this
+    # automaton is dropped when one of theirs lies inside its interval (DESIGN.md 4.8)
+    unless: tuple["Automaton", ...] = ()
 
     def firing_masks(self) -> list[int] | None:
         """The condition sets some transition requires, besides the TRUE gaps: an event that
         satisfies none of them can only be skipped. None when a TRUE transition marks events
-        (every event could then be part of a result)."""
+        (every event could then be part of a result). UNLESS's right sides need their events
+        too."""
         if any(not t.required and t.label for t in self.transitions):
             return None
-        return sorted({t.required for t in self.transitions if t.required})
+        masks = {t.required for t in self.transitions if t.required}
+        for other in self.unless:
+            more = other.firing_masks()
+            if more is None:
+                return None
+            masks.update(more)
+        return sorted(masks)
 
     def variables_of(self, label: int) -> list[str]:
         """The selected variables a label marks."""
@@ -68,6 +78,9 @@ class Automaton:
             cond = " AND ".join(self.condition_names(t.required)) or "TRUE"
             marks = ", ".join(self.label_names(t.label)) or "-"
             lines.append(f"  {t.source} -> {t.target}  on {cond}  mark {{{marks}}}")
+        for k, other in enumerate(self.unless):
+            lines.append(f"unless {k} (a result is dropped when one of these lies inside it):")
+            lines += ["  " + line for line in other.describe().splitlines()]
         return "\n".join(lines)
 
     def to_dot(self) -> str:

@@ -52,8 +52,12 @@ class Run:
     """
 
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
-                 windowed: bool, amount, value_dtype, registers=None):
+                 windowed: bool, amount, value_dtype, registers=None, bounds_starts: bool = False):
         self.registers = registers if registers is not None else RegisterSpec.none()
+        # UNLESS: a run per right side, over the same events, ahead of this one (``feed``); each
+        # writes where the results of this run may no longer start (kernel Events.bound)
+        self.unless = [Run(other, "ALL", False, max_matches, windowed, amount, value_dtype, bounds_starts=True)
+                       for other in automaton.unless]
         # NEXT and MAX never choose a result that another with the same first event beats (a
         # <next-greater one, a strict superset): the automaton drops those runs (Determinizer's
         # dominance). Registers decide at the end whether a result holds, and the one that beats
@@ -64,7 +68,7 @@ class Run:
         # the query's settings, as the kernel reads them (the amount in the window values' type)
         first_selected = all(t.label & ~START for t in automaton.transitions if t.label & START)
         self.options = kernel.Options(windowed, self.value_dtype.type(amount), STRATEGY_CODES[strategy], consume,
-                                      max_matches, first_selected)
+                                      max_matches, first_selected, bounds_starts)
         self.symbols: dict[int, int] = {}
         self.symbol_bits: list[int] = []
         self.inert_bits: list[bool] = []
@@ -205,12 +209,17 @@ class Run:
             self._alloc_arena(max(2 * need, 2 * cap))
 
     # -- running
-    def feed(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray, sides=None):
-        """``sides``: the registers' per-event values (``RegisterSpec.sides``) when there are any."""
+    def feed(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray, sides=None, bound=None):
+        """``sides``: the registers' per-event values (``RegisterSpec.sides``) when there are any.
+        ``bound``: for the run of an UNLESS right side, the array it raises (kernel Events.bound)."""
+        if bound is None:
+            bound = np.full(len(bits), -1, np.int64)
+        for other in self.unless:
+            other.feed(bits, starts, values, bound=bound)
         sym = self._symbol_ids(np.ascontiguousarray(bits))
         events = kernel.Events(sym, np.ascontiguousarray(starts, dtype=np.bool_),
                                np.ascontiguousarray(values, dtype=self.value_dtype),
-                               kernel.Sides(*sides) if sides is not None else self.registers.empty_sides())
+                               kernel.Sides(*sides) if sides is not None else self.registers.empty_sides(), bound)
         st = self.st
         st[kernel.CURSOR] = 0
         chunks = []

@@ -14,7 +14,9 @@ The construction is Thompson's, one fragment per operator, then epsilon removal:
   not; ``p+`` and ``p :+`` loop back the same way; ``p OR q`` is a union;
 - ``NOT (T)`` is one transition testing the negated atom (a condition of its own) that marks
   no variable; ``p AND q`` and ``p ALL q`` are products of the two fragments
-  (``_Builder.product``); UNLESS is not compiled yet.
+  (``_Builder.product``); ``p UNLESS q`` around the whole pattern compiles p, and q into an
+  automaton of its own on the same conditions (``Automaton.unless``), whose results the kernel
+  turns into a bound on where p's results may start (exec/kernel/stepping.py).
 
 A fresh initial state with a TRUE self-loop lets a match start anywhere; the transitions leaving
 it mark START. Marks of unselected variables are dropped (projection), and states are paired with
@@ -24,6 +26,7 @@ state (DESIGN.md 4.2). States that cannot reach a final state are removed.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from cerql import ast
@@ -108,13 +111,10 @@ class _Builder:
             return entry, exit_
         if isinstance(node, (ast.And, ast.All)):
             return self.product(node)
-        if isinstance(node, ast.Unless):
-            raise UnsupportedError("UNLESS is parsed and checked, but no engine evaluates it yet",
-                                   error_class="UNLESS_NOT_EVALUATED", line=node.span.line if node.span else None,
-                                   column=node.span.column if node.span else None,
-                                   hint="rule the events out with NOT between the events of the pattern: "
-                                   "A ; NOT (B)+ ; C does not say it (NOT takes one event), so for now filter "
-                                   "the results yourself")
+        if isinstance(node, ast.Unless):  # compile_pattern takes those at the top (_split_unless)
+            raise _limit_error("UNLESS inside a pattern is not evaluated yet, only around the whole pattern",
+                               "UNLESS_NOT_AT_TOP", "write the query as (p) UNLESS (q), with the pattern whole on "
+                               "the left (a FILTER or AS around it may stay)", node)
         raise TypeError(f"not a pattern node: {type(node).__name__}")  # pragma: no cover
 
     def product(self, node) -> tuple[int, int]:
@@ -231,27 +231,66 @@ def _limit_error(message: str, error_class: str, hint: str, pattern) -> Unsuppor
                             line=span.line if span else None, column=span.column if span else None)
 
 
+UNLESS_MARK = "__cerql_unless"  # the variable an UNLESS right side's automaton selects (its events)
+
+
+def _split_unless(node) -> tuple:
+    """(p, (q1, q2, ...)) for ``p UNLESS q1 UNLESS q2`` around the whole pattern, through the
+    FILTERs and ASs around it (they concern p's events only: q's variables are not visible
+    outside it); (node, ()) otherwise."""
+    if isinstance(node, ast.Unless):
+        left, rights = _split_unless(node.left)
+        return left, rights + (node.right,)
+    if isinstance(node, (ast.Filter, ast.As)):
+        inner, rights = _split_unless(node.pattern)
+        return (dataclasses.replace(node, pattern=inner) if rights else node), rights
+    return node, ()
+
+
 def compile_pattern(pattern, selected, relax_cross: bool = False, first_marks=None) -> Automaton:
     """The CEA of ``pattern`` projected on the ``selected`` variables (see module docstring).
     With ``relax_cross``, predicates across variables are taken as true: the automaton then
     accepts a superset of the valuations, which the caller filters (exec/post_filter.py).
     ``first_marks`` maps an AS variable to one that marks only the first event of each match of
-    its pattern (``_Builder.mark_first``), which tells a filter the repetitions of a ``+`` apart."""
+    its pattern (``_Builder.mark_first``), which tells a filter the repetitions of a ``+`` apart.
+    An UNLESS around the whole pattern gives its right sides as ``Automaton.unless``, each
+    selecting all of its events (``UNLESS_MARK``), all on one list of conditions."""
+    left, rights = _split_unless(pattern)
+    automaton = _compile(left, selected, relax_cross, first_marks, ())
+    if not rights:
+        return automaton
+    conditions = automaton.conditions
+    unless = []
+    for right in rights:
+        other = _compile(ast.As(right, UNLESS_MARK, right.span), [UNLESS_MARK], False, None, conditions)
+        conditions = other.conditions
+        unless.append(other)
+    _check_conditions(conditions, pattern)
+    return dataclasses.replace(automaton, conditions=conditions,
+                               unless=tuple(dataclasses.replace(u, conditions=conditions) for u in unless))
+
+
+def _check_conditions(conditions, pattern) -> None:
+    if len(conditions) > 64:
+        raise _limit_error(f"The pattern tests {len(conditions)} distinct conditions; at most 64 are supported",
+                           "TOO_MANY_CONDITIONS", "use fewer distinct event types and FILTER predicates",
+                           pattern)
+
+
+def _compile(pattern, selected, relax_cross: bool, first_marks, known: tuple) -> Automaton:
+    """compile_pattern's automaton of one pattern; its conditions extend ``known`` (in order)."""
     b = _Builder(relax_cross=relax_cross, first_marks=dict(first_marks or {}))
     initial = b.state()
     b.edges.append(_Edge(initial, initial))  # a match may start anywhere
     entry, exit_ = b.build(pattern)
     b.epsilon(initial, entry)
 
-    conditions: list = []
+    conditions: list = list(known)
     for e in b.edges:
         for c in sorted(e.required, key=lambda c: (isinstance(c, str), str(c))):
             if c not in conditions:
                 conditions.append(c)
-    if len(conditions) > 64:
-        raise _limit_error(f"The pattern tests {len(conditions)} distinct conditions; at most 64 are supported",
-                           "TOO_MANY_CONDITIONS", "use fewer distinct event types and FILTER predicates",
-                           pattern)
+    _check_conditions(conditions, pattern)
     selected = list(dict.fromkeys(selected))
     if len(selected) > 62:
         raise _limit_error(f"The query selects {len(selected)} variables; at most 62 are supported",

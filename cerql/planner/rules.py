@@ -242,13 +242,19 @@ def counts_positions(select: ast.Select) -> bool:
 def _check_products(pattern, text: str) -> None:
     """A FILTER across variables inside an operand of AND or ALL is refused: it holds on that
     operand's own valuation, and the engines check such FILTERs on a result's labels, where the
-    other operand's variables of the same name have joined them."""
+    other operand's variables of the same name have joined them. Inside UNLESS's right side too:
+    its automaton has no registers and no results to filter."""
     for node in ast.walk(pattern):
-        if not isinstance(node, (ast.And, ast.All)):
+        if not isinstance(node, (ast.And, ast.All, ast.Unless)):
             continue
-        for inner in ast.walk(node):
+        for inner in ast.walk(node.right if isinstance(node, ast.Unless) else node):
             if isinstance(inner, ast.Filter) and _has_cross(inner.condition):
                 leaf = next(n for n in ast.walk(inner.condition) if isinstance(n, ast.CrossPredicate))
+                if isinstance(node, ast.Unless):
+                    raise UnsupportedError.at(text, start_of(leaf.span),
+                                              "A FILTER across variables inside the right side of UNLESS is not "
+                                              "supported", "CROSS_FILTER_IN_UNLESS",
+                                              "filter the right side's events one at a time: q FILTER x[...]")
                 op = "AND" if isinstance(node, ast.And) else "ALL"
                 raise UnsupportedError.at(text, start_of(leaf.span),
                                           f"A FILTER across variables inside an operand of {op} is not supported",

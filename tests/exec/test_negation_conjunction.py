@@ -1,9 +1,9 @@
-"""NOT, AND and ALL (DESIGN.md 4.8, seed 003 section 5): hand-checked cases on both engines.
+"""NOT, AND, ALL and UNLESS (DESIGN.md 4.8, seed 003 section 5): hand-checked cases on both engines.
 
 Each case gives the results as (match_end, D) pairs, D the set of selected positions, on a
 stream whose ts is the position. The random differential tests (test_engine_vs_reference.py,
 tests/spark) draw these operators too; these are the cases whose answers are written down in
-DESIGN.md 4.8 and in seed 003's digest (G10, G11, K13-K15, K27).
+DESIGN.md 4.8 and in seed 003's digest (G10-G12, K13-K15, K18, K19, K27).
 """
 
 from __future__ import annotations
@@ -119,11 +119,52 @@ def test_cross_filter_inside_a_product_is_refused_with_its_position():
     assert err.value.error_class == "CROSS_FILTER_IN_PRODUCT" and err.value.column == 47
 
 
-def test_unless_is_checked_but_not_evaluated_yet():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unless_drops_results_whose_interval_holds_one_of_the_right_side(engine):
+    # DESIGN.md 4.8: stream A B C, (A AS a ; C AS c) UNLESS B and UNLESS A give nothing
+    # (A lies inside [0, 2]: ends included)
+    for right in ("B", "A", "C"):
+        assert len(run(f"* FROM s WHERE (A AS a ; C AS c) UNLESS {right}", typed_stream("A B C"), engine)) == 0
+    assert len(run("* FROM s WHERE (A AS a ; C AS c) UNLESS D", typed_stream("A B C"), engine)) == 1
+    # seed 003 K18 and K19, the span reading DESIGN.md chose
+    assert ends_and_sets(run("* FROM s WHERE (A ; B) UNLESS C", typed_stream("C A B"), engine)) == [(2, (1, 2))]
+    assert ends_and_sets(run("* FROM s WHERE (A ; B) UNLESS C", typed_stream("A C B A B"), engine)) == [(4, (3, 4))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_temperature_jump(engine):
+    # seed 003 G12: a jump from below 20 to above 40 with no temperature from 20 to 40 in between
+    stream = typed_stream("T T T T T", v=[10, 30, 50, 15, 45])
+    query = ("lo, hi FROM s WHERE ((T AS lo ; T AS hi) FILTER lo[v < 20] AND hi[v > 40]) "
+             "UNLESS (T FILTER T[v BETWEEN 20 AND 40])")
+    df = run(query, stream, engine)
+    assert [(r["lo"]["ts"], r["hi"]["ts"]) for r in df.to_dict("records")] == [(3, 4)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unless_applies_before_the_strategy_and_with_the_window(engine):
+    stream = typed_stream("A B A C B A B")
+    # under ALL, A ; B ends at 1, 4 and 6; UNLESS C drops those whose interval holds the C at 3
+    df = run("* FROM s WHERE (A AS a ; B AS b) UNLESS C", stream, engine)
+    assert ends_and_sets(df) == [(1, (0, 1)), (6, (5, 6))]
+    assert len(run("* FROM s WHERE A AS a ; B AS b", stream, engine)) == 6  # UNLESS leaves 2 of 6
+    # NEXT picks among what UNLESS leaves: at 4 every result holds the C, at 6 only the A at 5 is left
+    df = run("NEXT * FROM s WHERE (A AS a ; B AS b) UNLESS C", stream, engine)
+    assert ends_and_sets(df) == [(1, (0, 1)), (6, (5, 6))]
+    # CONSUME BY and UNLESS both bound where results may start
+    df = run("* FROM s WHERE (A AS a ; B+ AS b) UNLESS (C : B) ORDER BY ts CONSUME BY ANY", stream, engine)
+    assert ends_and_sets(df) == [(1, (0, 1)), (6, (5, 6))]
+
+
+def test_unless_inside_a_pattern_and_its_variables_outside_it_are_refused():
     stream = {"s": typed_stream("A B C")}
     with pytest.raises(cerql.UnsupportedError) as err:
-        cerql.run("SELECT * FROM s WHERE (A AS a ; C AS c) UNLESS B ORDER BY ts", stream)
-    assert err.value.error_class == "UNLESS_NOT_EVALUATED"
+        cerql.run("SELECT * FROM s WHERE A AS a ; (B AS b UNLESS C) ORDER BY ts", stream)
+    assert err.value.error_class == "UNLESS_NOT_AT_TOP" and err.value.column == 33
     with pytest.raises(cerql.AnalysisError) as err:
         cerql.run("SELECT b FROM s WHERE (A AS a ; C AS c) UNLESS B AS b ORDER BY ts", stream)
     assert (err.value.error_class, err.value.column) == ("UNLESS_VARIABLE_OUTSIDE", 8)
+    with pytest.raises(cerql.UnsupportedError) as err:
+        cerql.run("SELECT * FROM s WHERE (A AS a ; C AS c) UNLESS (B AS b ; B AS d FILTER d.v > b.v) ORDER BY ts",
+                  {"s": typed_stream("A B C", v=[0, 1, 2])})
+    assert err.value.error_class == "CROSS_FILTER_IN_UNLESS"

@@ -164,6 +164,9 @@ CASES = {
                 "ORDER BY ts WITHIN 4 EVENTS",
     "all_cross_filter": "SELECT * FROM s WHERE (A AS a ALL B AS b) FILTER b.price > a.price PARTITION BY [k] "
                         "WITHIN 3 [ts]",
+    "unless": "SELECT * FROM s WHERE (A AS a ; B AS b) UNLESS C PARTITION BY [k] ORDER BY ts WITHIN 6 EVENTS",
+    "unless_next": "SELECT NEXT * FROM s WHERE (A AS a ; B+ AS b) UNLESS (C FILTER C[price > 50]) PARTITION BY [k] "
+                   "WITHIN 6 [ts]",
     "aggregates_single_events": "SELECT count(a) AS na, sum(b.g) AS sb, collect_list(a.price) AS ps, "
                                 "max(b.t) AS bt FROM s WHERE (A AS a OR B AS b) ; C AS c "
                                 "PARTITION BY [k] WITHIN 3 [ts]",

@@ -25,6 +25,7 @@ class Options(NamedTuple):
     consume: bool     # CONSUME BY: an event with results consumes the positions up to it
     max_matches: int  # maxMatchesPerEvent
     first_selected: bool  # every result selects its first event (its start is its smallest position)
+    bounds_starts: bool   # the run of an UNLESS right side: it writes Events.bound instead of results
 
 
 # How the phases run_batch calls per event are compiled. numba counts a reference to every array

@@ -31,6 +31,10 @@ class Events(NamedTuple):
     starts: np.ndarray  # bool: the event starts a substream
     values: np.ndarray  # the event's window value (its position in the substream for n EVENTS)
     sides: Sides        # the registers' values of the event
+    bound: np.ndarray   # int64: the latest start of a result of an UNLESS right side ending at or
+                        # before the event, -1 for none; results of the query starting at or before
+                        # it contain that result and are dropped (DESIGN.md 4.8). The right sides'
+                        # runs (Options.bounds_starts) write it, the query's run reads it
 
 
 class Transitions(NamedTuple):
@@ -71,6 +75,10 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
     ``arena``: :class:`cerql.exec.kernel.arena.Arena`; ``out``:
     :class:`cerql.exec.kernel.enumeration.Output`.
 
+    ``events.bound`` (UNLESS): the query's run treats the positions up to ``bound[i]`` as
+    consumed from event i on (results starting there contain a result of the right side); the
+    right side's run (``options.bounds_starts``) writes it instead of results (:func:`bound_starts`).
+
     An *inert* symbol fires no transition but the TRUE gaps; when every active state is a
     fixed point of those (st[MOVING] == 0), such an event changes nothing and costs O(1). Any
     other event goes through :func:`check_room`, the stepping of its runs into ``runs.new_*``
@@ -83,7 +91,8 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
     (``runs.rk``, ``runs.rf``) and its node, and runs meet on equal (state, registers) instead of
     state.
     """
-    sym, starts, vals, sides = events.symbol, events.starts, events.values, events.sides
+    sym, starts, vals, sides, bound = events.symbol, events.starts, events.values, events.sides, events.bound
+    bounds_starts = options.bounds_starts
     windowed, amount, consume, max_matches = options.windowed, options.amount, options.consume, options.max_matches
     # the arrays as locals: reading a bundle's field in the loop would count a reference each time
     tr_first, tr_count, tr_label, tr_target, inert = dfa.first, dfa.count, dfa.label, dfa.target, dfa.inert
@@ -104,12 +113,16 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
         cutoff = v - amount
         cut[0] = cutoff
         if st[PENDING] == 0 and inert[s] and st[MOVING] == 0 and not starts[i]:
+            if not bounds_starts and bound[i] > st[CONSUMED]:
+                st[CONSUMED] = bound[i]
             st[POS] += 1
             st[CURSOR] = i + 1
             continue
         if st[PENDING] == 0:
             if starts[i]:
                 start_substream(st, runs)
+            if not bounds_starts and bound[i] > st[CONSUMED]:  # UNLESS: as if consumed up to there
+                st[CONSUMED] = bound[i]
             status = check_room(s, tr_first, tr_count, act_ds, st, arena.pos.shape[0], new_ds.shape[0], n_regs)
             if status != OK:
                 return status
@@ -174,12 +187,27 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
             st[ARENA] = used
             st[PENDING] = 1
         r0 = st[NRES]
-        if st[FINALS] > 0:  # else no run ends a result here, and the call would cost more than the event
+        if st[FINALS] > 0 and bounds_starts:
+            bound_starts(i, cutoff, bound, windowed, dfa.final, st, runs, arena)
+        elif st[FINALS] > 0:  # else no run ends a result here, and the call would cost more than the event
             status = report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out)
             if status != OK:
                 return status
         end_event(i, st[NRES] - r0 > 0 and consume, st)
     return DONE
+
+
+@njit(**PHASE)
+def bound_starts(i, cutoff, bound, windowed, ds_final, st, runs, arena):
+    """The run of an UNLESS right side at event i: the latest start of its live results ending
+    here (the greatest ``maxpos`` of a final run's node) raises ``bound[i]``. Writing no result,
+    it costs one look per final run."""
+    n_maxpos, n_maxval = arena.maxpos, arena.maxval
+    for k in range(st[NACT]):
+        node = runs.node[k]
+        if ds_final[runs.ds[k]] and alive(node, st[CONSUMED], windowed, cutoff, n_maxpos, n_maxval):
+            if n_maxpos[node] > bound[i]:
+                bound[i] = n_maxpos[node]
 
 
 @njit(**PHASE)
