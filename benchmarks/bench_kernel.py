@@ -194,6 +194,23 @@ def build_cases(windows, lengths, enum_points) -> list[Case]:
     # while the results that start at its start grow with the window (every b after a). MAX
     # stops at 10^3: every (a, b) pair is maximal, 10^5 results per closing event at 10^4.
     cases += _strategy_sweep("seq", "S3 ", "SELL AS a ; BUY AS b ; SELL AS c", windows, max_window_for_max=1_000)
+    # Negation and conjunction (issue 20, DESIGN.md 4.8) without output, against the plain
+    # sequence of the same length: UNLESS runs a second automaton ahead of the query's, AND and
+    # ALL are products of two automata; all four closed by an event that never occurs.
+    names = "a[name = 'INTC'] AND b[name = 'RIMM'] AND c[name = 'NotExists']"
+    negation = {
+        "S3'": f"SELECT * FROM stock WHERE SELL AS a ; BUY AS b ; SELL AS c FILTER {names}",
+        "UNLESS'": f"SELECT * FROM stock WHERE (SELL AS a ; BUY AS b ; SELL AS c FILTER {names}) "
+                   "UNLESS (BUY FILTER BUY[name = 'AMAT' AND price < 10])",
+        "AND'": f"SELECT * FROM stock WHERE (SELL AS a ; BUY AS b ; SELL AS c) AND (SELL ; BUY : (SELL OR BUY)+) "
+                f"FILTER {names}",
+        "ALL'": f"SELECT * FROM stock WHERE (SELL AS a ; BUY AS b) ALL SELL AS c FILTER {names}",
+        "NOT'": f"SELECT * FROM stock WHERE SELL AS a ; NOT (SELL FILTER SELL[name = 'QQQ']) AS b ; SELL AS c "
+                "FILTER a[name = 'INTC'] AND c[name = 'NotExists']",
+    }
+    for w in windows:
+        for name, query in negation.items():
+            cases.append(Case("negation", name, f"{query} WITHIN {w} EVENTS", w))
     # Registers (seed 002, 004): a comparison between single-event variables, and aggregates over
     # a Kleene variable, both checked by the kernel (runs meet on equal registers only).
     t = _seq_threshold(3, SEQ_RESULTS_AT_1E5, 100_000)
