@@ -52,6 +52,21 @@ def test_freezing_plantation(engine):
     assert ends_and_sets(df) == [(1, (0, 1)), (3, (1, 3))]
 
 
+# seed 003, Figure 1: farm sensors, T = temperature, H = humidity
+FIGURE_1 = typed_stream("T H H T H T H H T H", value=[-2, 30, 20, -1, 27, 2, 45, 50, -2, 65])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_freezing_plantation_on_the_running_stream(engine):
+    # every freezing reading with the humid one at 9, in either order: T at 5 is above 0
+    df = run("* FROM s WHERE (T ALL H) FILTER T[value < 0] AND H[value >= 60]", FIGURE_1, engine)
+    assert ends_and_sets(df) == [(9, (0, 9)), (9, (3, 9)), (9, (8, 9))]
+    # with UNLESS: no humidity of 45 or more between them rules out the first two
+    df = run("* FROM s WHERE ((T ALL H) FILTER T[value < 0] AND H[value >= 60]) UNLESS (H FILTER H[value BETWEEN 45 "
+             "AND 59])", FIGURE_1, engine)
+    assert ends_and_sets(df) == [(9, (8, 9))]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_all_under_a_filter_across_variables(engine):
     # seed 003 G10: (A AS x ALL B AS y) FILTER x.p < y.p on B(5) A(1) B(0) A(7)
