@@ -98,8 +98,8 @@ def _covered(node, variables: set[str], outer: bool = False) -> bool:
         return _covered(node.pattern, variables, outer or node.var in variables)
     if isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.And, ast.All)):
         return _covered(node.left, variables, outer) and _covered(node.right, variables, outer)
-    if isinstance(node, ast.Unless):
-        return _covered(node.left, variables, outer)
+    if isinstance(node, ast.Unless):  # its right side reads every event of the substream
+        return False
     return _covered(node.pattern, variables, outer)
 
 

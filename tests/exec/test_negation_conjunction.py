@@ -183,3 +183,12 @@ def test_unless_inside_a_pattern_and_its_variables_outside_it_are_refused():
         cerql.run("SELECT * FROM s WHERE (A AS a ; C AS c) UNLESS (B AS b ; B AS d FILTER d.v > b.v) ORDER BY ts",
                   {"s": typed_stream("A B C", v=[0, 1, 2])})
     assert err.value.error_class == "CROSS_FILTER_IN_UNLESS"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unless_sees_the_whole_substream_when_a_filter_ties_variables(engine):
+    # a.v = b.v could split the substream by v (planner/equality.py), but the C between them has
+    # another v and must still rule the match out: UNLESS's right side reads every event
+    stream = typed_stream("A C B", v=[1, 2, 1])
+    assert len(run("* FROM s WHERE (A AS a ; B AS b) UNLESS C FILTER a.v = b.v", stream, engine)) == 0
+    assert len(run("* FROM s WHERE (A AS a ; B AS b) UNLESS D FILTER a.v = b.v", stream, engine)) == 1
