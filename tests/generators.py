@@ -241,7 +241,7 @@ def table_for(query, df: pd.DataFrame) -> pa.Table:
 # --------------------------------------------------------------------------- FILTERs across variables
 @st.composite
 def cross_cases(draw):
-    inner = draw(patterns(draw(st.integers(1, 3)), 3, products=False))  # rules._check_products
+    inner = draw(patterns(draw(st.integers(1, 3)), 3))
     names = variables(inner)
     assume(names)
     cond = draw(cross_conditions(names))
@@ -249,10 +249,11 @@ def cross_cases(draw):
         text = draw(st.sampled_from(CROSS_TEXTS))
         cond = ("and", cond, ("cross", text.format(x=draw(st.sampled_from(names)), y=draw(st.sampled_from(names)))))
     node = ("filter", inner, cond)
-    where = draw(st.integers(0, 3))  # the FILTER alone, or inside a larger pattern
+    where = draw(st.integers(0, 5))  # the FILTER alone, or inside a larger pattern (an operand of ALL, AND)
     if where:
-        other = draw(patterns(1, 2, products=False))
-        node = ("seq", node, other) if where == 1 else ("or", other, node) if where == 2 else ("plus", node)
+        other = draw(patterns(1, 2))
+        node = {1: ("seq", node, other), 2: ("or", other, node), 3: ("plus", node), 4: ("all", other, node),
+                5: ("and", node, ("seq", other, other) if draw(st.booleans()) else other)}[where]
     names = variables(node)
     projection = draw(st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
     partitioned = draw(st.booleans())

@@ -139,13 +139,18 @@ def rebound_variables(pattern) -> dict[int, frozenset[str]]:
     holds on its own valuation (DESIGN.md 4.1), where a is the first A only, but a result's
     labels give a both A's, from the AS around; so the relaxed automaton gives these variables
     a private label inside the FILTER (``private_label``). Labels at a position come from its
-    atom and the AS's around that atom, so only an AS around the FILTER can add to them."""
+    atom and the AS's around that atom, so only an AS around the FILTER can add to them, or the
+    other side of an AND or ALL, whose variables label the events both sides take."""
     out: dict[int, frozenset[str]] = {}
 
     def visit(node, around: frozenset[str]) -> None:
         if isinstance(node, ast.Filter):
             out[id(node)] = around & _condition_variables(node.condition) & set(pattern_variables(node.pattern))
             visit(node.pattern, around)
+            return
+        if isinstance(node, (ast.And, ast.All)):  # the other side's labels join this side's events
+            visit(node.left, around | set(pattern_variables(node.right)))
+            visit(node.right, around | set(pattern_variables(node.left)))
             return
         if isinstance(node, ast.As):
             around = around | {node.var}
@@ -239,35 +244,26 @@ def counts_positions(select: ast.Select) -> bool:
         isinstance(n, (ast.Contiguous, ast.ContiguousPlus)) for n in ast.walk(select.pattern))
 
 
-def _check_products(pattern, text: str) -> None:
-    """A FILTER across variables inside an operand of AND or ALL is refused: it holds on that
-    operand's own valuation, and the engines check such FILTERs on a result's labels, where the
-    other operand's variables of the same name have joined them. Inside UNLESS's right side too:
-    its automaton has no registers and no results to filter."""
+def _check_unless(pattern, text: str) -> None:
+    """A FILTER across variables inside UNLESS's right side is refused: that side's automaton
+    has no registers, and no results of its own to filter."""
     for node in ast.walk(pattern):
-        if not isinstance(node, (ast.And, ast.All, ast.Unless)):
+        if not isinstance(node, ast.Unless):
             continue
-        for inner in ast.walk(node.right if isinstance(node, ast.Unless) else node):
+        for inner in ast.walk(node.right):
             if isinstance(inner, ast.Filter) and _has_cross(inner.condition):
                 leaf = next(n for n in ast.walk(inner.condition) if isinstance(n, ast.CrossPredicate))
-                if isinstance(node, ast.Unless):
-                    raise UnsupportedError.at(text, start_of(leaf.span),
-                                              "A FILTER across variables inside the right side of UNLESS is not "
-                                              "supported", "CROSS_FILTER_IN_UNLESS",
-                                              "filter the right side's events one at a time: q FILTER x[...]")
-                op = "AND" if isinstance(node, ast.And) else "ALL"
                 raise UnsupportedError.at(text, start_of(leaf.span),
-                                          f"A FILTER across variables inside an operand of {op} is not supported",
-                                          "CROSS_FILTER_IN_PRODUCT",
-                                          f"put the FILTER around the whole pattern: (p {op} q) FILTER "
-                                          f"{leaf.expr.text}")
+                                          "A FILTER across variables inside the right side of UNLESS is not "
+                                          "supported", "CROSS_FILTER_IN_UNLESS",
+                                          "filter the right side's events one at a time: q FILTER x[...]")
 
 
 def start(analysis: Analysis, partition_columns: tuple[str, ...] | None = None) -> Evaluation:
     """The Evaluation of an analyzed query before any rule: the WHERE pattern, nothing chosen.
     ``partition_columns``: PARTITION BY as resolved against the schemas (as written without)."""
     select = analysis.select
-    _check_products(select.pattern, analysis.text)
+    _check_unless(select.pattern, analysis.text)
     single = frozenset(v for v, n in analysis.cardinality.items() if n == 1)
     partition = tuple(select.partition_by) if partition_columns is None else tuple(partition_columns)
     return Evaluation(pattern=select.pattern, selected=tuple(analysis.selected), single=single,

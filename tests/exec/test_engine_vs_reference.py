@@ -221,8 +221,11 @@ def rebound_filters(draw, depth: int = 2):
     if depth > 0 and draw(st.integers(0, 2)) == 0:
         inner = draw(rebound_filters(depth - 1))
     else:
-        inner = draw(patterns(draw(st.integers(1, 3)), 2, products=False))
+        inner = draw(patterns(draw(st.integers(1, 3)), 2))
     names = variables(inner)
+    if not names:  # NOTs only
+        inner = ("as", inner, "x")
+        names = ["x"]
     v = draw(st.sampled_from(names))
     other = draw(st.sampled_from(names))
     x, y = (v, other) if draw(st.booleans()) else (other, v)
@@ -232,7 +235,7 @@ def rebound_filters(draw, depth: int = 2):
     node = ("filter", inner, cond)
     beside = draw(st.integers(0, 3))  # other events under the AS too
     if beside:
-        extra = draw(patterns(1, 1, products=False))
+        extra = draw(patterns(1, 1))
         node = ("seq", node, extra) if beside == 1 else ("seq", extra, node) if beside == 2 else ("or", node, extra)
     return ("as", node, v)
 
@@ -244,7 +247,7 @@ def rebound_cases(draw):
     if around in ("plus", "cplus"):
         node = (around, node)
     elif around in ("seq", "or"):
-        node = (around, node, draw(patterns(1, 1, products=False)))
+        node = (around, node, draw(patterns(1, 1)))
     elif around == "top":  # a FILTER over the whole pattern: registers or partitioning may take it
         node = ("filter", node, draw(cross_conditions(variables(node), 1)))
     names = variables(node)

@@ -127,11 +127,17 @@ def test_operators_nest_with_windows_and_strategies(engine):
     assert set(ends_and_sets(windowed)) < set(ends_and_sets(df))
 
 
-def test_cross_filter_inside_a_product_is_refused_with_its_position():
-    with pytest.raises(cerql.UnsupportedError) as err:
-        cerql.run("SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.v > a.v) AND (A : B) ORDER BY ts",
-                  {"s": typed_stream("A B", v=[0, 1])})
-    assert err.value.error_class == "CROSS_FILTER_IN_PRODUCT" and err.value.column == 47
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_filter_across_variables_inside_an_operand_holds_on_that_operand(engine):
+    # the right side names the A b too; the FILTER reads the left side's b only (the B), so both
+    # adjacent pairs pass: on the united labels b would hold the A as well, and 0 > 0 fails
+    stream = typed_stream("A B A B", v=[0, 1, 0, 2])
+    df = run("* FROM s WHERE (A AS a ; B AS b FILTER b.v > a.v) AND (A AS b : B)", stream, engine)
+    assert ends_and_sets(df) == [(1, (0, 1)), (3, (2, 3))]
+    assert sorted(positions(r["b"]) for r in df.to_dict("records")) == [(0, 1), (2, 3)]
+    df = run("* FROM s WHERE (A AS a ; B AS b FILTER b.v > a.v) ALL (A AS b) ORDER BY ts WITHIN 2 EVENTS",
+             stream, engine)
+    assert ends_and_sets(df) == [(1, (0, 1)), (2, (0, 1, 2)), (3, (2, 3))]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -164,6 +164,8 @@ CASES = {
                 "ORDER BY ts WITHIN 4 EVENTS",
     "all_cross_filter": "SELECT * FROM s WHERE (A AS a ALL B AS b) FILTER b.price > a.price PARTITION BY [k] "
                         "WITHIN 3 [ts]",
+    "cross_filter_in_all": "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.price > a.price) ALL (C AS b) "
+                           "PARTITION BY [k] WITHIN 3 [ts]",
     "unless": "SELECT * FROM s WHERE (A AS a ; B AS b) UNLESS C PARTITION BY [k] ORDER BY ts WITHIN 6 EVENTS",
     "unless_next": "SELECT NEXT * FROM s WHERE (A AS a ; B+ AS b) UNLESS (C FILTER C[price > 50]) PARTITION BY [k] "
                    "WITHIN 6 [ts]",
