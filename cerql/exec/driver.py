@@ -58,6 +58,7 @@ class Run:
         # writes where the results of this run may no longer start (kernel Events.bound)
         self.unless = [Run(other, "ALL", False, max_matches, windowed, amount, value_dtype, bounds_starts=True)
                        for other in automaton.unless]
+        self.no_bound = np.full(0, -1, np.int64)
         # NEXT and MAX never choose a result that another with the same first event beats (a
         # <next-greater one, a strict superset): the automaton drops those runs (Determinizer's
         # dominance). Registers decide at the end whether a result holds, and the one that beats
@@ -212,10 +213,14 @@ class Run:
     def feed(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray, sides=None, bound=None):
         """``sides``: the registers' per-event values (``RegisterSpec.sides``) when there are any.
         ``bound``: for the run of an UNLESS right side, the array it raises (kernel Events.bound)."""
-        if bound is None:
+        if bound is None and self.unless:
             bound = np.full(len(bits), -1, np.int64)
-        for other in self.unless:
-            other.feed(bits, starts, values, bound=bound)
+            for other in self.unless:
+                other.feed(bits, starts, values, bound=bound)
+        elif bound is None:  # no UNLESS: the kernel only reads -1 (an array kept across batches)
+            if len(self.no_bound) < len(bits):
+                self.no_bound = np.full(len(bits), -1, np.int64)
+            bound = self.no_bound
         sym = self._symbol_ids(np.ascontiguousarray(bits))
         events = kernel.Events(sym, np.ascontiguousarray(starts, dtype=np.bool_),
                                np.ascontiguousarray(values, dtype=self.value_dtype),

@@ -93,14 +93,9 @@ def pattern_variables(node) -> list[str]:
 
 
 def hidden_variables(node) -> set[str]:
-    """Names bound somewhere under node that it does not show (UNLESS's right sides only)."""
-    everywhere = {n.type if isinstance(n, ast.Atom) else n.var for n in ast.walk(node)
-                  if isinstance(n, ast.As) or (isinstance(n, ast.Atom) and not _negated(node, n))}
-    return everywhere - set(pattern_variables(node))
-
-
-def _negated(root, atom) -> bool:
-    return any(isinstance(n, ast.Not) and n.atom is atom for n in ast.walk(root))
+    """Names that only the right side of an UNLESS under node binds: node does not show them."""
+    inside = {v for n in ast.walk(node) if isinstance(n, ast.Unless) for v in pattern_variables(n.right)}
+    return inside - set(pattern_variables(node))
 
 
 def _positions(node) -> int:

@@ -26,7 +26,7 @@ from numba import njit
 from cerql.exec.kernel.arena import alive, chain_find
 from cerql.exec.kernel.state import (COUNT, FULL, LIVE, NEXT, NLAB, NRES, NSTART, OK, STAMP, START, TOO_MANY,
                                      TOO_MANY_CANDIDATES, candidate_limit)
-from cerql.exec.kernel.strategies import admit
+from cerql.exec.kernel.strategies import admit, next_order
 
 
 @njit(nogil=True, cache=True)
@@ -130,19 +130,6 @@ def _positions(n, pick, n_pos, n_label, n_a, into):
 
 
 @njit(nogil=True, cache=True)
-def _next_greater(x, lx, y, ly):
-    """Whether the data set x[0:lx] is <next-greater than y[0:ly] (both last event first): the
-    least position where they differ is in x."""
-    i, j = lx - 1, ly - 1
-    while i >= 0 and j >= 0:
-        if x[i] != y[j]:
-            return x[i] < y[j]
-        i -= 1
-        j -= 1
-    return i >= 0
-
-
-@njit(nogil=True, cache=True)
 def next_data_set(roots, n_roots, first, consumed, windowed, cutoff, arena, st):
     """The NEXT winner among the live paths under ``roots[0:n_roots]`` (those from start number
     ``first`` only, when it is >= 0): its positions, last event first, in ``arena.want``;
@@ -195,7 +182,7 @@ def next_data_set(roots, n_roots, first, consumed, windowed, cutoff, arena, st):
         if a_ok and b_ok:
             la = _positions(a, pick, n_pos, n_label, n_a, mine)
             lb = _positions(b, pick, n_pos, n_label, n_a, theirs)
-            pick[x] = b if _next_greater(theirs, lb, mine, la) else a
+            pick[x] = b if next_order(theirs, 0, lb, mine, 0, la) > 0 else a
         elif a_ok:
             pick[x] = a
         elif b_ok:
@@ -206,7 +193,7 @@ def next_data_set(roots, n_roots, first, consumed, windowed, cutoff, arena, st):
         if pick[r] < 0:
             continue
         lr = _positions(r, pick, n_pos, n_label, n_a, mine)
-        if m < 0 or _next_greater(mine, lr, want, m):
+        if m < 0 or next_order(mine, 0, lr, want, 0, m) > 0:
             for k in range(lr):
                 want[k] = mine[k]
             m = lr

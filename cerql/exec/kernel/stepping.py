@@ -112,17 +112,15 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
         v = vals[i]
         cutoff = v - amount
         cut[0] = cutoff
-        if st[PENDING] == 0 and inert[s] and st[MOVING] == 0 and not starts[i]:
-            if not bounds_starts and bound[i] > st[CONSUMED]:
-                st[CONSUMED] = bound[i]
-            st[POS] += 1
-            st[CURSOR] = i + 1
-            continue
         if st[PENDING] == 0:
             if starts[i]:
                 start_substream(st, runs)
             if not bounds_starts and bound[i] > st[CONSUMED]:  # UNLESS: as if consumed up to there
                 st[CONSUMED] = bound[i]
+            if inert[s] and st[MOVING] == 0 and not starts[i]:
+                st[POS] += 1
+                st[CURSOR] = i + 1
+                continue
             status = check_room(s, tr_first, tr_count, act_ds, st, arena.pos.shape[0], new_ds.shape[0], n_regs)
             if status != OK:
                 return status

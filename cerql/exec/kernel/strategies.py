@@ -1,17 +1,19 @@
-"""Selection strategies at one end event: the results NEXT, LAST and MAX keep (DESIGN.md 4.3).
+"""Selection strategies at one end event: the results NEXT and MAX keep among those written
+(DESIGN.md 4.3).
 
-Enumeration writes every candidate result of an event to the output buffer
+Enumeration writes candidate results of an event to the output buffer
 (:class:`cerql.exec.kernel.enumeration.Output`); :func:`admit` decides on each one as it is
 written, so the buffer holds the event's winners so far rather than every candidate (there can
-be exponentially many). Kept apart from enumeration because it compares finished results (their
-selected positions D), not nodes.
+be exponentially many). LAST never gets here: it searches its winner on the arena
+(kernel/selection.py), and NEXT writes only the results of its start. Kept apart from
+enumeration because it compares finished results (their selected positions D), not nodes.
 """
 
 from __future__ import annotations
 
 from numba import njit
 
-from cerql.exec.kernel.state import KMAX, KMIN, LAST, MAX, MINDEX, MSTAMP, NEXT, NLAB, NRES, POS
+from cerql.exec.kernel.state import KMAX, KMIN, MAX, MINDEX, MSTAMP, NEXT, NLAB, NRES, POS
 
 # MAX's index of the kept results' positions at one end event covers this many positions back
 # from the event (further, it turns off and every pair of results is tested, as before)
@@ -19,23 +21,20 @@ INDEX = 1 << 16
 
 
 @njit(nogil=True, cache=True)
-def _compare(lab_pos, off1, len1, off2, len2, from_smallest):
-    """-1, 0 or 1 as D1 <next D2 (from_smallest) or D1 <last D2; D is stored descending."""
-    i, j = 0, 0
-    while i < len1 and j < len2:
-        if from_smallest:
-            a, b = lab_pos[off1 + len1 - 1 - i], lab_pos[off2 + len2 - 1 - j]
-            if a != b:
-                return 1 if a < b else -1
-        else:
-            a, b = lab_pos[off1 + i], lab_pos[off2 + j]
-            if a != b:
-                return 1 if a > b else -1
-        i += 1
-        j += 1
-    if len1 == len2:
+def next_order(x, off_x, len_x, y, off_y, len_y):
+    """-1, 0 or 1 as the data set x[off_x, off_x + len_x) is <next-less than, equal to or
+    <next-greater than y[off_y, off_y + len_y) (both stored descending, last event first): the
+    least position where they differ is in the greater (DESIGN.md 4.3), and an extension by
+    later positions is greater."""
+    i, j = off_x + len_x - 1, off_y + len_y - 1
+    while i >= off_x and j >= off_y:
+        if x[i] != y[j]:
+            return 1 if x[i] < y[j] else -1
+        i -= 1
+        j -= 1
+    if len_x == len_y:
         return 0
-    return 1 if len1 > len2 else -1
+    return 1 if len_x > len_y else -1
 
 
 @njit(nogil=True, cache=True)
@@ -149,11 +148,11 @@ def _drop_contained(r0, r, out, st):
 
 @njit(nogil=True, cache=True)
 def admit(strategy, r0, out, st):
-    """Decide on the newest result (the last one written) of an event under NEXT, LAST or MAX.
+    """Decide on the newest result (the last one written) of an event under NEXT or MAX.
 
     The results kept so far for the event are always the winners among those seen, so memory
-    holds the output, not every candidate: for NEXT and LAST they share one D, the greatest
-    seen; for MAX they are the D no other seen D strictly contains (DESIGN.md 4.3).
+    holds the output, not every candidate: for NEXT they share one D, the greatest seen; for
+    MAX they are the D no other seen D strictly contains (DESIGN.md 4.3).
 
     MAX tests a result against the kept ones only where it can matter: a result can be
     strictly inside a kept one only if some kept result holds its first position, and can
@@ -169,8 +168,8 @@ def admit(strategy, r0, out, st):
             st[MINDEX] = 1
             _index(r, 1, out, st)
         return
-    if strategy == NEXT or strategy == LAST:
-        c = _compare(lab_pos, res_off[r0], res_len[r0], res_off[r], res_len[r], strategy == NEXT)
+    if strategy == NEXT:
+        c = next_order(lab_pos, res_off[r0], res_len[r0], lab_pos, res_off[r], res_len[r])
         if c > 0:  # the newest loses
             st[NRES] = r
             st[NLAB] = res_off[r]
