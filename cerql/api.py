@@ -269,14 +269,21 @@ def _evaluation_lines(evaluation: Evaluation) -> list[str]:
                      "each run carries the aggregate of the events bound so far and compares it with the constant "
                      "when it reaches a final state (when the column and the constant are numbers)"
                      + (", before the filter below" if filters else ""))
-    if filters:
-        cross = [n.expr.text for pf in filters for n in ast.walk(pf.filter.condition)
-                 if isinstance(n, ast.CrossPredicate)]
+    cross = [n.expr.text for pf in filters if pf.unless is None for n in ast.walk(pf.filter.condition)
+             if isinstance(n, ast.CrossPredicate)]
+    inside = [pf.filter for pf in filters if pf.unless is not None]
+    if cross:
         lines.append(f"predicates across variables ({', '.join(cross)}) are checked on each enumerated result "
                      "of the automaton below, which takes them as true: every result of the relaxed pattern is "
-                     "enumerated, then filtered, then CONSUME BY and the strategy apply; on Spark each "
-                     "substream is held whole until it ends")
-        if any(pf.first is not None for pf in filters):
-            lines.append("a FILTER under + or :+ is checked on each repetition: the automaton marks the first event "
-                         "of each, and every split of a result into repetitions is enumerated")
+                     "enumerated, then filtered, then CONSUME BY and the strategy apply")
+    if inside:
+        where = ", ".join(f"line {u.span.line}, column {u.span.column}" if u.span else "?" for u in inside)
+        lines.append(f"UNLESS inside the pattern ({where}) is checked on each enumerated result of the automaton "
+                     "below, which runs its left side alone: the automaton of its right side (unless inside, "
+                     "below) runs over the same events and tells where its results lie, a result is kept when "
+                     "none lies within the part of it the left side matched, then CONSUME BY and the strategy "
+                     "apply")
+    if any(pf.first is not None for pf in filters):
+        lines.append("a FILTER or UNLESS under + or :+ is checked on each repetition: the automaton marks the first "
+                     "event of each, and every split of a result into repetitions is enumerated")
     return lines

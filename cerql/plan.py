@@ -132,13 +132,16 @@ class RegisterCheck:
 
 @dataclass(frozen=True)
 class PostFilter:
-    """A FILTER with a predicate across variables that the local engine checks on each result
-    of the relaxed automaton (exec/post_filter.py; planner/rules.py ``post_filter_specs``)."""
+    """A FILTER with a predicate across variables, or an UNLESS inside the pattern, that the
+    local engine checks on each result of the relaxed automaton (exec/post_filter.py;
+    planner/rules.py ``post_filter_specs``)."""
 
-    filter: ast.Filter
+    filter: ast.Filter | ast.Unless
     marker: str                             # the label of every event of the FILTER's own match
     labels: Mapping[str, str]               # relaxed automaton's label -> the variable it stands for
     first: str | None                       # label of each repetition's first event, under + or :+
+    # an UNLESS: the index of its right side's automaton in ``Automaton.unless_inside``
+    unless: int | None = None
 
 
 @dataclass(frozen=True)

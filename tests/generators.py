@@ -3,7 +3,7 @@ tests/spark, and the CEQL text of each.
 
 A pattern is a tuple tree: ("atom", T), ("not", T, predicate text or None),
 ("seq"|"colon"|"or"|"and"|"all", l, r), ("plus"|"cplus", p), ("as", p, var),
-("filter", p, condition), ("unless", p, q) (around a whole query's pattern only); a condition is ("pred", var, text), ("cross", text)
+("filter", p, condition), ("unless", p, q); a condition is ("pred", var, text), ("cross", text)
 (a predicate across variables, written with var.col) or ("and"|"or", c1, c2). Predicates read
 an integer column ``v``.
 
@@ -126,12 +126,13 @@ BINARY = ("seq", "colon", "or", "and", "all")
 
 
 @st.composite
-def patterns(draw, leaves: int | None = None, depth: int = 4, products: bool = True):
-    """A pattern tree with at most ``leaves`` atoms and ``depth`` nested unary operators; with
-    ``products``, also AND, ALL and NOT (T) (a leaf, one in eight)."""
+def patterns(draw, leaves: int | None = None, depth: int = 4, products: bool = True, unless: bool = True):
+    """A pattern tree with at most ``leaves`` atoms (besides the right sides of UNLESS) and
+    ``depth`` nested unary operators; with ``products``, also AND, ALL, NOT (T) (a leaf, one in
+    eight) and, with ``unless`` too, UNLESS inside the pattern (its right side has none)."""
     if leaves is None:
         leaves = draw(st.integers(1, 5))
-    operators = OPERATORS + (PRODUCTS if products else [])
+    operators = OPERATORS + (PRODUCTS + ["unless"] if products and unless else PRODUCTS if products else [])
     kinds = [k for k in operators if (leaves > 1 or k not in BINARY) and (depth > 0 or k in BINARY)]
     if (leaves == 1 and (depth == 0 or draw(st.integers(0, 2)) == 0)) or not kinds:
         atom = draw(st.sampled_from(["A", "A", "B", "B", "C", "D"]))
@@ -141,8 +142,11 @@ def patterns(draw, leaves: int | None = None, depth: int = 4, products: bool = T
     kind = draw(st.sampled_from(kinds))
     if kind in BINARY:
         left = draw(st.integers(1, leaves - 1))
-        return (kind, draw(patterns(left, depth, products)), draw(patterns(leaves - left, depth, products)))
-    child = draw(patterns(leaves, depth - 1, products))
+        return (kind, draw(patterns(left, depth, products, unless)),
+                draw(patterns(leaves - left, depth, products, unless)))
+    child = draw(patterns(leaves, depth - 1, products, unless))
+    if kind == "unless":
+        return ("unless", child, draw(patterns(draw(st.integers(1, 2)), 2, products, unless=False)))
     if kind == "as":
         return ("as", child, draw(st.sampled_from(VARS)))
     if kind == "filter":
@@ -190,8 +194,8 @@ def queries(draw, strategies=STRATEGIES):
     node = draw(patterns())
     if not variables(node):  # NOTs only: name them, or SELECT would select nothing
         node = ("as", node, draw(st.sampled_from(VARS)))
-    if draw(st.integers(0, 5)) == 0:  # UNLESS, around the whole pattern (compile_pattern runs it there)
-        node = ("unless", node, draw(patterns(draw(st.integers(1, 2)), 2)))
+    if draw(st.integers(0, 5)) == 0:  # UNLESS around the whole pattern (the kernel runs it), as well as inside
+        node = ("unless", node, draw(patterns(draw(st.integers(1, 2)), 2, unless=False)))
     names = variables(node)
     projection = draw(st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
     strategy = draw(st.sampled_from(strategies))

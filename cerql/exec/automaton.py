@@ -44,6 +44,14 @@ class Automaton:
     # the right sides of a top-level ``p UNLESS q``, on the same conditions: a result of this
     # automaton is dropped when one of theirs lies inside its interval (DESIGN.md 4.8)
     unless: tuple["Automaton", ...] = ()
+    # the right sides of the UNLESS inside the pattern (planner/rules.py, in post-filter order),
+    # on the same conditions: their runs tell, per event, the latest start of a result of
+    # theirs ending there or before, which exec/post_filter.py checks the results against
+    unless_inside: tuple["Automaton", ...] = ()
+
+    def right_sides(self) -> tuple["Automaton", ...]:
+        """Every UNLESS right side's automaton: those around the pattern, then those inside."""
+        return self.unless + self.unless_inside
 
     def firing_masks(self) -> list[int] | None:
         """The condition sets some transition requires, besides the TRUE gaps: an event that
@@ -53,7 +61,7 @@ class Automaton:
         if any(not t.required and t.label for t in self.transitions):
             return None
         masks = {t.required for t in self.transitions if t.required}
-        for other in self.unless:
+        for other in self.right_sides():
             more = other.firing_masks()
             if more is None:
                 return None
@@ -80,6 +88,9 @@ class Automaton:
             lines.append(f"  {t.source} -> {t.target}  on {cond}  mark {{{marks}}}")
         for k, other in enumerate(self.unless):
             lines.append(f"unless {k} (a result is dropped when one of these lies inside it):")
+            lines += ["  " + line for line in other.describe().splitlines()]
+        for k, other in enumerate(self.unless_inside):
+            lines.append(f"unless inside {k} (where its results lie, checked against each result's part):")
             lines += ["  " + line for line in other.describe().splitlines()]
         return "\n".join(lines)
 

@@ -51,7 +51,7 @@ def inert_steps(automaton) -> int | None:
     have results), or when inert events move the initial state (the number of rows before a
     substream's first kept row is not sent, and must not matter). An inert event moves a set of automaton states to the targets of their
     TRUE transitions; that map is a union over states, so checking single states suffices."""
-    if automaton.unless:  # the right sides of UNLESS move on inert events of their own
+    if automaton.right_sides():  # the right sides of UNLESS move on inert events of their own
         return None
     true = {}
     for t in automaton.transitions:

@@ -59,6 +59,11 @@ class Run:
         self.unless = [Run(other, "ALL", False, max_matches, windowed, amount, value_dtype, bounds_starts=True)
                        for other in automaton.unless]
         self.no_bound = np.full(0, -1, np.int64)
+        # UNLESS inside the pattern: a run per right side, whose bounds become ``reach``
+        self.inside = [Run(other, "ALL", False, max_matches, windowed, amount, value_dtype, bounds_starts=True)
+                       for other in automaton.unless_inside]
+        self.reach: np.ndarray | None = None  # (right side, batch event), set by each ``feed``
+        self.reach_carry = np.full(len(self.inside), -1, np.int64)
         # NEXT and MAX never choose a result that another with the same first event beats (a
         # <next-greater one, a strict superset): the automaton drops those runs (Determinizer's
         # dominance). Registers decide at the end whether a result holds, and the one that beats
@@ -212,7 +217,10 @@ class Run:
     # -- running
     def feed(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray, sides=None, bound=None):
         """``sides``: the registers' per-event values (``RegisterSpec.sides``) when there are any.
-        ``bound``: for the run of an UNLESS right side, the array it raises (kernel Events.bound)."""
+        ``bound``: for the run of an UNLESS right side, the array it raises (kernel Events.bound).
+        With UNLESS inside the pattern, ``self.reach`` then holds the batch's ``_reach``."""
+        if self.inside:
+            self.reach = self._reach(bits, starts, values)
         if bound is None and self.unless:
             bound = np.full(len(bits), -1, np.int64)
             for other in self.unless:
@@ -256,6 +264,32 @@ class Run:
             elif status == kernel.OVERFLOW:
                 raise sum_overflow(" in a FILTER")
         return chunks
+
+    def _reach(self, bits, starts, values) -> np.ndarray:
+        """Per UNLESS inside the pattern, per event of the batch: the latest start (a position
+        in the event's substream) of a result of its right side ending at the event or before
+        it in the substream, -1 for none. A result whose part matched by the UNLESS's left side
+        spans [first, last] holds one of the right side's results exactly when the reach at
+        ``last`` is at least ``first`` (exec/post_filter.py)."""
+        n = len(bits)
+        starts = np.asarray(starts, np.bool_)
+        pos0 = int(self.st[kernel.POS])  # the position of the batch's first event, if its substream goes on
+        # the batch index of each event's substream's position 0 (negative when it began earlier)
+        base = np.maximum.accumulate(np.where(starts, np.arange(n, dtype=np.int64), -pos0))
+        none = -(1 << 62)
+        reach = np.empty((len(self.inside), n), np.int64)
+        for k, other in enumerate(self.inside):
+            bound = np.full(n, -1, np.int64)
+            other.feed(bits, starts, values, bound=bound)
+            # the running greatest start as a batch index: a substream's starts exceed every
+            # earlier substream's, so one running maximum serves them all
+            carried = self.reach_carry[k] - pos0 if self.reach_carry[k] >= 0 else none
+            at = np.where(bound >= 0, base + bound, none)
+            running = np.maximum.accumulate(np.concatenate([[carried], at]))[1:]
+            reach[k] = np.where(running >= base, running - base, -1)
+            if n:
+                self.reach_carry[k] = reach[k, -1]
+        return reach
 
     def _take(self) -> MatchChunk:
         """Copy the buffered results out and empty the buffers."""
@@ -434,6 +468,7 @@ class Matches:
 
     def __init__(self, automaton, substream, end_row, end, start, offset, length, label_pos, label_mask):
         self.automaton = automaton
+        self.reach = None  # match_batches sets the batch's Run.reach (UNLESS inside the pattern)
         self.substream, self.end_row, self.end, self.start = substream, end_row, end, start
         self.offset, self.length, self.label_pos, self.label_mask = offset, length, label_pos, label_mask
 
@@ -475,11 +510,12 @@ class Matches:
         """As :class:`cerql.exec.results.Result` values."""
         out = []
         pos, mask = self.label_pos.tolist(), self.label_mask.tolist()
+        names = {m: self.automaton.variables_of(m) for m in set(mask)}  # few distinct masks, many entries
         for k, s, e, off, ln in zip(self.substream.tolist(), self.start.tolist(), self.end.tolist(),
                                     self.offset.tolist(), self.length.tolist()):
             labels = set()
             for q in range(off, off + ln):
-                labels.update((name, pos[q]) for name in self.automaton.variables_of(mask[q]))
+                labels.update((name, pos[q]) for name in names[mask[q]])
             out.append(Result(k, s, e, frozenset(labels)))
         return out
 
@@ -508,7 +544,9 @@ def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BAT
             chunk.end_row[:] += b0  # rows of the stream
         joined = concat_chunks(chunks)
         substream = np.searchsorted(sub_starts, joined.end_row, side="right") - 1
-        yield Matches.of(automaton, substream, joined)
+        matches = Matches.of(automaton, substream, joined)
+        matches.reach = run.reach
+        yield matches
 
 
 def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> Matches:

@@ -1,4 +1,5 @@
-"""The automaton engines for queries with FILTER predicates across variables (DESIGN.md 4.7).
+"""The automaton engines for queries with FILTER predicates across variables (DESIGN.md 4.7) or
+with UNLESS inside the pattern (DESIGN.md 4.8).
 
 Input: a :class:`cerql.plan.QueryPlan` whose automaton was compiled with those predicates taken
 as true and with every variable their FILTERs read marked (planner/rules.py), and the
@@ -18,6 +19,13 @@ strategy are then applied end by end as DESIGN.md 4.3 orders them. The filter is
 pattern, so strategies choose among results that pass. A FILTER under + or :+ is checked on
 each repetition, which the relaxed automaton marks by its first event (``_owns``).
 
+An UNLESS inside the pattern is checked the same way: the relaxed automaton runs its left side
+in its place and marks the events that side matched; the automaton of its right side runs over
+the same events (``driver.Run.reach``) and gives, per event, the latest start of one of its
+results ending there or before; the part [first, last] the left side matched holds such a
+result exactly when that reach at ``last`` is at least ``first``. The reach is one integer per
+row, kept with the rows the window can reach.
+
 The cost is the relaxed pattern's: every ALL result it has is enumerated (up to
 ``kernel.candidate_limit`` at one event) and the predicates are evaluated once per result and
 combination of the variables' events. A selective predicate over a broad pattern pays for the
@@ -36,7 +44,7 @@ import pyarrow as pa
 
 from cerql import ast
 from cerql.exec import driver, kernel, reference
-from cerql.exec.results import Result, Valuation
+from cerql.exec.results import Result, Valuation, too_many_matches
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
 from cerql.plan import QueryPlan, TaskPlan
@@ -92,24 +100,41 @@ class CandidateFilter:
 
     def choose(self, k, view: reference.Substream, by_end: dict[int, list[Valuation]]) -> list[Result]:
         """The results among substream k's candidates ``by_end`` (end position -> valuations,
-        positions within the substream), checked on ``view``'s rows. Substreams come in order."""
+        positions within the substream), checked on ``view``'s rows. Substreams come in order.
+        The candidates have been through :func:`prune`, which decides an UNLESS inside the
+        pattern exactly where it is not under + or :+."""
         if k != self.substream:
             self.substream, self.consumed = k, -1
         candidates = [v for vs in by_end.values() for v in vs]
         owns = []
         for pf in self.plan.post_filters:  # each FILTER's own valuations, then its predicates at once
+            if pf.unless is not None and pf.first is None:
+                continue
             own = {id(v): _owns(pf.labels, pf.marker, pf.first, v) for v in candidates}
+            if pf.unless is not None:
+                owns.append((pf.unless, own))
+                continue
             for leaf in ast.walk(pf.filter.condition):
                 if isinstance(leaf, ast.CrossPredicate):
                     view.prepare_cross(leaf.expr.text, [o for os in own.values() for o in os])
             owns.append((pf.filter.condition, own))
         kept = {end: [v for v in valuations
-                      if all(view.holds(cond, o) for cond, own in owns for o in own[id(v)])]
+                      if all(_holds(view, check, o) for check, own in owns for o in own[id(v)])]
                 for end, valuations in by_end.items()}
         view.known.clear()  # the cache of this batch's values: memory stays with the batch
         view.count = 0
         results, self.consumed = reference.choose_from(self.plan, k, kept, self.consumed)
         return results
+
+
+def _holds(view: reference.Substream, check, own: Valuation) -> bool:
+    """A FILTER's condition on its own valuation, or (an int k) the k-th UNLESS inside the
+    pattern on its left side's match: no result of its right side lies within [start, end],
+    that is, the latest start of one ending at ``end`` or before (``view.reach``) is before
+    ``start``."""
+    if isinstance(check, int):
+        return int(view.reach[check][own.end - view.offset]) < own.start
+    return view.holds(check, own)
 
 
 def _certainly_false(cond, own_rows, table, plan, n: int):
@@ -139,12 +164,27 @@ def _certainly_false(cond, own_rows, table, plan, n: int):
     return out
 
 
-def prune(plan: TaskPlan, matches: "driver.Matches", table: pa.Table, rows: np.ndarray) -> np.ndarray:
+def _inside_unless_fails(own: np.ndarray, owner: np.ndarray, positions: np.ndarray, reach: np.ndarray,
+                         n: int) -> np.ndarray:
+    """Which candidates an UNLESS inside the pattern (not under + or :+) drops: those whose
+    left side's match (label entries ``own``) holds a result of the right side, whose latest
+    start up to the match's last event (``reach`` per label entry) is at or after its first."""
+    first = np.full(n, np.iinfo(np.int64).max, np.int64)
+    last_reach = np.full(n, -1, np.int64)
+    np.minimum.at(first, owner[own], positions[own])
+    np.maximum.at(last_reach, owner[own], reach[own])  # reach grows with the position
+    return last_reach >= first
+
+
+def prune(plan: TaskPlan, matches: "driver.Matches", table: pa.Table, rows: np.ndarray,
+          reach: np.ndarray | None = None) -> np.ndarray:
     """Which of the relaxed automaton's candidates (arrays, before they become objects) may
-    pass the FILTERs; ``rows[q]`` is the row of ``table`` of label entry q. A candidate is
-    dropped only when a FILTER over its whole own valuation (not under + or :+) is certainly
-    false on it (``_certainly_false``); the exact check decides the rest. Selective FILTERs
-    over broad patterns keep few candidates, so few become Python objects."""
+    pass the checks; ``rows[q]`` is the row of ``table`` of label entry q, and ``reach[k]`` the
+    k-th UNLESS inside's latest right-side start per row of ``table``. A candidate is dropped
+    only when a check over its whole own valuation (not under + or :+) certainly fails on it:
+    a FILTER certainly false (``_certainly_false``), an UNLESS that holds a result of its right
+    side; the exact check decides the rest. Selective FILTERs over broad patterns keep few
+    candidates, so few become Python objects."""
     n = len(matches)
     keep = np.ones(n, bool)
     if n == 0:
@@ -156,6 +196,9 @@ def prune(plan: TaskPlan, matches: "driver.Matches", table: pa.Table, rows: np.n
         if pf.first is not None or pf.marker not in bit:
             continue
         own = (mask & bit[pf.marker]) != 0
+        if pf.unless is not None:
+            keep &= ~_inside_unless_fails(own, owner, matches.label_pos, reach[pf.unless][rows], n)
+            continue
         own_rows = {}
         for var in set(pf.labels.values()):
             var_bits = sum(bit[label] for label, v in pf.labels.items() if v == var and label in bit)
@@ -168,6 +211,108 @@ def prune(plan: TaskPlan, matches: "driver.Matches", table: pa.Table, rows: np.n
     return keep
 
 
+def decided_by_prune(plan: TaskPlan) -> bool:
+    """Whether :func:`prune` decides every check and the strategy can be applied on arrays:
+    each check an UNLESS inside the pattern, not under + or :+, without CONSUME BY (which ties
+    one end's choice to the ones before) and a strategy other than MAX. The results are then
+    :func:`chosen` from the pruned candidates, and none becomes a Python object."""
+    return plan.consume == "NONE" and plan.strategy != "MAX" and all(
+        pf.unless is not None and pf.first is None for pf in plan.post_filters)
+
+
+def chosen(plan: TaskPlan, matches: "driver.Matches") -> "driver.Matches":
+    """The results among pruned candidates (:func:`decided_by_prune`): projected, then the
+    strategy end by end as reference.select_strategy applies it, on arrays: ANY keeps an end's
+    first candidate, STRICT those whose positions have no gap, NEXT and LAST those with the
+    winning data set (``_winners``). An end with more results than ``max_matches_per_event``
+    fails as on every engine."""
+    matches = projected(plan, matches)
+    n = len(matches)
+    if n == 0:
+        return matches
+    _, group, counts = np.unique(matches.end_row, return_inverse=True, return_counts=True)
+    group = group.reshape(-1)
+    keep = np.ones(n, bool)
+    if plan.strategy == "ANY":
+        keep[:] = False
+        keep[np.unique(group, return_index=True)[1]] = True
+    elif plan.strategy == "STRICT":  # positions come last first: the span is first entry - last entry
+        top = matches.label_pos[matches.offset]
+        bottom = matches.label_pos[matches.offset + matches.length - 1]
+        keep = top - bottom + 1 == matches.length
+    elif plan.strategy in ("NEXT", "LAST"):
+        keep = _winners(matches, group, plan.strategy == "NEXT")
+    kept = np.bincount(group[keep], minlength=len(counts))
+    if kept.max() > plan.max_matches_per_event:
+        raise too_many_matches(f"{int(kept.max()):,}", plan.max_matches_per_event)
+    return matches.subset(keep) if not keep.all() else matches
+
+
+def _winners(matches: "driver.Matches", group: np.ndarray, next_: bool) -> np.ndarray:
+    """Per end (``group``), the candidates whose data set is NEXT's (or LAST's) greatest:
+    d1 <next d2 when the least position of d1 ^ d2 is in d2, so walking the positions upwards
+    the first difference goes to the smaller position, and a set that ends first loses (it
+    is padded with +inf); LAST walks downwards, the larger position winning, a set that ends
+    first padded with -inf. One pass per rank, over the candidates still tied."""
+    big = np.iinfo(np.int64).max
+    pad = big if next_ else -big
+    alive = np.ones(len(matches), bool)
+    longest = int(matches.length.max())
+    for rank in range(longest):
+        idx = np.flatnonzero(alive)
+        length = matches.length[idx]
+        inside = rank < length
+        # positions come last first: the rank-th upwards is at offset + length - 1 - rank
+        at = matches.offset[idx] + (length - 1 - rank if next_ else rank)
+        value = np.where(inside, matches.label_pos[np.where(inside, at, 0)], pad)
+        best = np.full(int(group.max()) + 1, pad, np.int64)
+        (np.minimum if next_ else np.maximum).at(best, group[idx], value)
+        alive[idx] = value == best[group[idx]]
+        if not inside[alive[idx]].any():  # every set still tied has ended: they are equal
+            break
+    return alive
+
+
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(31))
+
+
+def projected(plan: TaskPlan, matches: "driver.Matches") -> "driver.Matches":
+    """The candidates as results: the labels of unselected variables (the markers) dropped,
+    then the entries left with no label, then the candidates left with no entry (they select
+    nothing, DESIGN.md 4.2), and candidates that became equal kept once. Equal candidates are
+    found by an order-free hash of their entries, then compared exactly."""
+    keep_bits = sum(label_bits(matches.automaton.labels)[v] for v in plan.selected if v in matches.automaton.labels)
+    n = len(matches)
+    mask = matches.label_mask & keep_bits
+    owner = np.repeat(np.arange(n), matches.length)
+    entry = mask != 0
+    length = np.bincount(owner[entry], minlength=n).astype(np.int64)
+    offset = np.zeros(n, np.int64)
+    np.cumsum(length[:-1], out=offset[1:])
+    pos, mask, owner = matches.label_pos[entry], mask[entry], owner[entry]
+    with np.errstate(over="ignore"):
+        mixed = pos.astype(np.uint64) * _MIX[0] ^ mask.astype(np.uint64) * _MIX[1]
+        mixed ^= mixed >> _MIX[2]
+        mixed *= _MIX[0]
+    digest = np.zeros(n, np.uint64)
+    np.add.at(digest, owner, mixed)
+    key = np.stack([matches.substream, matches.end_row, matches.start, length, digest.view(np.int64)], axis=1)
+    _, first, group = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    keep = length > 0
+    duplicate = np.ones(n, bool)
+    duplicate[first] = False
+    group = group.reshape(-1)
+
+    def entries(r: int) -> set:
+        return set(zip(pos[offset[r]:offset[r] + length[r]].tolist(), mask[offset[r]:offset[r] + length[r]].tolist()))
+
+    for r in np.flatnonzero(duplicate & keep).tolist():  # equal hashes: equal entries, unless a collision
+        keep[r] = entries(r) != entries(int(first[group[r]]))
+    out = driver.Matches(matches.automaton, matches.substream, matches.end_row, matches.end, matches.start,
+                         offset, length, pos, mask)
+    return out.subset(keep)
+
+
 def group_by_substream(results) -> dict[int, dict[int, list[Valuation]]]:
     """Results as substream -> end position -> valuations, substreams in order of appearance."""
     out: dict[int, dict[int, list[Valuation]]] = {}
@@ -178,23 +323,38 @@ def group_by_substream(results) -> dict[int, dict[int, list[Valuation]]]:
 
 def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = BATCH):
     """The query's results, one list per batch: the relaxed automaton's candidates that pass
-    the FILTERs, checked as they end (see :class:`CandidateFilter`)."""
+    the FILTERs, checked as they end (see :class:`CandidateFilter`); when :func:`prune` decides
+    every check, :class:`cerql.exec.driver.Matches` parts instead, as driver.result_batches
+    gives."""
     check = CandidateFilter(plan)
+    decided = decided_by_prune(plan)
     views: dict[int, reference.Substream] = {}
+    # per UNLESS inside the pattern, per stream row: the latest start of its right side's
+    # results up to there (driver.Run.reach), as the stream's condition bits are held whole
+    reach = np.full((len(plan.automaton.unless_inside), stream.table.num_rows), -1, np.int64)
+    b0 = 0
     for matches in driver.match_batches(relaxed(plan), stream, batch_size):
+        if matches.reach is not None:
+            reach[:, b0:b0 + matches.reach.shape[1]] = matches.reach
+            b0 += matches.reach.shape[1]
         # a label entry's stream row: its result's end row, less the positions between them
         entry_end = np.repeat(matches.end_row - matches.end, matches.length)
-        matches = matches.subset(prune(plan, matches, stream.table, entry_end + matches.label_pos))
+        matches = matches.subset(prune(plan, matches, stream.table, entry_end + matches.label_pos, reach))
+        if decided:
+            yield from chosen(plan, matches).slices(driver.RESULT_SLICE)
+            continue
         results: list[Result] = []
         for k, by_end in group_by_substream(matches.results()).items():
             if k not in views:
                 views.clear()  # substreams come in order: an earlier one has no candidates left
                 lo, hi = stream.bounds[k]
                 views[k] = reference.Substream(plan, stream, lo, hi)
+                views[k].reach = reach[:, lo:hi]
             results.extend(check.choose(k, views[k], by_end))
         yield results
 
 
 def evaluate(plan: QueryPlan, stream: Stream, batch_size: int = BATCH) -> list[Result]:
     """Every result of the query: the relaxed automaton's results that pass the FILTERs."""
-    return [r for part in result_batches(plan, stream, batch_size) for r in part]
+    return [r for part in result_batches(plan, stream, batch_size)
+            for r in (part if isinstance(part, list) else part.results())]

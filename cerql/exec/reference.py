@@ -44,15 +44,17 @@ class Substream:
         self.values = None if values is None else values[lo:hi]
         self.count = 0
         self.offset = 0  # the position of table's first row
+        self.reach = None  # UNLESS inside the pattern, for exec/post_filter.py: set by its caller
 
     @classmethod
-    def rows(cls, plan: TaskPlan, table: pa.Table, preds: dict, offset: int) -> "Substream":
+    def rows(cls, plan: TaskPlan, table: pa.Table, preds: dict, offset: int, reach=None) -> "Substream":
         """The substream's rows from position ``offset`` on, with each FILTER predicate's value
         per row: enough for ``holds`` on valuations inside them. A Spark task keeps only the
-        rows its window can still reach (exec/post_filter.py)."""
+        rows its window can still reach (exec/post_filter.py). ``reach``: per UNLESS inside
+        the pattern, per row, the latest start of its right side's results (driver.Run.reach)."""
         self = cls.__new__(cls)
         self.plan, self.n, self.atoms, self.preds, self.table = plan, None, {}, preds, table
-        self.known, self.values, self.count, self.offset = {}, None, 0, offset
+        self.known, self.values, self.count, self.offset, self.reach = {}, None, 0, offset, reach
         return self
 
     def within(self, start: int, end: int) -> bool:

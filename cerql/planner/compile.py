@@ -16,7 +16,9 @@ The construction is Thompson's, one fragment per operator, then epsilon removal:
   no variable; ``p AND q`` and ``p ALL q`` are products of the two fragments
   (``_Builder.product``); ``p UNLESS q`` around the whole pattern compiles p, and q into an
   automaton of its own on the same conditions (``Automaton.unless``), whose results the kernel
-  turns into a bound on where p's results may start (exec/kernel/stepping.py).
+  turns into a bound on where p's results may start (exec/kernel/stepping.py); an UNLESS inside
+  the pattern arrives replaced by its left side (planner/rules.py), its right side compiled the
+  same way (``Automaton.unless_inside``) for the check after enumeration (exec/post_filter.py).
 
 A fresh initial state with a TRUE self-loop lets a match start anywhere; the transitions leaving
 it mark START. Marks of unselected variables are dropped (projection), and states are paired with
@@ -111,10 +113,9 @@ class _Builder:
             return entry, exit_
         if isinstance(node, (ast.And, ast.All)):
             return self.product(node)
-        if isinstance(node, ast.Unless):  # compile_pattern takes those at the top (_split_unless)
-            raise _limit_error("UNLESS inside a pattern is not evaluated yet, only around the whole pattern",
-                               "UNLESS_NOT_AT_TOP", "write the query as (p) UNLESS (q), with the pattern whole on "
-                               "the left (a FILTER or AS around it may stay)", node)
+        if isinstance(node, ast.Unless):  # compile_pattern takes those around the pattern (_split_unless)
+            raise TypeError("an UNLESS inside the pattern is checked on enumerated results: "
+                            "planner/rules.py relaxed_automaton replaces it by its left side")
         raise TypeError(f"not a pattern node: {type(node).__name__}")  # pragma: no cover
 
     def product(self, node) -> tuple[int, int]:
@@ -247,27 +248,31 @@ def _split_unless(node) -> tuple:
     return node, ()
 
 
-def compile_pattern(pattern, selected, relax_cross: bool = False, first_marks=None) -> Automaton:
+def compile_pattern(pattern, selected, relax_cross: bool = False, first_marks=None, inside=()) -> Automaton:
     """The CEA of ``pattern`` projected on the ``selected`` variables (see module docstring).
     With ``relax_cross``, predicates across variables are taken as true: the automaton then
     accepts a superset of the valuations, which the caller filters (exec/post_filter.py).
     ``first_marks`` maps an AS variable to one that marks only the first event of each match of
     its pattern (``_Builder.mark_first``), which tells a filter the repetitions of a ``+`` apart.
     An UNLESS around the whole pattern gives its right sides as ``Automaton.unless``, each
-    selecting all of its events (``UNLESS_MARK``), all on one list of conditions."""
+    selecting all of its events (``UNLESS_MARK``), all on one list of conditions. ``inside``
+    holds the right sides of the UNLESS inside the pattern, which the caller has replaced by
+    their left sides (planner/rules.py): they become ``Automaton.unless_inside``, compiled the
+    same way."""
     left, rights = _split_unless(pattern)
     automaton = _compile(left, selected, relax_cross, first_marks, ())
-    if not rights:
+    if not rights and not inside:
         return automaton
     conditions = automaton.conditions
-    unless = []
-    for right in rights:
+    compiled = []
+    for right in rights + tuple(inside):
         other = _compile(ast.As(right, UNLESS_MARK, right.span), [UNLESS_MARK], False, None, conditions)
         conditions = other.conditions
-        unless.append(other)
+        compiled.append(other)
     _check_conditions(conditions, pattern)
-    return dataclasses.replace(automaton, conditions=conditions,
-                               unless=tuple(dataclasses.replace(u, conditions=conditions) for u in unless))
+    compiled = [dataclasses.replace(c, conditions=conditions) for c in compiled]
+    return dataclasses.replace(automaton, conditions=conditions, unless=tuple(compiled[:len(rights)]),
+                               unless_inside=tuple(compiled[len(rights):]))
 
 
 def _check_conditions(conditions, pattern) -> None:

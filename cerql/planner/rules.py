@@ -93,43 +93,48 @@ def _condition_variables(condition) -> set[str]:
     return out
 
 
-def cross_filters(pattern) -> tuple[tuple[ast.Filter, ...], frozenset[int]]:
-    """The FILTERs with a predicate across variables, and the ids of those repeated by + or :+.
+def post_checks(pattern) -> tuple[tuple, frozenset[int]]:
+    """What the local engine checks on enumerated results: the FILTERs with a predicate across
+    variables and the UNLESS inside the pattern (not around it, where the kernel runs them),
+    in the order met; and the ids of those repeated by + or :+.
 
     Filtering a result checks a FILTER on its own valuation, the result's events that the
-    FILTER's pattern matched (``relaxed_automaton`` marks them). A repeated FILTER has one
-    valuation per repetition, which the relaxed automaton tells apart by marking the first
-    event of each (exec/post_filter.py splits the FILTER's events there)."""
-    found: list[ast.Filter] = []
+    FILTER's pattern matched (``relaxed_automaton`` marks them); an UNLESS inside, on the
+    events its left side matched. A repeated one has one valuation per repetition, which the
+    relaxed automaton tells apart by marking the first event of each (exec/post_filter.py
+    splits the events there)."""
+    found: list = []
     repeated_ids: set[int] = set()
 
-    def visit(node, repeated: bool) -> None:
-        if isinstance(node, ast.Filter):
-            if _has_cross(node.condition):
-                found.append(node)
-                if repeated:
-                    repeated_ids.add(id(node))
-            visit(node.pattern, repeated)
+    def visit(node, repeated: bool, top: bool) -> None:
+        if isinstance(node, ast.Filter) and _has_cross(node.condition) or isinstance(node, ast.Unless) and not top:
+            found.append(node)
+            if repeated:
+                repeated_ids.add(id(node))
+        if isinstance(node, (ast.Filter, ast.As)):
+            visit(node.pattern, repeated, top)
         elif isinstance(node, (ast.KleenePlus, ast.ContiguousPlus)):
-            visit(node.pattern, True)
-        elif isinstance(node, ast.As):
-            visit(node.pattern, repeated)
-        elif isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.And, ast.All, ast.Unless)):
-            visit(node.left, repeated)
-            visit(node.right, repeated)
+            visit(node.pattern, True, False)
+        elif isinstance(node, ast.Unless):  # around the pattern: its left side is still around
+            visit(node.left, repeated, top)
+            visit(node.right, repeated, False)
+        elif isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.And, ast.All)):
+            visit(node.left, repeated, False)
+            visit(node.right, repeated, False)
 
-    visit(pattern, False)
+    visit(pattern, False, True)
     return tuple(found), frozenset(repeated_ids)
 
 
 def filter_marker(k: int) -> str:
-    """The variable the relaxed automaton binds to every event of the k-th post-filtered FILTER."""
+    """The variable the relaxed automaton binds to every event of the k-th post-checked
+    FILTER's match (or UNLESS's left side's)."""
     return f"__cerql_filter{k}"
 
 
 def first_marker(k: int) -> str:
     """The variable the relaxed automaton binds to the first event of each repetition of the
-    k-th post-filtered FILTER, when it is under + or :+."""
+    k-th post-checked FILTER or UNLESS, when it is under + or :+."""
     return f"__cerql_filter{k}_first"
 
 
@@ -167,17 +172,25 @@ def private_label(k: int, var: str) -> str:
     return f"__cerql_filter{k}_var_{var}"
 
 
-def post_filter_specs(filters, repeated: frozenset[int], rebound: dict[int, frozenset[str]]) -> tuple[PostFilter, ...]:
-    """One :class:`cerql.plan.PostFilter` per FILTER the local engine checks on enumerated
-    results; its labels map each label of the relaxed automaton that the FILTER's own valuation
-    reads to its variable: the variables its pattern binds, through their private label where
-    an AS around binds them again (``rebound_variables``)."""
+def post_filter_specs(checks, repeated: frozenset[int], rebound: dict[int, frozenset[str]]) -> tuple[PostFilter, ...]:
+    """One :class:`cerql.plan.PostFilter` per FILTER or UNLESS the local engine checks on
+    enumerated results (``post_checks``). A FILTER's labels map each label of the relaxed
+    automaton that its own valuation reads to its variable: the variables its pattern binds,
+    through their private label where an AS around binds them again (``rebound_variables``).
+    An UNLESS reads no variable: its check is where its right side's results lie, from the
+    automaton's k-th ``unless_inside`` run, k counting the UNLESS in order."""
     specs = []
-    for k, f in enumerate(filters):
-        private = rebound.get(id(f), frozenset())
-        labels = {v: v for v in pattern_variables(f.pattern) if v not in private}
+    inside = 0
+    for k, node in enumerate(checks):
+        first = first_marker(k) if id(node) in repeated else None
+        if isinstance(node, ast.Unless):
+            specs.append(PostFilter(node, filter_marker(k), {}, first, unless=inside))
+            inside += 1
+            continue
+        private = rebound.get(id(node), frozenset())
+        labels = {v: v for v in pattern_variables(node.pattern) if v not in private}
         labels.update((private_label(k, v), v) for v in sorted(private))
-        specs.append(PostFilter(f, filter_marker(k), labels, first_marker(k) if id(f) in repeated else None))
+        specs.append(PostFilter(node, filter_marker(k), labels, first))
     return tuple(specs)
 
 
@@ -193,9 +206,10 @@ def _rewritten(node, wrap):
 
 
 def _marked(node, markers: dict[int, str], private: dict[int, dict[str, str]]):
-    """The pattern with each FILTER in ``markers`` (by identity) wrapped in ``AS marker``, and
-    inside each FILTER in ``private`` every atom of type v and every ``AS v`` wrapped in ``AS
-    private[id][v]``, so that label holds the events v gets inside that FILTER."""
+    """The pattern with each FILTER in ``markers`` (by identity) wrapped in ``AS marker``, each
+    UNLESS in ``markers`` replaced by its left side in ``AS marker``, and inside each FILTER in
+    ``private`` every atom of type v and every ``AS v`` wrapped in ``AS private[id][v]``, so
+    that label holds the events v gets inside that FILTER."""
     def rebound(labels: dict[str, str]):
         def wrap(node, copy):
             name = node.type if isinstance(node, ast.Atom) else node.var if isinstance(node, ast.As) else None
@@ -205,37 +219,43 @@ def _marked(node, markers: dict[int, str], private: dict[int, dict[str, str]]):
     def wrap(node, copy):
         if private.get(id(node)):
             copy = dataclasses.replace(copy, pattern=_rewritten(copy.pattern, rebound(private[id(node)])))
-        return ast.As(copy, markers[id(node)]) if id(node) in markers else copy
+        if id(node) not in markers:
+            return copy
+        return ast.As(copy.left if isinstance(node, ast.Unless) else copy, markers[id(node)])
 
     return _rewritten(node, wrap)
 
 
 def pattern_automaton(pattern, selected):
     """(automaton, post-filters) of a pattern: the plain automaton when no FILTER compares
-    variables, else the relaxed one (``relaxed_automaton``) and its FILTERs
-    (``post_filter_specs``)."""
-    filters, repeated = cross_filters(pattern)
-    if not filters:
+    variables and no UNLESS is inside the pattern, else the relaxed one
+    (``relaxed_automaton``) and what its results are checked for (``post_filter_specs``)."""
+    checks, repeated = post_checks(pattern)
+    if not checks:
         return compile_pattern(pattern, selected), ()
-    specs = post_filter_specs(filters, repeated, rebound_variables(pattern))
+    specs = post_filter_specs(checks, repeated, rebound_variables(pattern))
     return relaxed_automaton(pattern, selected, specs), specs
 
 
 def relaxed_automaton(pattern, selected, specs: tuple[PostFilter, ...]):
     """The automaton the local engine filters the results of (exec/post_filter.py): predicates
-    across variables taken as true, and every event of the k-th FILTER's match bound to
-    ``filter_marker(k)``, so a result tells which of its events are that FILTER's own valuation
-    (and whether the FILTER's pattern took part at all); under + or :+ the first event of each
-    repetition is also bound to ``first_marker(k)``, and the events of a variable an AS around
-    the FILTER binds again to its ``private_label``. It marks the selected variables, the
-    markers and every variable the FILTERs read or bind."""
+    across variables taken as true, each UNLESS inside the pattern replaced by its left side,
+    and every event of the k-th check's match bound to ``filter_marker(k)``, so a result tells
+    which of its events are that FILTER's own valuation or that UNLESS's left side's match (and
+    whether it took part at all); under + or :+ the first event of each repetition is also
+    bound to ``first_marker(k)``, and the events of a variable an AS around the FILTER binds
+    again to its ``private_label``. It marks the selected variables, the markers and every
+    variable the FILTERs read or bind; the UNLESS's right sides become its ``unless_inside``."""
     markers = {id(s.filter): s.marker for s in specs}
     firsts = {s.marker: s.first for s in specs if s.first is not None}
     private = {id(s.filter): {v: label for label, v in s.labels.items() if label != v} for s in specs}
-    extra = {v for s in specs for v in _condition_variables(s.filter.condition) | set(s.labels)}
+    filters = [s.filter for s in specs if s.unless is None]
+    extra = {v for f in filters for v in _condition_variables(f.condition)} | {v for s in specs for v in s.labels}
     hidden = [s.marker for s in specs] + list(firsts.values())
     marked = list(selected) + sorted(extra - set(selected)) + hidden
-    return compile_pattern(_marked(pattern, markers, private), marked, relax_cross=True, first_marks=firsts)
+    inside = tuple(s.filter.right for s in specs if s.unless is not None)
+    return compile_pattern(_marked(pattern, markers, private), marked, relax_cross=True, first_marks=firsts,
+                           inside=inside)
 
 
 def counts_positions(select: ast.Select) -> bool:
@@ -245,8 +265,8 @@ def counts_positions(select: ast.Select) -> bool:
 
 
 def _check_unless(pattern, text: str) -> None:
-    """A FILTER across variables inside UNLESS's right side is refused: that side's automaton
-    has no registers, and no results of its own to filter."""
+    """Refused inside UNLESS's right side: a FILTER across variables (that side's automaton
+    has no registers, and no results of its own to filter) and another UNLESS."""
     for node in ast.walk(pattern):
         if not isinstance(node, ast.Unless):
             continue
@@ -257,6 +277,12 @@ def _check_unless(pattern, text: str) -> None:
                                           "A FILTER across variables inside the right side of UNLESS is not "
                                           "supported", "CROSS_FILTER_IN_UNLESS",
                                           "filter the right side's events one at a time: q FILTER x[...]")
+            if isinstance(inner, ast.Unless):
+                raise UnsupportedError.at(text, start_of(inner.span),
+                                          "UNLESS inside the right side of another UNLESS is not supported",
+                                          "UNLESS_IN_UNLESS",
+                                          "the right side says what may not lie inside a result; NOT (T) "
+                                          "excludes single events from it")
 
 
 def start(analysis: Analysis, partition_columns: tuple[str, ...] | None = None) -> Evaluation:
@@ -299,7 +325,7 @@ def registers_alone(ev: Evaluation, catalog: Catalog) -> Evaluation:
     if not ev.registers:
         return ev
     reduced = without(ev.pattern, {id(leaf) for leaf in ev.register_leaves})
-    if cross_filters(reduced)[0] or not all(c.x in ev.selected and c.y in ev.selected for c in ev.registers):
+    if post_checks(reduced)[0] or not all(c.x in ev.selected and c.y in ev.selected for c in ev.registers):
         return ev
     return dataclasses.replace(ev, pattern=reduced, automaton=compile_pattern(reduced, ev.selected))
 

@@ -35,7 +35,7 @@ from cerql.exec import kernel
 from cerql.exec.bits import inert_steps, label_bits
 from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec import output
-from cerql.exec.post_filter import CandidateFilter, group_by_substream, prune
+from cerql.exec.post_filter import CandidateFilter, chosen, decided_by_prune, group_by_substream, prune
 from cerql.exec.post_filter import relaxed as post_filter_relaxed
 from cerql.exec.reference import Substream
 from cerql.exec.results import MatchChunk
@@ -45,6 +45,7 @@ from cerql.plan import TaskPlan
 BITS_COLUMN = "__cerql_bits"
 POSITION_COLUMN = "__cerql_pos"  # a row's number in the task's sorted input, when Spark dropped inert rows
 RISING_COLUMN = "__cerql_rising"  # the sums known to rise over the whole input (RegisterSpec.rise)
+REACH_COLUMN = "__cerql_reach"  # + k: the k-th UNLESS inside the pattern's reach per row (driver.Run.reach)
 
 
 class MatchTask:
@@ -116,6 +117,9 @@ class MatchTask:
         bits = table.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)  # same bits, unsigned
         sides = self.run.registers.sides(table) if plan.registers else None
         chunks = self.run.feed(bits, starts, values, sides)
+        if self.run.reach is not None:  # kept with the rows, for the check of later results
+            for k, reach in enumerate(self.run.reach):
+                table = table.append_column(f"{REACH_COLUMN}{k}", pa.array(reach, pa.int64()))
 
         kept = self.kept if (self.kept is not None and not starts[0]) else None
         n_kept = kept.num_rows if kept is not None else 0
@@ -142,7 +146,12 @@ class MatchTask:
         # a substream is named by the batch row it starts at, -1 for the one going on from before
         matches = Matches(self.plan.automaton, sub_start[end], end, endpos, start, off, length, lab_pos, lab_mask)
         entry_rows = self._row_index(np.repeat(end, length), lab_pos, sub_start, n_kept)
-        matches = matches.subset(prune(self.plan, matches, combined, entry_rows))
+        inside = len(self.plan.automaton.unless_inside)
+        reach = np.array([combined.column(f"{REACH_COLUMN}{k}").to_numpy() for k in range(inside)],
+                         np.int64).reshape(inside, combined.num_rows)
+        matches = matches.subset(prune(self.plan, matches, combined, entry_rows, reach))
+        if decided_by_prune(self.plan):  # the pruned candidates are the results, in the kernel's layout
+            return [chosen(self.plan, matches).chunk()]
         first_pos = self.next_pos  # position of batch row 0 in the substream going on
         predicates = self._predicates(combined)  # once: each substream's view slices them
         out = []
@@ -150,7 +159,8 @@ class MatchTask:
             first = n_kept + k if k >= 0 else 0
             offset = 0 if k >= 0 else self.kept_pos0
             view = Substream.rows(self.plan, combined.slice(first),
-                                  {cond: rows[first:] for cond, rows in predicates.items()}, offset)
+                                  {cond: rows[first:] for cond, rows in predicates.items()}, offset,
+                                  reach[:, first:])
             results = self.check.choose(int(serial[k]) if k >= 0 else begun, view, by_end)
             if results:
                 shift = k if k >= 0 else -first_pos  # batch row of a position

@@ -177,11 +177,76 @@ def test_unless_applies_before_the_strategy_and_with_the_window(engine):
     assert ends_and_sets(df) == [(1, (0, 1)), (6, (5, 6))]
 
 
-def test_unless_inside_a_pattern_and_its_variables_outside_it_are_refused():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unless_inside_a_pattern_reads_the_interval_of_its_own_part(engine):
+    # the D at 1 lies between A and B: outside (B ; C)'s interval [2, 3], inside the whole [0, 3]
+    stream = typed_stream("A D B C")
+    assert ends_and_sets(run("* FROM s WHERE A AS a ; (B AS b ; C AS c UNLESS D)", stream, engine)) == [(3, (0, 2, 3))]
+    assert ends_and_sets(run("* FROM s WHERE (A AS a ; B AS b ; C AS c) UNLESS D", stream, engine)) == []
+    # A B C B D C: B ; C at [1, 2] holds no D; [1, 5] and [3, 5] hold the D at 4
+    stream = typed_stream("A B C B D C")
+    assert ends_and_sets(run("* FROM s WHERE A AS a ; (B AS b ; C AS c UNLESS D)", stream, engine)) == [(2, (0, 1, 2))]
+    # a later part of the pattern may still reach past the D
+    df = run("* FROM s WHERE A AS a ; (B AS b ; C AS c UNLESS D) ; C AS z", stream, engine)
+    assert ends_and_sets(df) == [(5, (0, 1, 2, 5))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unless_under_kleene_plus_checks_each_repetition(engine):
+    # B C B D C B C: the repetitions B ; C without a D inside are [0, 1] and [5, 6] (the B at 2
+    # only reaches a C past the D at 3); their sequence spans the D, which lies in neither
+    stream = typed_stream("B C B D C B C")
+    df = run("* FROM s WHERE (B AS b ; C AS c UNLESS D)+", stream, engine)
+    assert ends_and_sets(df) == [(1, (0, 1)), (6, (0, 1, 5, 6)), (6, (5, 6))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unless_inside_all_and_before_the_strategy(engine):
+    # ALL's interval [0, 3] holds the C at 2, its left operand's [0, 1] does not
+    df = run("* FROM s WHERE (A AS a ; B AS b UNLESS C) ALL D AS d", typed_stream("A B C D"), engine)
+    assert ends_and_sets(df) == [(3, (0, 1, 3))]
+    assert ends_and_sets(run("* FROM s WHERE (A AS a ; B AS b UNLESS C) ALL D AS d", typed_stream("A C B D"),
+                             engine)) == []
+    # NEXT picks among what UNLESS leaves: B ; C from the B at 1 holds the D at 2
+    stream = typed_stream("A B D B C")
+    assert ends_and_sets(run("NEXT * FROM s WHERE A AS a ; (B AS b ; C AS c)", stream, engine)) == [(4, (0, 1, 4))]
+    df = run("NEXT * FROM s WHERE A AS a ; (B AS b ; C AS c UNLESS D)", stream, engine)
+    assert ends_and_sets(df) == [(4, (0, 3, 4))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unless_inside_under_each_strategy(engine):
+    # A B A D B C: B ; C from the B at 1 holds the D at 3, so every result takes the B at 4
+    stream = typed_stream("A B A D B C")
+    query = "{} * FROM s WHERE A AS a ; (B AS b ; C AS c UNLESS D)"
+    assert ends_and_sets(run(query.format("ALL"), stream, engine)) == [(5, (0, 4, 5)), (5, (2, 4, 5))]
+    assert ends_and_sets(run(query.format("NEXT"), stream, engine)) == [(5, (0, 4, 5))]
+    assert ends_and_sets(run(query.format("LAST"), stream, engine)) == [(5, (2, 4, 5))]
+    assert ends_and_sets(run(query.format("MAX"), stream, engine)) == [(5, (0, 4, 5)), (5, (2, 4, 5))]
+    assert ends_and_sets(run(query.format("STRICT"), stream, engine)) == []
+    assert len(run(query.format("ANY"), stream, engine)) == 1
+    assert ends_and_sets(run(query.format("STRICT"), typed_stream("A B C D"), engine)) == [(2, (0, 1, 2))]
+    # without the UNLESS, NEXT takes the B at 1
+    assert ends_and_sets(run("NEXT * FROM s WHERE A AS a ; (B AS b ; C AS c)", stream, engine)) == [(5, (0, 1, 5))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unless_inside_keeps_the_limit_of_matches_per_event(engine):
+    query = "SELECT * FROM s WHERE A AS a ; (B AS b UNLESS C) ORDER BY ts"
+    stream = {"s": typed_stream("A A A B")}
+    assert len(cerql.run(query, stream, engine=engine, max_matches_per_event=3)) == 3
+    with pytest.raises(cerql.ExecutionError) as err:
+        cerql.run(query, stream, engine=engine, max_matches_per_event=2)
+    assert err.value.error_class == "TOO_MANY_MATCHES_PER_EVENT"
+
+
+def test_unless_inside_a_pattern_is_checked_on_enumerated_results_and_explain_says_so():
+    text = cerql.explain("SELECT * FROM s WHERE A AS a ; (B AS b ; C AS c UNLESS D) ORDER BY ts")
+    assert "UNLESS inside the pattern" in text and "unless inside 0" in text
+
+
+def test_unless_errors():
     stream = {"s": typed_stream("A B C")}
-    with pytest.raises(cerql.UnsupportedError) as err:
-        cerql.run("SELECT * FROM s WHERE A AS a ; (B AS b UNLESS C) ORDER BY ts", stream)
-    assert err.value.error_class == "UNLESS_NOT_AT_TOP" and err.value.column == 33
     with pytest.raises(cerql.AnalysisError) as err:
         cerql.run("SELECT b FROM s WHERE (A AS a ; C AS c) UNLESS B AS b ORDER BY ts", stream)
     assert (err.value.error_class, err.value.column) == ("UNLESS_VARIABLE_OUTSIDE", 8)
@@ -189,6 +254,9 @@ def test_unless_inside_a_pattern_and_its_variables_outside_it_are_refused():
         cerql.run("SELECT * FROM s WHERE (A AS a ; C AS c) UNLESS (B AS b ; B AS d FILTER d.v > b.v) ORDER BY ts",
                   {"s": typed_stream("A B C", v=[0, 1, 2])})
     assert err.value.error_class == "CROSS_FILTER_IN_UNLESS"
+    with pytest.raises(cerql.UnsupportedError) as err:
+        cerql.run("SELECT * FROM s WHERE (A AS a ; C AS c) UNLESS (B ; (A UNLESS C)) ORDER BY ts", stream)
+    assert (err.value.error_class, err.value.line, err.value.column) == ("UNLESS_IN_UNLESS", 1, 54)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -122,6 +122,11 @@ POST_FILTERED = [  # FILTERs across variables: candidates checked as they end (e
     "ORDER BY ts WITHIN 7 EVENTS",
     "SELECT LAST b FROM s WHERE SELL AS a ; BUY AS b FILTER b.price * 2 > a.price ORDER BY ts "
     "WITHIN 4 EVENTS CONSUME BY ANY",
+    # UNLESS inside the pattern: checked on the rows kept, with each row's reach
+    "SELECT * FROM s WHERE SELL AS a ; ((BUY AS b ; BUY AS c) UNLESS (SELL FILTER SELL[price > 150])) "
+    "PARTITION BY [name] ORDER BY ts WITHIN 6 EVENTS",
+    "SELECT NEXT * FROM s WHERE SELL AS a ; ((BUY AS b ; BUY) UNLESS (SELL FILTER SELL[price < 30]))+ "
+    "PARTITION BY [name] ORDER BY ts WITHIN 5 [ts]",
 ]
 
 
@@ -152,6 +157,8 @@ def test_post_filtered_task_keeps_only_rows_inside_the_window():
     """Issue 15: a Spark task held the whole substream for such FILTERs; now what the window
     can reach (WITHIN 6 EVENTS: the last 7 rows) after every batch."""
     _, _, kept = post_filtered_rows(POST_FILTERED[0], stock(3000, seed=3), 100)
+    assert max(kept) <= 7
+    _, _, kept = post_filtered_rows(POST_FILTERED[-2], stock(3000, seed=3), 100)  # UNLESS inside
     assert max(kept) <= 7
 
 

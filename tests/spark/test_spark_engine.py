@@ -169,6 +169,9 @@ CASES = {
     "unless": "SELECT * FROM s WHERE (A AS a ; B AS b) UNLESS C PARTITION BY [k] ORDER BY ts WITHIN 6 EVENTS",
     "unless_next": "SELECT NEXT * FROM s WHERE (A AS a ; B+ AS b) UNLESS (C FILTER C[price > 50]) PARTITION BY [k] "
                    "WITHIN 6 [ts]",
+    "unless_inside": "SELECT * FROM s WHERE A AS a ; ((B AS b ; B AS c) UNLESS C) PARTITION BY [k] WITHIN 5 [ts]",
+    "unless_inside_plus": "SELECT NEXT * FROM s WHERE A AS a ; ((B AS b ; A) UNLESS C)+ PARTITION BY [k] "
+                          "ORDER BY ts WITHIN 6 EVENTS",
     "aggregates_single_events": "SELECT count(a) AS na, sum(b.g) AS sb, collect_list(a.price) AS ps, "
                                 "max(b.t) AS bt FROM s WHERE (A AS a OR B AS b) ; C AS c "
                                 "PARTITION BY [k] WITHIN 3 [ts]",
