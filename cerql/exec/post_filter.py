@@ -24,7 +24,9 @@ in its place and marks the events that side matched; the automaton of its right 
 the same events (``driver.Run.reach``) and gives, per event, the latest start of one of its
 results ending there or before; the part [first, last] the left side matched holds such a
 result exactly when that reach at ``last`` is at least ``first``. The reach is one integer per
-row, kept with the rows the window can reach.
+row: a Spark task keeps it for the rows the window can reach, ``result_batches`` for the whole
+stream it reads. Outside + and :+ :func:`prune` decides it on arrays, and without CONSUME BY
+and MAX :func:`chosen` applies the strategy on arrays too, so no candidate becomes an object.
 
 The cost is the relaxed pattern's: every ALL result it has is enumerated (up to
 ``kernel.candidate_limit`` at one event) and the predicates are evaluated once per result and
