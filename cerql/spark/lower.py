@@ -204,7 +204,9 @@ def source_field(name: str, fields: list, columns) -> int | None:
 
 
 def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, spark_type):
-    """One source as the stream's hidden columns, read by position, never by name."""
+    """One source as the stream's hidden columns, read by position, never by name. The row
+    ordinal is ``monotonically_increasing_id`` on a table, a hash of the row on a stream (which
+    has no input order to read, spark/streaming.py)."""
     F = functions_for(frame)
     fields = frame.schema.fields
     frame = frame.toDF(*[f"{HIDDEN_INPUT}{k}" for k in range(len(fields))])
@@ -217,8 +219,9 @@ def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, spark_type):
         else:
             column = F.col(f"{HIDDEN_INPUT}{k}")
             columns.append((column if fields[k].dataType == target else column.cast(target)).alias(hidden))
-    return frame.select(*columns, F.lit(src.index).cast("int").alias(SOURCE_COLUMN),
-                        F.monotonically_increasing_id().alias(ORDINAL_COLUMN))
+    ordinal = (F.xxhash64(*[F.col(f"{HIDDEN_INPUT}{k}") for k in range(len(fields))]) if frame.isStreaming
+               else F.monotonically_increasing_id())
+    return frame.select(*columns, F.lit(src.index).cast("int").alias(SOURCE_COLUMN), ordinal.alias(ORDINAL_COLUMN))
 
 
 def union_frames(plan: QueryPlan, frames: Mapping):
@@ -435,12 +438,22 @@ def _renamed(schema, names: list[str]):
 
 
 # -- the whole pipeline
-def lower(plan: QueryPlan, frames: Mapping, text: str = ""):
+def lower(plan: QueryPlan, frames: Mapping, text: str = "", streaming: bool = False,
+          watermark_ms: int | None = None):
     """The lazy Spark DataFrame of the query's results (see module docstring); ``text``, the
-    query, places the errors of the expressions Spark's analyzer checks."""
-    stream = kept_rows(plan, with_rising_sums(plan, with_bits(plan, union_frames(plan, frames), text)))
-    F = functions_for(stream)
+    query, places the errors of the expressions Spark's analyzer checks. With ``streaming``
+    the sources are streams and so are the results (spark/streaming.py): a watermark of
+    ``watermark_ms`` goes on the stream before any row is dropped (when the sources have none
+    of their own: Spark allows one), no sum is known to rise (the input never ends), every row
+    of a query that counts positions is sent, and the processor of ``match_stream`` takes the
+    place of the shuffle, the sort and ``mapInArrow``."""
+    stream = union_frames(plan, frames)
     hidden = hidden_columns(plan)
+    if watermark_ms is not None:
+        stream = stream.withWatermark(hidden[plan.order_columns[0]], f"{watermark_ms} milliseconds")
+    stream = with_bits(plan, stream, text)
+    stream = kept_rows(plan, stream if streaming else with_rising_sums(plan, stream))
+    F = functions_for(stream)
     # with one source its position is always 0: the task assumes so when the column is absent
     ties = ([SOURCE_COLUMN] if len(plan.sources) > 1 else []) + [ORDINAL_COLUMN]
     extra = [RISING_COLUMN] if RISING_COLUMN in stream.columns else []
@@ -448,16 +461,22 @@ def lower(plan: QueryPlan, frames: Mapping, text: str = ""):
     stream = stream.select(*[F.col(hidden[c]) for c in keep], *[F.col(c) for c in ties + [BITS_COLUMN] + extra])
     keys = [F.col(hidden[c]) for c in plan.substream_columns]
     order = [F.col(hidden[c]) for c in plan.substream_columns + plan.order_columns] + [F.col(c) for c in ties]
-    if gap_masks(plan) is not None:  # shuffled, sorted, numbered, then pruned
+    if not streaming and gap_masks(plan) is not None:  # shuffled, sorted, numbered, then pruned
         stream = positioned_rows(plan, stream, keys, order)
         extra.append(POSITION_COLUMN)
-    else:
+    elif not streaming:
         stream = (stream.repartition(*keys) if keys else stream.repartition(1)).sortWithinPartitions(*order)
     task = task_plan(plan)
     names = keep + ties + [BITS_COLUMN] + extra
     schema = output_schema(task, _renamed(stream.schema, names))
     results = [f"{HIDDEN_RESULT}{k}" for k in range(len(schema.fields))]
-    matches = stream.mapInArrow(_matcher(task, names, results), _renamed(schema, results))
+    if streaming:
+        from cerql.spark.streaming import match_stream
+
+        matches = match_stream(task, stream, [hidden[c] for c in plan.substream_columns], names,
+                               _renamed(schema, results))
+    else:
+        matches = stream.mapInArrow(_matcher(task, names, results), _renamed(schema, results))
     p = len(plan.partition_columns)
     if plan.limit is not None:
         order = results[:p] + [results[p + 2], results[p + 1], results[p]]  # match_end, _start, _id

@@ -25,7 +25,7 @@ from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
 from cerql.planner.analyze import Analysis, analyze, check_view
 from cerql.exec.bits import firing_masks, gap_masks
 from cerql.planner.derived import derive_columns
-from cerql.spark import expressions
+from cerql.spark import expressions, streaming
 from cerql.spark.lower import arrow_schema, functions_for, lower, spark_sql
 from cerql.spark.workers import check_workers
 from cerql.planner.resolve import resolve
@@ -52,11 +52,15 @@ def _arrow_schema(text: str, source: ast.Source, frame) -> pa.Schema:
                         "cast it or leave it out with a subquery or DataFrame.select")
 
 
-def _max_matches(spark) -> int:
+def _conf(spark, key: str) -> str | None:
     try:
-        value = spark.conf.get(MAX_MATCHES_CONF, None)
+        return spark.conf.get(key, None)
     except Exception:  # noqa: BLE001 - Connect raises for unknown keys on some versions
-        value = None
+        return None
+
+
+def _max_matches(spark) -> int:
+    value = _conf(spark, MAX_MATCHES_CONF)
     return int(value) if value else MAX_MATCHES_PER_EVENT
 
 
@@ -98,7 +102,13 @@ def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
         plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark), spark=True,
                                   time_zone=spark.conf.get("spark.sql.session.timeZone"))
         check_workers(spark)  # before lower builds the mapInArrow UDF (workers.py)
-        df = lower(plan, {s.key: frames[s.key] for s in plan.sources}, text)
+        sources = {s.key: frames[s.key] for s in plan.sources}
+        spans = {s.name: start_of(s.span) for s in analysis.select.sources}
+        stream, added = streaming.is_streaming(sources, text, spans), None
+        if stream:
+            added = streaming.watermark_to_add(plan, sources, _conf(spark, streaming.ALLOWED_LATENESS_CONF), text)
+            streaming.check_state_store(_conf(spark, streaming.STATE_STORE_CONF), text)
+        df = lower(plan, sources, text, stream, added)
     except CeqlError as err:
         raise err.with_text(text)
     return analysis, plan, df

@@ -1,0 +1,297 @@
+"""CEQL over Structured Streaming (spark/streaming.py): a query over a file source, its rows cut
+into micro-batches, gives the batch query's results on the same rows; so does a query stopped
+and restarted from its checkpoint; late rows are counted, not matched; what a stream cannot
+run is a CeqlError before Spark runs anything.
+
+Rows are written as Parquet files, one per micro-batch (``maxFilesPerTrigger=1``), then rows
+a day ahead in event time, one file of them after another: the first moves the watermark past
+every row, the second makes a micro-batch in which the timers of that watermark fire. They
+are of the types the queries read, since Spark moves the watermark only with the rows the
+query reads (it pushes cerql's row filter below the watermark); results that end a day ahead
+are left out of every comparison. Results are compared without ``match_id``, which a stream
+derives from a hash of the row where a table reads its input order (docs/streaming.md); ties
+in event time are broken by ``seq``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import cerql
+from cerql.spark.streaming import ROCKSDB, STATE_STORE_CONF
+from tests.generators import cases, derandomized, query_text
+from tests.spark.compare import canonical_rows, spark_records
+
+pytestmark = pytest.mark.spark
+BASE = pd.Timestamp("2026-01-01", tz="UTC")
+
+
+@pytest.fixture(scope="module")
+def rocksdb(spark):
+    old = spark.conf.get(STATE_STORE_CONF, None)
+    spark.conf.set(STATE_STORE_CONF, ROCKSDB)
+    yield spark
+    if old is None:
+        spark.conf.unset(STATE_STORE_CONF)
+    else:
+        spark.conf.set(STATE_STORE_CONF, old)
+
+
+def trades(n: int, seed: int = 1, step: float = 0.5) -> pd.DataFrame:
+    """Trades of three names, ``step`` seconds apart with some ties, ``seq`` unique."""
+    rng = np.random.default_rng(seed)
+    seconds = np.cumsum(rng.choice([0.0, step, step, 2 * step], n))
+    return pd.DataFrame({"name": rng.choice(["A", "B", "C"], n), "type": rng.choice(["BUY", "SELL"], n),
+                         "price": rng.integers(1, 200, n).astype(float),
+                         "ts": BASE + pd.to_timedelta(seconds, unit="s"), "seq": np.arange(n)})
+
+
+def write(frame: pd.DataFrame, folder, name: str) -> None:
+    os.makedirs(folder, exist_ok=True)
+    frame.to_parquet(os.path.join(folder, f"{name}.parquet"), coerce_timestamps="us", index=False)
+
+
+def write_parts(frame: pd.DataFrame, folder, parts: int, first: int = 0) -> None:
+    for k, rows in enumerate(np.array_split(np.arange(len(frame)), parts)):
+        write(frame.iloc[rows], folder, f"part{first + k:03d}")
+
+
+DAY = (BASE + pd.Timedelta(days=1)).tz_convert(None).to_pydatetime()  # results end before
+
+
+def flush(folder, like: pd.DataFrame | None = None, types=("BUY", "SELL")) -> None:
+    """Rows a day ahead (see module docstring), one of each type in ``types``, in the columns
+    of ``like`` (its first row, retyped) or of ``trades``, in two files one day apart."""
+    for k in range(2):
+        row = trades(1).iloc[:1] if like is None else like.iloc[:1]
+        rows = pd.concat([row.assign(type=t, ts=BASE + pd.Timedelta(days=1 + k), seq=-1 - k) for t in types])
+        write(rows, folder, f"zz_flush{k}")
+
+
+def run_stream(spark, query: str, source, checkpoint, out, watermark: str | None = "2 seconds"):
+    """Run ``query`` over the files of ``source`` until none is left (availableNow), writing
+    its results to Parquet under ``out``; the query's progress per micro-batch."""
+    frame = spark.readStream.schema(spark.read.parquet(str(source)).schema).option("maxFilesPerTrigger", 1)
+    frame = frame.parquet(str(source))
+    if watermark is not None:
+        frame = frame.withWatermark("ts", watermark)
+    results = cerql.cer_sql(spark, query, s=frame)
+    assert results.isStreaming
+    q = (results.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
+         .outputMode("append").trigger(availableNow=True).start())
+    q.awaitTermination()
+    return q.recentProgress
+
+
+def stream_rows(spark, out) -> list[dict]:
+    """The results a stream wrote, but those ending a day ahead (``flush``)."""
+    if not os.path.exists(out):
+        return []
+    return [r for r in spark_records(spark.read.parquet(str(out))) if r["match_end"] < DAY]
+
+
+def batch_rows(spark, query: str, source) -> list[dict]:
+    """The batch query's results on the same files, but those ending a day ahead (``flush``)."""
+    rows = spark_records(cerql.cer_sql(spark, query, s=spark.read.parquet(str(source))))
+    return [r for r in rows if r["match_end"] < DAY]
+
+
+QUERIES = {
+    "kleene": "SELECT * FROM s WHERE SELL AS a ; BUY+ AS b ; SELL AS c FILTER a[price > 100] AND c[price < 50] "
+              "PARTITION BY [name] ORDER BY ts, seq WITHIN 5 SECONDS",
+    "next_consume": "SELECT NEXT a, c FROM s WHERE SELL AS a ; BUY AS b ; SELL AS c FILTER c.price > a.price "
+                    "PARTITION BY [name] ORDER BY ts, seq WITHIN 4 SECONDS CONSUME BY PARTITION",
+    "events_unless": "SELECT * FROM s WHERE BUY AS a ; ((SELL AS b ; SELL AS c) UNLESS (BUY FILTER BUY[price > 150])) "
+                     "ORDER BY ts, seq WITHIN 6 EVENTS",
+}
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_stream_gives_the_batch_results(rocksdb, tmp_path, name):
+    spark, query = rocksdb, QUERIES[name]
+    write_parts(trades(1200), tmp_path / "in", 4)
+    flush(tmp_path / "in")
+    progress = run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    got, want = stream_rows(spark, tmp_path / "out"), batch_rows(spark, query, tmp_path / "in")
+    assert len(want) > 20
+    assert canonical_rows(got) == canonical_rows(want)
+    assert len({r["match_id"] for r in got}) == len(got)
+    assert len(progress) >= 6 and all(p.observedMetrics["cerql"]["late_rows"] == 0 for p in progress)
+
+
+def test_stream_restarted_from_its_checkpoint_loses_and_repeats_nothing(rocksdb, tmp_path):
+    spark, query = rocksdb, QUERIES["kleene"]
+    data = trades(1200, seed=2)
+    half = len(data) // 2
+    write_parts(data.iloc[:half], tmp_path / "in", 2)
+    run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    first = stream_rows(spark, tmp_path / "out")
+    write_parts(data.iloc[half:], tmp_path / "in", 2, first=2)  # the rest arrives after the restart
+    flush(tmp_path / "in")
+    run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    got, want = stream_rows(spark, tmp_path / "out"), batch_rows(spark, query, tmp_path / "in")
+    assert 0 < len(first) < len(want)
+    assert canonical_rows(got) == canonical_rows(want)
+    assert len({r["match_id"] for r in got}) == len(got)
+
+
+def test_late_rows_are_counted_and_left_out(rocksdb, tmp_path):
+    spark, query = rocksdb, QUERIES["kleene"]
+    data = trades(900, seed=3)
+    write_parts(data.iloc[:600], tmp_path / "in", 2)
+    # a SELL, BUY, SELL run that would match, 2 minutes behind the rows before it
+    late = pd.DataFrame({"name": ["A"] * 3, "type": ["SELL", "BUY", "SELL"], "price": [150.0, 10.0, 20.0],
+                         "ts": [BASE + pd.Timedelta(seconds=s) for s in (1.1, 1.2, 1.3)], "seq": [9001, 9002, 9003]})
+    write(pd.concat([late, data.iloc[600:]]), tmp_path / "in", "part002")
+    flush(tmp_path / "in")
+    progress = run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    assert sum(p.observedMetrics["cerql"]["late_rows"] for p in progress) == 3
+    on_time = tmp_path / "on_time"
+    write_parts(data, on_time, 1)
+    assert canonical_rows(stream_rows(spark, tmp_path / "out")) == canonical_rows(batch_rows(spark, query, on_time))
+
+
+def test_watermark_from_the_conf_when_the_source_has_none(rocksdb, tmp_path):
+    spark, query = rocksdb, QUERIES["kleene"]
+    write_parts(trades(600, seed=4), tmp_path / "in", 2)
+    flush(tmp_path / "in")
+    spark.conf.set("cerql.streaming.allowedLateness", "2 seconds")
+    try:
+        run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out", watermark=None)
+    finally:
+        spark.conf.unset("cerql.streaming.allowedLateness")
+    got, want = stream_rows(spark, tmp_path / "out"), batch_rows(spark, query, tmp_path / "in")
+    assert len(want) > 0 and canonical_rows(got) == canonical_rows(want)
+
+
+# ---------------------------------------------------------------------------- errors
+def _stream(spark, tmp_path, watermark: bool = True):
+    write_parts(trades(20), tmp_path / "in", 1)
+    frame = spark.readStream.schema(spark.read.parquet(str(tmp_path / "in")).schema).parquet(str(tmp_path / "in"))
+    return frame.withWatermark("ts", "2 seconds") if watermark else frame
+
+
+@pytest.mark.parametrize("query, error_class", [
+    ("SELECT * FROM s WHERE SELL ; BUY AS b ORDER BY ts", "STREAM_NEEDS_WITHIN"),
+    ("SELECT * FROM s WHERE SELL ; BUY AS b ORDER BY ts WITHIN 5 SECONDS LIMIT 3", "LIMIT_ON_STREAM"),
+    ("SELECT * FROM s WHERE SELL ; BUY AS b ORDER BY seq WITHIN 5 EVENTS", "STREAM_ORDER_NOT_TIME"),
+])
+def test_what_a_stream_cannot_run_is_refused_before_it_runs(rocksdb, tmp_path, query, error_class):
+    with pytest.raises(cerql.CeqlError) as err:
+        cerql.cer_sql(rocksdb, query, s=_stream(rocksdb, tmp_path))
+    assert err.value.error_class == error_class and err.value.hint
+
+
+def test_a_stream_needs_a_watermark_rocksdb_and_streams_only(spark, rocksdb, tmp_path):
+    query = "SELECT * FROM s WHERE SELL ; BUY AS b ORDER BY ts WITHIN 5 SECONDS"
+    with pytest.raises(cerql.CeqlError) as err:
+        cerql.cer_sql(spark, query, s=_stream(spark, tmp_path, watermark=False))
+    assert err.value.error_class == "STREAM_NEEDS_WATERMARK" and "cerql.streaming.allowedLateness" in err.value.hint
+    with pytest.raises(cerql.CeqlError) as err:
+        cerql.cer_sql(spark, "SELECT * FROM s, t WHERE SELL ; BUY AS b ORDER BY ts WITHIN 5 SECONDS",
+                      s=_stream(spark, tmp_path), t=spark.read.parquet(str(tmp_path / "in")))
+    assert err.value.error_class == "STREAM_WITH_STATIC" and err.value.column == 18
+    spark.conf.unset(STATE_STORE_CONF)
+    try:
+        with pytest.raises(cerql.CeqlError) as err:
+            cerql.cer_sql(spark, query, s=_stream(spark, tmp_path))
+    finally:
+        spark.conf.set(STATE_STORE_CONF, ROCKSDB)
+    assert err.value.error_class == "STREAM_NEEDS_ROCKSDB" and STATE_STORE_CONF in err.value.hint
+
+
+KILLED_RUN = """
+import sys, time
+from pyspark.sql import SparkSession
+import cerql
+source, checkpoint, out, query = sys.argv[1:5]
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC")
+         .config("{conf}", "{rocksdb}").getOrCreate())
+frame = spark.readStream.schema(spark.read.parquet(source).schema).option("maxFilesPerTrigger", 1).parquet(source)
+results = cerql.cer_sql(spark, query, s=frame.withWatermark("ts", "2 seconds"))
+q = (results.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+     .trigger(processingTime="1 second").start())
+while True:  # the parent kills this process once two micro-batches are committed
+    progress = q.lastProgress
+    print(progress["batchId"] if progress else -1, flush=True)
+    time.sleep(0.5)
+""".format(conf=STATE_STORE_CONF, rocksdb=ROCKSDB)
+
+
+def test_stream_killed_in_the_middle_resumes_from_its_checkpoint(rocksdb, tmp_path):
+    """The driver process is killed (SIGKILL) while the query runs; a new one resumes from the
+    checkpoint, and the file sink's output holds every result once."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spark, query = rocksdb, QUERIES["kleene"]
+    write_parts(trades(1200, seed=5), tmp_path / "in", 6)
+    flush(tmp_path / "in")
+    args = [sys.executable, "-c", KILLED_RUN, str(tmp_path / "in"), str(tmp_path / "ck"), str(tmp_path / "out"), query]
+    child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+                             env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    deadline = time.time() + 240
+    try:
+        for line in child.stdout:
+            if int(line.strip() or -1) >= 2 or time.time() > deadline:
+                break
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    committed = [name for name in os.listdir(tmp_path / "ck" / "commits") if name.isdigit()]
+    assert 2 <= len(committed) < 8  # killed in the middle: some of the 8 micro-batches done, not all
+    run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    got, want = stream_rows(spark, tmp_path / "out"), batch_rows(spark, query, tmp_path / "in")
+    assert len(want) > 20
+    assert canonical_rows(got) == canonical_rows(want)
+
+
+@derandomized(6)
+@given(cases(strategies=["ALL", "NEXT", "LAST", "MAX", "STRICT"], max_size=40), st.integers(2, 4),
+       st.randoms(use_true_random=False))
+def test_random_query_over_a_stream_gives_the_batch_results(rocksdb, tmp_path_factory, case, parts, rng):
+    """The engine-vs-reference generator's queries (those with a window a stream takes: seconds
+    or events), their streams cut into ``parts`` micro-batches, each file's rows shuffled, and
+    some rows moved to the next file when that keeps them within the lateness bound."""
+    (node, strategy, projection, window, partitioned, consume), df = case
+    assume(window[0] in ("time", "events"))
+    query = (node, strategy, projection, window, partitioned, consume)
+    text = query_text(query).replace("ORDER BY ts", "ORDER BY ts, seq")
+    assume(len(df) > 0)
+    frame = df.assign(ts=BASE + pd.to_timedelta(df["ts"], unit="s"), seq=np.arange(len(df)))
+    try:  # examples with results only: the local engine tells, at no Spark cost
+        assume(len(cerql.run(text, {"s": frame})) > 0)
+    except cerql.CeqlError:
+        assume(False)
+    folder = tmp_path_factory.mktemp("random")
+    cuts = [0] + sorted(rng.sample(range(1, len(frame)), parts - 1)) + [len(frame)] if len(frame) > parts else [0, len(frame)]
+    files = [list(range(a, b)) for a, b in zip(cuts, cuts[1:])]
+    for k in range(len(files) - 1):  # a row 1 s or less behind the next file's rows joins it: not late
+        if files[k] and rng.random() < 0.5:
+            moved = files[k].pop()
+            if files[k + 1] and frame["ts"].iloc[files[k + 1]].min() - frame["ts"].iloc[moved] <= pd.Timedelta(seconds=1):
+                files[k + 1].insert(0, moved)
+            else:
+                files[k].append(moved)
+    for k, rows in enumerate(r for r in files if r):
+        rng.shuffle(rows)
+        write(frame.iloc[rows], folder / "in", f"part{k:03d}")
+    flush(folder / "in", like=frame, types=("A", "B", "C", "D"))
+    try:
+        run_stream(rocksdb, text, folder / "in", folder / "ck", folder / "out")
+    except cerql.CeqlError as err:  # a query the stream refuses, the batch refuses too
+        with pytest.raises(cerql.CeqlError) as batch_err:
+            batch_rows(rocksdb, text, folder / "in")
+        assert batch_err.value.error_class == err.error_class
+        return
+    got, want = stream_rows(rocksdb, folder / "out"), batch_rows(rocksdb, text, folder / "in")
+    assert canonical_rows(got) == canonical_rows(want), text
