@@ -27,10 +27,12 @@ Why this shape:
   union of the outputs is the batch result on the same rows. All of the state is in the state
   store (no Python object outlives a call), so a restart from the checkpoint goes on where the
   last committed micro-batch ended.
-- Late rows. A row whose event time is before the last watermark its key was processed to is
-  late: it is dropped, counted, and the counts of each micro-batch show in the query's
-  progress as the observed metric ``cerql.late_rows``. Spark itself drops no row (its late-row
-  filter reads an event-time column, and the stateful operator's input has none).
+- Late rows. A row whose event time is behind the watermark when it reaches its key is late:
+  it is dropped, counted, and the counts of each micro-batch show in the query's progress as
+  the observed metric ``cerql.late_rows``. Spark itself drops no row (its late-row filter
+  reads an event-time column, and the stateful operator's input has none).
+- Eviction. Under a time window a key whose rows are all further behind the watermark than
+  the window is forgotten (a timer fires then); under ``n EVENTS`` a key keeps its last rows.
 - On a stream the row ordinal that breaks ties in the ordering columns is a hash of the row
   (there is no input order to read): rows equal in every column keep one order.
 """
@@ -193,7 +195,7 @@ def unpack(names: list[str]):
     return cerql_unpack
 
 
-STATE_SCHEMA = "pending BINARY, kept BINARY, frontier LONG"
+STATE_SCHEMA = "pending BINARY, kept BINARY"
 
 
 def _processor_base():
@@ -204,8 +206,9 @@ def _processor_base():
 
 class MatchProcessor(_processor_base()):
     """The per-key state of a streaming query (see module docstring): rows waiting for the
-    watermark, the rows a later result can still reach, and the watermark (µs) the key was last
-    processed to, all in one value of the state store."""
+    watermark and the rows a later result can still reach, in one value of the state store.
+    A row behind the watermark when it arrives is late (rows are processed once the watermark
+    passes them, so it would come after rows later than it)."""
 
     def __init__(self, task: TaskPlan, names: list[str], order: list[str]):
         self.task, self.names, self.order = task, names, order
@@ -218,18 +221,29 @@ class MatchProcessor(_processor_base()):
     def _load(self):
         value = self.state.get() if self.state.exists() else None
         if value is None:
-            return None, None, -(1 << 62)
-        pending, kept, frontier = value
-        return (from_ipc(pending) if pending is not None else None,
-                from_ipc(kept) if kept is not None else None, int(frontier))
+            return None, None
+        return tuple(from_ipc(blob) if blob is not None else None for blob in value)
 
-    def _save(self, pending, kept, frontier: int) -> None:
-        self.state.update((to_ipc(pending) if pending is not None and pending.num_rows else None,
-                           to_ipc(kept) if kept is not None and kept.num_rows else None, frontier))
+    def _save(self, pending, kept) -> None:
+        """The key's rows; none at all clears its state."""
+        blobs = tuple(to_ipc(t) if t is not None and t.num_rows else None for t in (pending, kept))
+        if blobs == (None, None):
+            self.state.clear()
+        else:
+            self.state.update(blobs)
 
     def _time(self, table: pa.Table) -> np.ndarray:
         """The event time of each row, µs since the epoch."""
         return table.column(self.order[0]).cast(pa.timestamp("us", "UTC")).cast(pa.int64()).to_numpy()
+
+    def _evict(self, kept, watermark: int) -> None:
+        """With nothing pending: forget the key once its kept rows are further behind the
+        watermark than the window (a later row, at or after the watermark, cannot reach them).
+        Under ``n EVENTS`` a key keeps its last rows."""
+        window = self.task.window
+        if kept is not None and window.kind == "time" and int(self._time(kept).max()) + window.amount < watermark:
+            kept = None
+        self._save(None, kept)
 
     def _wake(self, time: np.ndarray) -> None:
         """A timer that fires once the watermark is past the earliest of these rows (µs), so
@@ -246,16 +260,16 @@ class MatchProcessor(_processor_base()):
         if not parts:
             return iter(())
         new = pa.concat_tables([p.rename_columns(self.names) for p in parts])
-        pending, kept, frontier = self._load()
+        pending, kept = self._load()
         time = self._time(new)
-        late = time < frontier
+        late = time < timerValues.getCurrentWatermarkInMs() * 1000
         if late.any():
             new = new.filter(pa.array(~late))
             time = time[~late]
         if new.num_rows:
             pending = new if pending is None else pa.concat_tables([pending, new])
             self._wake(time)
-        self._save(pending, kept, frontier)
+        self._save(pending, kept)
         if not late.any():
             return iter(())
         return iter([pd.DataFrame({RESULT_COLUMN: pd.Series([None], dtype=object),
@@ -265,17 +279,19 @@ class MatchProcessor(_processor_base()):
         import pandas as pd
 
         watermark = timerValues.getCurrentWatermarkInMs() * 1000
-        pending, kept, frontier = self._load()
+        pending, kept = self._load()
         if pending is None or pending.num_rows == 0:
-            self._save(pending, kept, max(frontier, watermark))
+            self._evict(kept, watermark)
             return iter(())
         time = self._time(pending)
         ready = time < watermark
         rest = pending.filter(pa.array(~ready))
         results, kept = self._advance(kept, pending.filter(pa.array(ready)))
-        self._save(rest, kept, max(frontier, watermark))
+        self._save(rest, kept)
         if rest.num_rows:
             self._wake(time[~ready])
+        elif kept is not None and kept.num_rows and self.task.window.kind == "time":
+            self._wake(self._time(kept) + self.task.window.amount)  # then ``_evict``
         if results is None or results.num_rows == 0:
             return iter(())
         return iter([pd.DataFrame({RESULT_COLUMN: pd.Series([to_ipc(results)], dtype=object),

@@ -96,6 +96,16 @@ def stream_rows(spark, out) -> list[dict]:
     return [r for r in spark_records(spark.read.parquet(str(out))) if r["match_end"] < DAY]
 
 
+def state_rows(spark, checkpoint) -> dict:
+    """Per key, the rows its state holds at the last commit: (pending, kept) Arrow tables or
+    None, read with Spark's state data source."""
+    from cerql.spark.streaming import from_ipc
+
+    state = spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", "cerql").load()
+    return {tuple(r["key"]): tuple(None if b is None else from_ipc(b) for b in (r["value"]["pending"], r["value"]["kept"]))
+            for r in state.collect()}
+
+
 def batch_rows(spark, query: str, source) -> list[dict]:
     """The batch query's results on the same files, but those ending a day ahead (``flush``)."""
     rows = spark_records(cerql.cer_sql(spark, query, s=spark.read.parquet(str(source))))
@@ -123,6 +133,12 @@ def test_stream_gives_the_batch_results(rocksdb, tmp_path, name):
     assert canonical_rows(got) == canonical_rows(want)
     assert len({r["match_id"] for r in got}) == len(got)
     assert len(progress) >= 6 and all(p.observedMetrics["cerql"]["late_rows"] == 0 for p in progress)
+    if name == "kleene":  # the state holds the window's rows per key, not the stream's
+        held = [t for pair in state_rows(spark, tmp_path / "ck").values() for t in pair if t is not None]
+        assert 0 < sum(t.num_rows for t in held) <= 30
+        for t in held:
+            seconds = t.column("ts").cast("int64").to_numpy() / 1e6
+            assert seconds.max() - seconds.min() <= 5
 
 
 def test_stream_restarted_from_its_checkpoint_loses_and_repeats_nothing(rocksdb, tmp_path):
