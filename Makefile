@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) -m cerql demo
+	$(PY) -m cerql demo --stream
 
 test: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q

@@ -163,6 +163,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     query failed (each failure is printed where it happened) or there was no query to run."""
     from cerql.cli.demo import run_demo  # the demo pulls in its generators only when asked
 
+    if args.stream:
+        return _stream_demo(args)
     if args.engine != "spark":
         summaries = run_demo(out=print, n_rows=args.rows, engine=args.engine, show=args.show)
     else:
@@ -174,6 +176,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
                                  spark=spark, progress=lambda: progress(spark, args.progress))
     failed = not summaries or any(s["error"] is not None for s in summaries)
     return 2 if failed else 0
+
+
+def _stream_demo(args: argparse.Namespace) -> int:
+    """``cerql demo --stream`` (cerql/cli/stream_demo.py): exit 2 when the stream's matches are
+    not the batch query's on the same trades."""
+    from cerql.cli.stream_demo import run_stream_demo
+
+    if args.engine != "spark":
+        raise CliError("--stream runs on Spark only (Structured Streaming); leave out --engine")
+    started = time.perf_counter()
+    with spark_session(parse_conf(args.conf)) as spark:
+        print(f"Spark {spark.version} ({spark.sparkContext.master}) ready in {time.perf_counter() - started:.1f} s")
+        summary = run_stream_demo(spark, out=print, n_rows=args.rows, show=args.show)
+    return 0 if summary["same_as_batch"] else 2
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -250,6 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the queries in sql/ over generated data")
     demo.add_argument("--rows", type=int, default=DEMO_ROWS, metavar="N", help=f"rows per demo stream (default {DEMO_ROWS:,})")
     demo.add_argument("--show", type=int, default=3, metavar="N", help="matches printed per query (default 3)")
+    demo.add_argument("--stream", action="store_true",
+                      help="run a query over Structured Streaming instead: trades arrive as files while it runs, "
+                      "and each micro-batch shows rows in, matches out and late rows (Spark only)")
     _spark_options(demo)
     demo.set_defaults(func=cmd_demo)
 

@@ -216,6 +216,7 @@ class MatchProcessor(_processor_base()):
     def init(self, handle) -> None:
         self.handle = handle
         self.state = handle.getValueState("cerql", STATE_SCHEMA)
+        self.matcher = None  # one MatchTask for every key of this worker (``_advance``)
 
     # -- state
     def _load(self):
@@ -311,7 +312,10 @@ class MatchProcessor(_processor_base()):
         ties = [c for c in (SOURCE_COLUMN, ORDINAL_COLUMN) if c in ready.column_names]
         order = pc.sort_indices(ready, sort_keys=[(c, "ascending") for c in self.order + ties])
         ready = ready.take(order)
-        task = MatchTask(self.task)
+        if self.matcher is None:  # its automaton is built lazily, once for all the keys
+            self.matcher = MatchTask(self.task)
+        task = self.matcher
+        task.restart()
         if kept is not None and kept.num_rows:
             task.process(kept.select(self.names))
         results = task.process(ready)

@@ -704,6 +704,19 @@ def test_spark_demo_runs_every_query_with_the_local_engine_counts(spark, capsys)
 
 
 @pytest.mark.spark
+def test_stream_demo_shows_each_micro_batch_and_agrees_with_the_batch_query(spark, capsys):
+    assert main(["demo", "--stream", "--rows", "4000", "--show", "2"]) == 0
+    out = capsys.readouterr().out
+    batches = re.findall(r"^micro-batch +(\d+): +([\d,]+) rows in, +([\d,]+) matches out, (\d+) late rows", out, re.M)
+    assert len(batches) >= 8  # one per file of trades, as they arrive
+    assert sum(int(late) for *_, late in batches) == 3
+    assert sum(int(m.replace(",", "")) for _, _, m, _ in batches) > 0
+    assert re.search(r"^[\d,]+ matches in \d+ micro-batches, 3 late rows left out; the batch query on the on-time "
+                     r"trades gives the same matches$", out, re.M)
+    assert main(["demo", "--stream", "--engine", "local"]) == 1  # Structured Streaming is Spark's
+
+
+@pytest.mark.spark
 def test_python_m_cerql_starts_its_own_quiet_spark(stock_files):
     """The one run of the real command: the CLI starts (and stops) its own session, sets
     PYSPARK_PYTHON for the workers, and keeps Spark's log off the terminal."""

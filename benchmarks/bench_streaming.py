@@ -1,0 +1,203 @@
+"""``cer_sql`` over Structured Streaming against the same query in batch, on the same rows.
+
+Input: generated stock trades (``--tickers`` names, one trade every millisecond in all, BUY or
+SELL, a price), written as ``--files`` Parquet files, then two files of rows a day ahead that
+move the watermark past every row (tests/spark/test_streaming.py's ``flush``). Output: a table
+on stdout, and the same figures with ``--json PATH``.
+
+Parts:
+
+1. **throughput**: the query over the files as a table (``cer_sql`` to the ``noop`` sink) and as
+   a stream (``readStream`` with ``maxFilesPerTrigger=1``, ``trigger(availableNow=True)``, the
+   ``noop`` sink), both timed in wall seconds, best of ``--repeat``, interleaved; the stream's
+   rows per second as a ratio of the batch query's (issue 21's target: at least 0.5);
+2. **state**: the rows the state store holds per key after each run (read with Spark's state
+   data source), against the rows that went through: it stays the window's, however long the
+   stream;
+3. **latency** (unless ``--no-latency``): a writer thread adds a file of ``--rate`` trades per
+   second stamped with the wall clock, the query runs with a one-second processing-time trigger,
+   and each micro-batch records the wall time at which it wrote matches and the event time of
+   the newest; latency is their difference (the target: at most the trigger interval plus the
+   allowed lateness, plus Spark's time per micro-batch).
+
+    .venv/bin/python benchmarks/bench_streaming.py --rows 1000000 --files 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import cerql  # noqa: E402
+from cerql.spark.streaming import ROCKSDB, STATE_STORE_CONF, from_ipc  # noqa: E402
+
+QUERY = ("SELECT * FROM trades WHERE SELL AS s ; BUY AS b ; SELL AS t "
+         "FILTER s[price > 99] AND b[price < 1] AND t[price > {t}] PARTITION BY [name] ORDER BY ts WITHIN {window}")
+BASE = pd.Timestamp("2026-01-01", tz="UTC")
+
+
+def trades(rows: int, tickers: int, seed: int = 1, start: pd.Timestamp = BASE, step_ms: float = 1.0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"name": [f"T{k}" for k in rng.integers(0, tickers, rows)],
+                         "type": rng.choice(["BUY", "SELL"], rows), "price": rng.uniform(0, 100, rows),
+                         "ts": start + pd.to_timedelta(np.arange(rows) * step_ms, unit="ms")})
+
+
+def write_files(folder: str, rows: int, files: int, tickers: int) -> None:
+    os.makedirs(folder, exist_ok=True)
+    data = trades(rows, tickers)
+    for k, part in enumerate(np.array_split(np.arange(rows), files)):
+        data.iloc[part].to_parquet(os.path.join(folder, f"part{k:04d}.parquet"), coerce_timestamps="us", index=False)
+    for k in range(2):  # a day ahead, of every type the query reads: the watermark passes every row
+        flush = pd.DataFrame({"name": ["T0", "T0"], "type": ["BUY", "SELL"], "price": [50.0, 50.0],
+                              "ts": [BASE + pd.Timedelta(days=1 + k)] * 2})
+        flush.to_parquet(os.path.join(folder, f"zz_flush{k}.parquet"), coerce_timestamps="us", index=False)
+
+
+def batch_seconds(spark, folder: str, query: str) -> float:
+    t0 = time.perf_counter()
+    cerql.cer_sql(spark, query, trades=spark.read.parquet(folder)).write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - t0
+
+
+def batch_results(spark, folder: str, query: str) -> int:
+    return cerql.cer_sql(spark, query, trades=spark.read.parquet(folder)).count()
+
+
+def stream_seconds(spark, folder: str, query: str, checkpoint: str, lateness: str):
+    schema = spark.read.parquet(folder).schema
+    frame = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(folder)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    t0 = time.perf_counter()
+    q = (cerql.cer_sql(spark, query, trades=frame.withWatermark("ts", lateness)).writeStream.format("noop")
+         .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    q.awaitTermination()
+    return time.perf_counter() - t0, q.recentProgress
+
+
+def state_rows(spark, checkpoint: str) -> tuple[int, int]:
+    """(keys, rows) the state store holds at the last commit."""
+    state = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", "cerql").load()
+    keys = rows = 0
+    for r in state.collect():
+        keys += 1
+        rows += sum(from_ipc(b).num_rows for b in (r["value"]["pending"], r["value"]["kept"]) if b is not None)
+    return keys, rows
+
+
+def latency(spark, folder: str, query: str, rate: int, seconds: int, tickers: int, lateness: str) -> list[float]:
+    """Seconds from a match's last event (stamped with the wall clock when written) to the
+    micro-batch that writes it, for each micro-batch that writes matches."""
+    os.makedirs(folder, exist_ok=True)
+    stop = threading.Event()
+
+    def writer():
+        k = 0
+        while not stop.is_set():
+            now = pd.Timestamp.now(tz="UTC")
+            part = trades(rate, tickers, seed=k, start=now - pd.Timedelta(seconds=1), step_ms=1000 / rate)
+            part.to_parquet(os.path.join(folder, f".tmp{k}"), coerce_timestamps="us", index=False)
+            os.rename(os.path.join(folder, f".tmp{k}"), os.path.join(folder, f"part{k:05d}.parquet"))
+            k += 1
+            stop.wait(1.0)
+
+    writer_thread = threading.Thread(target=writer, daemon=True)
+    writer_thread.start()
+    time.sleep(1.5)
+    delays: list[float] = []
+
+    def record(df, batch_id):
+        newest = df.agg({"match_end": "max"}).collect()[0][0]
+        if newest is not None:
+            delays.append(time.time() - newest.replace(tzinfo=__import__("datetime").timezone.utc).timestamp())
+
+    schema = spark.read.parquet(folder).schema
+    frame = spark.readStream.schema(schema).parquet(folder).withWatermark("ts", lateness)
+    checkpoint = folder + "_checkpoint"
+    q = (cerql.cer_sql(spark, query, trades=frame).writeStream.foreachBatch(record)
+         .option("checkpointLocation", checkpoint).trigger(processingTime="1 second").start())
+    time.sleep(seconds)
+    q.stop()
+    stop.set()
+    writer_thread.join()
+    return delays
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--files", type=int, default=10)
+    ap.add_argument("--tickers", type=int, default=20)
+    ap.add_argument("--window", default="1 MINUTE")
+    ap.add_argument("--closing-price", type=float, default=99.9,
+                    help="t[price > X]: 99.9 gives about 0.5 results per 1 000 trades, 99 about 5 times more")
+    ap.add_argument("--lateness", default="2 seconds")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--rate", type=int, default=5000, help="trades per second for the latency part")
+    ap.add_argument("--latency-seconds", type=int, default=40)
+    ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC")
+             .config(STATE_STORE_CONF, ROCKSDB).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    work = tempfile.mkdtemp(prefix="cerql-bench-streaming-")
+    query = QUERY.format(window=args.window, t=args.closing_price)
+    report = {"rows": args.rows, "files": args.files, "tickers": args.tickers, "query": query}
+    try:
+        folder = os.path.join(work, "in")
+        write_files(folder, args.rows, args.files, args.tickers)
+        batch_seconds(spark, folder, query)  # warm-up: workers, numba
+        batch, stream, progress = [], [], None
+        for _ in range(args.repeat):
+            batch.append(batch_seconds(spark, folder, query))
+            seconds, progress = stream_seconds(spark, folder, query, os.path.join(work, "ck"), args.lateness)
+            stream.append(seconds)
+        keys, held = state_rows(spark, os.path.join(work, "ck"))
+        report["results"] = batch_results(spark, folder, query)
+        b, s = min(batch), min(stream)
+        report.update(batch_seconds=b, stream_seconds=s, batch_rows_per_s=args.rows / b, stream_rows_per_s=args.rows / s,
+                      ratio=b / s, micro_batches=len(progress), state_keys=keys, state_rows=held,
+                      state_rows_per_batch=[sum(op.numRowsTotal for op in p.stateOperators) for p in progress])
+        print(f"# {args.rows:,} trades in {args.files} files, {args.tickers} tickers, {report['results']:,} results; "
+              f"best of {args.repeat}")
+        print(f"batch  {b:7.1f} s  {args.rows / b:12,.0f} rows/s")
+        print(f"stream {s:7.1f} s  {args.rows / s:12,.0f} rows/s  ({b / s:.2f}x the batch throughput, "
+              f"{len(progress)} micro-batches)")
+        print(f"state after the stream: {keys} keys holding {held:,} rows (of {args.rows:,} through it)")
+        for p in progress:
+            print("  micro-batch", p.batchId, p.numInputRows, "rows", dict(p.durationMs))
+        if not args.no_latency:
+            delays = latency(spark, os.path.join(work, "live"), query, args.rate, args.latency_seconds, args.tickers,
+                             args.lateness)
+            report["latency_seconds"] = delays
+            if delays:
+                print(f"latency at {args.rate:,} trades/s, 1 s trigger, {args.lateness} lateness: median "
+                      f"{np.median(delays):.1f} s, max {max(delays):.1f} s over {len(delays)} micro-batches")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=2, default=str)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
