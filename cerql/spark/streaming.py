@@ -156,6 +156,19 @@ def from_ipc(blob) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
+def spark_order(table: pa.Table, columns: list[str]) -> pa.Array:
+    """The row indices of ``table`` in the ascending order Spark sorts by ``columns`` in: NULL
+    first, NaN after every number (Arrow's own order puts them together at one end)."""
+    keys = {}
+    for k, name in enumerate(columns):
+        column = table.column(name)
+        keys[f"{k}_valid"] = pc.is_valid(column)
+        if pa.types.is_floating(column.type):
+            keys[f"{k}_nan"] = pc.fill_null(pc.is_nan(column), False)
+        keys[f"{k}"] = column
+    return pc.sort_indices(pa.table(keys), sort_keys=[(name, "ascending") for name in keys])
+
+
 def pack(key_columns: list[str]):
     """The ``mapInArrow`` function that packs each batch's rows by key (see module docstring):
     one row per key of the batch, the key's columns, then its rows as Arrow IPC."""
@@ -310,8 +323,7 @@ class MatchProcessor(_processor_base()):
         if ready.num_rows == 0:
             return None, kept
         ties = [c for c in (SOURCE_COLUMN, ORDINAL_COLUMN) if c in ready.column_names]
-        order = pc.sort_indices(ready, sort_keys=[(c, "ascending") for c in self.order + ties])
-        ready = ready.take(order)
+        ready = ready.take(spark_order(ready, self.order + ties))
         if self.matcher is None:  # its automaton is built lazily, once for all the keys
             self.matcher = MatchTask(self.task)
         task = self.matcher

@@ -311,3 +311,17 @@ def test_random_query_over_a_stream_gives_the_batch_results(rocksdb, tmp_path_fa
         return
     got, want = stream_rows(rocksdb, folder / "out"), batch_rows(rocksdb, text, folder / "in")
     assert canonical_rows(got) == canonical_rows(want), text
+
+
+def test_ready_rows_are_sorted_as_spark_sorts(spark):
+    """The processor sorts a key's ready rows itself (spark/streaming.py spark_order): NULL
+    first, NaN after every number, as Spark's sort of a batch query."""
+    import pyarrow as pa
+
+    from cerql.spark.streaming import spark_order
+
+    rows = pa.table({"x": [2.0, None, float("nan"), 1.0, -0.0, None, float("nan"), 0.5],
+                     "y": ["b", "a", None, "c", "a", None, "b", "a"], "k": list(range(8))})
+    frame = spark.createDataFrame(rows.to_pylist(), "x double, y string, k long")  # pandas would merge NULL and NaN
+    want = [r["k"] for r in frame.orderBy("x", "y", "k").collect()]
+    assert spark_order(rows, ["x", "y", "k"]).to_pylist() == want
