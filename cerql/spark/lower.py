@@ -438,21 +438,21 @@ def _renamed(schema, names: list[str]):
 
 
 # -- the whole pipeline
-def lower(plan: QueryPlan, frames: Mapping, text: str = "", streaming: bool = False,
-          watermark_ms: int | None = None):
+def lower(plan: QueryPlan, frames: Mapping, text: str = "", streaming=None):
     """The lazy Spark DataFrame of the query's results (see module docstring); ``text``, the
     query, places the errors of the expressions Spark's analyzer checks. With ``streaming``
-    the sources are streams and so are the results (spark/streaming.py): a watermark of
-    ``watermark_ms`` goes on the stream before any row is dropped (when the sources have none
-    of their own: Spark allows one), no sum is known to rise (the input never ends), every row
-    of a query that counts positions is sent, and the processor of ``match_stream`` takes the
-    place of the shuffle, the sort and ``mapInArrow``."""
+    (a :class:`cerql.spark.streaming.StreamSettings`) the sources are streams and so are the
+    results: a watermark of ``streaming.watermark_ms`` goes on the stream before any row is
+    dropped (when the sources have none of their own: Spark allows one), no sum is known to
+    rise (the input never ends), every row of a query that counts positions is sent, and the
+    processor of ``streaming.match_stream`` takes the place of the shuffle, the sort and
+    ``mapInArrow``."""
     stream = union_frames(plan, frames)
     hidden = hidden_columns(plan)
-    if watermark_ms is not None:
-        stream = stream.withWatermark(hidden[plan.order_columns[0]], f"{watermark_ms} milliseconds")
+    if streaming is not None and streaming.watermark_ms is not None:
+        stream = stream.withWatermark(hidden[plan.order_columns[0]], f"{streaming.watermark_ms} milliseconds")
     stream = with_bits(plan, stream, text)
-    stream = kept_rows(plan, stream if streaming else with_rising_sums(plan, stream))
+    stream = kept_rows(plan, stream if streaming is not None else with_rising_sums(plan, stream))
     F = functions_for(stream)
     # with one source its position is always 0: the task assumes so when the column is absent
     ties = ([SOURCE_COLUMN] if len(plan.sources) > 1 else []) + [ORDINAL_COLUMN]
@@ -461,20 +461,20 @@ def lower(plan: QueryPlan, frames: Mapping, text: str = "", streaming: bool = Fa
     stream = stream.select(*[F.col(hidden[c]) for c in keep], *[F.col(c) for c in ties + [BITS_COLUMN] + extra])
     keys = [F.col(hidden[c]) for c in plan.substream_columns]
     order = [F.col(hidden[c]) for c in plan.substream_columns + plan.order_columns] + [F.col(c) for c in ties]
-    if not streaming and gap_masks(plan) is not None:  # shuffled, sorted, numbered, then pruned
+    if streaming is None and gap_masks(plan) is not None:  # shuffled, sorted, numbered, then pruned
         stream = positioned_rows(plan, stream, keys, order)
         extra.append(POSITION_COLUMN)
-    elif not streaming:
+    elif streaming is None:
         stream = (stream.repartition(*keys) if keys else stream.repartition(1)).sortWithinPartitions(*order)
     task = task_plan(plan)
     names = keep + ties + [BITS_COLUMN] + extra
     schema = output_schema(task, _renamed(stream.schema, names))
     results = [f"{HIDDEN_RESULT}{k}" for k in range(len(schema.fields))]
-    if streaming:
+    if streaming is not None:
         from cerql.spark.streaming import match_stream
 
         matches = match_stream(task, stream, [hidden[c] for c in plan.substream_columns], names,
-                               _renamed(schema, results))
+                               _renamed(schema, results), streaming.late_rows_path)
     else:
         matches = stream.mapInArrow(_matcher(task, names, results), _renamed(schema, results))
     p = len(plan.partition_columns)

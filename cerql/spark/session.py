@@ -104,11 +104,10 @@ def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
         check_workers(spark)  # before lower builds the mapInArrow UDF (workers.py)
         sources = {s.key: frames[s.key] for s in plan.sources}
         spans = {s.name: start_of(s.span) for s in analysis.select.sources}
-        stream, added = streaming.is_streaming(sources, text, spans), None
-        if stream:
-            added = streaming.watermark_to_add(plan, sources, _conf(spark, streaming.ALLOWED_LATENESS_CONF), text)
-            streaming.check_state_store(_conf(spark, streaming.STATE_STORE_CONF), text)
-        df = lower(plan, sources, text, stream, added)
+        stream = None
+        if streaming.is_streaming(sources, text, spans):
+            stream = streaming.settings(plan, sources, lambda key: _conf(spark, key), text)
+        df = lower(plan, sources, text, stream)
     except CeqlError as err:
         raise err.with_text(text)
     return analysis, plan, df

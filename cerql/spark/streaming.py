@@ -29,7 +29,8 @@ Why this shape:
   last committed micro-batch ended.
 - Late rows. A row whose event time is behind the watermark when it reaches its key is late:
   it is dropped, counted, and the counts of each micro-batch show in the query's progress as
-  the observed metric ``cerql.late_rows``. Spark itself drops no row (its late-row filter
+  the observed metric ``cerql.late_rows``; with ``cerql.streaming.lateRowsPath`` set, the rows
+  themselves are written there too, as Parquet files. Spark itself drops no row (its late-row filter
   reads an event-time column, and the stateful operator's input has none).
 - Eviction. Under a time window a key whose rows are all further behind the watermark than
   the window is forgotten (a timer fires then); under ``n EVENTS`` a key keeps its last rows.
@@ -40,7 +41,11 @@ Why this shape:
 from __future__ import annotations
 
 import io
+import os
 import re
+import uuid
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -50,6 +55,7 @@ from cerql.errors import AnalysisError, UnsupportedError
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 
 ALLOWED_LATENESS_CONF = "cerql.streaming.allowedLateness"
+LATE_ROWS_PATH_CONF = "cerql.streaming.lateRowsPath"  # a directory the late rows are written to, too
 WATERMARK_METADATA = "spark.watermarkDelayMs"  # what withWatermark puts on its column
 ROWS_COLUMN = "__cerql_rows"      # a key's rows of one input batch, as Arrow IPC
 KEY_COLUMN = "__cerql_key"        # the one key of a query without PARTITION BY
@@ -100,6 +106,21 @@ def parse_interval_ms(value: str, text: str) -> int:
                                   "STREAM_BAD_LATENESS", "write it as a number and a unit: '10 seconds', "
                                   "'1 minute', '500 milliseconds'")
     return int(float(match.group(1)) * units[match.group(2).lower()])
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """What ``settings`` found for a query over streams, for spark/lower.py."""
+
+    watermark_ms: int | None      # the watermark cerql adds; None when the sources have theirs
+    late_rows_path: str | None    # a directory late rows are written to (LATE_ROWS_PATH_CONF)
+
+
+def settings(plan: QueryPlan, frames, conf: Callable[[str], str | None], text: str) -> StreamSettings:
+    """The checks and settings of a query over streams (``conf`` reads a Spark conf)."""
+    watermark = watermark_to_add(plan, frames, conf(ALLOWED_LATENESS_CONF), text)
+    check_state_store(conf(STATE_STORE_CONF), text)
+    return StreamSettings(watermark, conf(LATE_ROWS_PATH_CONF) or None)
 
 
 def watermark_to_add(plan: QueryPlan, frames, conf_value: str | None, text: str) -> int | None:
@@ -223,8 +244,8 @@ class MatchProcessor(_processor_base()):
     A row behind the watermark when it arrives is late (rows are processed once the watermark
     passes them, so it would come after rows later than it)."""
 
-    def __init__(self, task: TaskPlan, names: list[str], order: list[str]):
-        self.task, self.names, self.order = task, names, order
+    def __init__(self, task: TaskPlan, names: list[str], order: list[str], late_rows_path: str | None = None):
+        self.task, self.names, self.order, self.late_rows_path = task, names, order, late_rows_path
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -259,6 +280,17 @@ class MatchProcessor(_processor_base()):
             kept = None
         self._save(None, kept)
 
+    def _write_late(self, rows: pa.Table) -> None:
+        """Late rows, in the columns the query reads, as a Parquet file of their own under
+        ``late_rows_path`` when it is set. At least once: a retried task writes its file again."""
+        if not self.late_rows_path:
+            return
+        import pyarrow.parquet as pq
+
+        os.makedirs(self.late_rows_path, exist_ok=True)
+        shown = rows.select([n for n in self.names if not n.startswith("__cerql_")])
+        pq.write_table(shown, os.path.join(self.late_rows_path, f"late-{uuid.uuid4().hex}.parquet"))
+
     def _wake(self, time: np.ndarray) -> None:
         """A timer that fires once the watermark is past the earliest of these rows (µs), so
         that rows are processed as soon as the watermark passes them."""
@@ -278,6 +310,7 @@ class MatchProcessor(_processor_base()):
         time = self._time(new)
         late = time < timerValues.getCurrentWatermarkInMs() * 1000
         if late.any():
+            self._write_late(new.filter(pa.array(late)))
             new = new.filter(pa.array(~late))
             time = time[~late]
         if new.num_rows:
@@ -338,7 +371,8 @@ class MatchProcessor(_processor_base()):
         pass
 
 
-def match_stream(task: TaskPlan, stream, key_columns: list[str], names: list[str], result_schema):
+def match_stream(task: TaskPlan, stream, key_columns: list[str], names: list[str], result_schema,
+                 late_rows_path: str | None = None):
     """The streaming DataFrame of result rows (``result_schema``, the batch task's, renamed):
     packed by key, matched by :class:`MatchProcessor` per key, the late rows counted into the
     observed metric ``cerql.late_rows``, unpacked."""
@@ -349,7 +383,7 @@ def match_stream(task: TaskPlan, stream, key_columns: list[str], names: list[str
                               or [f"{KEY_COLUMN} int"]) + f", {ROWS_COLUMN} binary"
     packed = stream.mapInArrow(pack(key_columns), packed_schema)
     grouped = packed.groupBy(*(key_columns or [KEY_COLUMN]))
-    processor = MatchProcessor(task, names, list(task.order_columns))
+    processor = MatchProcessor(task, names, list(task.order_columns), late_rows_path)
     out = grouped.transformWithStateInPandas(processor, f"{RESULT_COLUMN} binary, {LATE_COLUMN} long", "Append",
                                              "EventTime")
     out = out.observe(METRICS, F.coalesce(F.sum(LATE_COLUMN), F.lit(0)).alias("late_rows"))

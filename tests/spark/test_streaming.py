@@ -166,8 +166,14 @@ def test_late_rows_are_counted_and_left_out(rocksdb, tmp_path):
                          "ts": [BASE + pd.Timedelta(seconds=s) for s in (1.1, 1.2, 1.3)], "seq": [9001, 9002, 9003]})
     write(pd.concat([late, data.iloc[600:]]), tmp_path / "in", "part002")
     flush(tmp_path / "in")
-    progress = run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    spark.conf.set("cerql.streaming.lateRowsPath", str(tmp_path / "late"))
+    try:
+        progress = run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    finally:
+        spark.conf.unset("cerql.streaming.lateRowsPath")
     assert sum(p.observedMetrics["cerql"]["late_rows"] for p in progress) == 3
+    written = pd.read_parquet(tmp_path / "late").sort_values("seq")  # the side output: the rows themselves
+    assert written["seq"].tolist() == [9001, 9002, 9003] and written["type"].tolist() == ["SELL", "BUY", "SELL"]
     on_time = tmp_path / "on_time"
     write_parts(data, on_time, 1)
     assert canonical_rows(stream_rows(spark, tmp_path / "out")) == canonical_rows(batch_rows(spark, query, on_time))
