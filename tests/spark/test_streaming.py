@@ -331,3 +331,28 @@ def test_ready_rows_are_sorted_as_spark_sorts(spark):
     frame = spark.createDataFrame(rows.to_pylist(), "x double, y string, k long")  # pandas would merge NULL and NaN
     want = [r["k"] for r in frame.orderBy("x", "y", "k").collect()]
     assert spark_order(rows, ["x", "y", "k"]).to_pylist() == want
+
+
+def test_several_streams_are_one_stream_in_event_time(rocksdb, tmp_path):
+    """``FROM sells, buys`` over two streams: their union, in event time, as in batch."""
+    spark = rocksdb
+    data = trades(800, seed=6).drop(columns="type")
+    kinds = np.random.default_rng(6).choice(["sells", "buys"], len(data))
+    query = ("SELECT * FROM sells, buys WHERE sells AS s ; buys AS b ; sells AS t FILTER s[price > 150] "
+             "AND t[price < 50] PARTITION BY [name] ORDER BY ts, seq WITHIN 4 SECONDS")
+    frames, tables = {}, {}
+    for kind in ("sells", "buys"):
+        part = data[kinds == kind]
+        write_parts(part, tmp_path / kind, 3)
+        write(part.iloc[:1].assign(ts=BASE + pd.Timedelta(days=1), seq=-1), tmp_path / kind, "zz_flush0")
+        write(part.iloc[:1].assign(ts=BASE + pd.Timedelta(days=2), seq=-2), tmp_path / kind, "zz_flush1")
+        schema = spark.read.parquet(str(tmp_path / kind)).schema
+        frames[kind] = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / kind))
+                        .withWatermark("ts", "2 seconds"))
+        tables[kind] = spark.read.parquet(str(tmp_path / kind))
+    q = (cerql.cer_sql(spark, query, **frames).writeStream.format("parquet").option("path", str(tmp_path / "out"))
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination()
+    want = [r for r in spark_records(cerql.cer_sql(spark, query, **tables)) if r["match_end"] < DAY]
+    assert len(want) > 5
+    assert canonical_rows(stream_rows(spark, tmp_path / "out")) == canonical_rows(want)
