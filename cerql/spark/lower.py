@@ -219,9 +219,21 @@ def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, spark_type):
         else:
             column = F.col(f"{HIDDEN_INPUT}{k}")
             columns.append((column if fields[k].dataType == target else column.cast(target)).alias(hidden))
-    ordinal = (F.xxhash64(*[F.col(f"{HIDDEN_INPUT}{k}") for k in range(len(fields))]) if frame.isStreaming
-               else F.monotonically_increasing_id())
+    hashed = [F.col(f"{HIDDEN_INPUT}{k}") for k, f in enumerate(fields) if _hashable(f.dataType)]
+    ordinal = F.xxhash64(*hashed) if frame.isStreaming and hashed else F.monotonically_increasing_id()
     return frame.select(*columns, F.lit(src.index).cast("int").alias(SOURCE_COLUMN), ordinal.alias(ORDINAL_COLUMN))
+
+
+def _hashable(data_type) -> bool:
+    """Whether Spark's hash functions take a column of this type (they refuse maps)."""
+    name = data_type.typeName()
+    if name == "map":
+        return False
+    if name == "struct":
+        return all(_hashable(f.dataType) for f in data_type.fields)
+    if name == "array":
+        return _hashable(data_type.elementType)
+    return True
 
 
 def union_frames(plan: QueryPlan, frames: Mapping):
