@@ -54,14 +54,16 @@ class Run:
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
                  windowed: bool, amount, value_dtype, registers=None, bounds_starts: bool = False):
         self.registers = registers if registers is not None else RegisterSpec.none()
+
+        def right_side(other: Automaton) -> "Run":  # writes Events.bound instead of results
+            return Run(other, "ALL", False, max_matches, windowed, amount, value_dtype, bounds_starts=True)
+
         # UNLESS: a run per right side, over the same events, ahead of this one (``feed``); each
         # writes where the results of this run may no longer start (kernel Events.bound)
-        self.unless = [Run(other, "ALL", False, max_matches, windowed, amount, value_dtype, bounds_starts=True)
-                       for other in automaton.unless]
+        self.unless = [right_side(other) for other in automaton.unless]
         self.no_bound = np.full(0, -1, np.int64)
         # UNLESS inside the pattern: a run per right side, whose bounds become ``reach``
-        self.inside = [Run(other, "ALL", False, max_matches, windowed, amount, value_dtype, bounds_starts=True)
-                       for other in automaton.unless_inside]
+        self.inside = [right_side(other) for other in automaton.unless_inside]
         self.reach: np.ndarray | None = None  # (right side, batch event), set by each ``feed``
         self.reach_carry = np.full(len(self.inside), -1, np.int64)
         # NEXT and MAX never choose a result that another with the same first event beats (a

@@ -232,8 +232,7 @@ def chosen(plan: TaskPlan, matches: "driver.Matches") -> "driver.Matches":
     n = len(matches)
     if n == 0:
         return matches
-    _, group, counts = np.unique(matches.end_row, return_inverse=True, return_counts=True)
-    group = group.reshape(-1)
+    group = np.unique(matches.end_row, return_inverse=True)[1].reshape(-1)
     keep = np.ones(n, bool)
     if plan.strategy == "ANY":
         keep[:] = False
@@ -244,7 +243,7 @@ def chosen(plan: TaskPlan, matches: "driver.Matches") -> "driver.Matches":
         keep = top - bottom + 1 == matches.length
     elif plan.strategy in ("NEXT", "LAST"):
         keep = _winners(matches, group, plan.strategy == "NEXT")
-    kept = np.bincount(group[keep], minlength=len(counts))
+    kept = np.bincount(group[keep], minlength=1)  # none kept (STRICT) counts as 0
     if kept.max() > plan.max_matches_per_event:
         raise too_many_matches(f"{int(kept.max()):,}", plan.max_matches_per_event)
     return matches.subset(keep) if not keep.all() else matches

@@ -65,6 +65,7 @@ class MatchTask:
         self.bits_dtype = bits_dtype(len(plan.automaton.conditions))
         # post-filtered plans: the candidates' check, and the number of substreams begun so far
         self.check = CandidateFilter(plan) if plan.post_filters else None
+        self.decided = decided_by_prune(plan)  # post_filter.chosen gives the results, on arrays
         self.substreams = 0
         self.gap_fill = inert_steps(plan.automaton)  # inert events put back per gap, when gaps come
         self.filled = False                          # the batches come with positions (and gaps)
@@ -160,7 +161,7 @@ class MatchTask:
         reach = np.array([combined.column(f"{REACH_COLUMN}{k}").to_numpy() for k in range(inside)],
                          np.int64).reshape(inside, combined.num_rows)
         matches = matches.subset(prune(self.plan, matches, combined, entry_rows, reach))
-        if decided_by_prune(self.plan):  # the pruned candidates are the results, in the kernel's layout
+        if self.decided:  # the pruned candidates are the results, in the kernel's layout
             return [chosen(self.plan, matches).chunk()]
         first_pos = self.next_pos  # position of batch row 0 in the substream going on
         predicates = self._predicates(combined)  # once: each substream's view slices them

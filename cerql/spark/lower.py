@@ -219,8 +219,10 @@ def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, spark_type):
         else:
             column = F.col(f"{HIDDEN_INPUT}{k}")
             columns.append((column if fields[k].dataType == target else column.cast(target)).alias(hidden))
-    hashed = [F.col(f"{HIDDEN_INPUT}{k}") for k, f in enumerate(fields) if _hashable(f.dataType)]
-    ordinal = F.xxhash64(*hashed) if frame.isStreaming and hashed else F.monotonically_increasing_id()
+    if frame.isStreaming:  # the event time is hashable, so there is always a column to hash
+        ordinal = F.xxhash64(*[F.col(f"{HIDDEN_INPUT}{k}") for k, f in enumerate(fields) if _hashable(f.dataType)])
+    else:
+        ordinal = F.monotonically_increasing_id()
     return frame.select(*columns, F.lit(src.index).cast("int").alias(SOURCE_COLUMN), ordinal.alias(ORDINAL_COLUMN))
 
 

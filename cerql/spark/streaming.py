@@ -51,6 +51,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyspark.sql.streaming import StatefulProcessor
+
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 
@@ -232,13 +234,7 @@ def unpack(names: list[str]):
 STATE_SCHEMA = "pending BINARY, kept BINARY"
 
 
-def _processor_base():
-    from pyspark.sql.streaming import StatefulProcessor
-
-    return StatefulProcessor
-
-
-class MatchProcessor(_processor_base()):
+class MatchProcessor(StatefulProcessor):
     """The per-key state of a streaming query (see module docstring): rows waiting for the
     watermark and the rows a later result can still reach, in one value of the state store.
     A row behind the watermark when it arrives is late (rows are processed once the watermark
