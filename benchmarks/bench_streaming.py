@@ -89,11 +89,11 @@ def stream_seconds(spark, folder: str, query: str, checkpoint: str, lateness: st
 
 def state_rows(spark, checkpoint: str) -> tuple[int, int]:
     """(keys, rows) the state store holds at the last commit."""
-    state = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", "cerql").load()
+    state = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", "kept").load()
     keys = rows = 0
     for r in state.collect():
         keys += 1
-        rows += sum(from_ipc(b).num_rows for b in (r["value"]["pending"], r["value"]["kept"]) if b is not None)
+        rows += from_ipc(r["value"]["rows"]).num_rows
     return keys, rows
 
 

@@ -70,6 +70,7 @@ class MatchTask:
         self.gap_fill = inert_steps(plan.automaton)  # inert events put back per gap, when gaps come
         self.filled = False                          # the batches come with positions (and gaps)
         self.last_pos = -1                           # number of the last row seen
+        self.result_ends = np.zeros(0, np.int64)     # per result of the last batch, the row it ends at
 
     def restart(self) -> None:
         """Forget the substream going on: the next batch starts a new one, whatever its key
@@ -83,20 +84,12 @@ class MatchTask:
 
     # -- substreams
     def _starts(self, table: pa.Table) -> np.ndarray:
-        n = table.num_rows
-        starts = np.zeros(n, dtype=bool)
         if not self.plan.substream_columns:
+            starts = np.zeros(table.num_rows, dtype=bool)
             starts[0] = self.last_key is None
             return starts
+        starts = key_changes(table, self.plan.substream_columns)
         starts[0] = self.last_key is None or not _same_key(self._key(table, 0), self.last_key)
-        for c in self.plan.substream_columns:
-            col = table.column(c)
-            if n > 1:
-                a, b = col.slice(1), col.slice(0, n - 1)
-                change = pc.fill_null(pc.not_equal(a, b), True)
-                if pa.types.is_floating(col.type):  # NaN keys are one substream, as in Spark
-                    change = pc.and_(change, pc.invert(pc.and_(pc.is_nan(a), pc.is_nan(b))))
-                starts[1:] |= np.asarray(pc.fill_null(change, True).to_numpy(zero_copy_only=False), bool)
         return starts
 
     def _key(self, table: pa.Table, row: int) -> tuple:
@@ -107,6 +100,7 @@ class MatchTask:
         table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
         n = table.num_rows
         if n == 0:
+            self.result_ends = np.zeros(0, np.int64)
             return self._empty(table)
         plan = self.plan
         starts = self._starts(table)
@@ -277,9 +271,10 @@ class MatchTask:
 
     def _results(self, plan, combined, n_kept, sub_start, chunks) -> pa.Table:
         end, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
+        self.result_ends = n_kept + end
         if len(end) == 0:
             return self._empty(combined)
-        end_row = n_kept + end
+        end_row = self.result_ends
         start_row = self._row_index(end, start, sub_start, n_kept)
         owner = np.repeat(np.arange(len(end)), length)
         entry_row = self._row_index(end[owner], lab_pos, sub_start, n_kept) if len(owner) else owner
@@ -291,6 +286,22 @@ class MatchTask:
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         """The result schema for input batches of ``schema``."""
         return output.schema(self.plan, schema)
+
+
+def key_changes(table: pa.Table, columns) -> np.ndarray:
+    """Per row, whether its partition key (``columns``) differs from the row before's (row 0:
+    False). NaN keys are one key, as Spark groups them."""
+    n = table.num_rows
+    changes = np.zeros(n, dtype=bool)
+    for c in columns:
+        col = table.column(c)
+        if n > 1:
+            a, b = col.slice(1), col.slice(0, n - 1)
+            change = pc.fill_null(pc.not_equal(a, b), True)
+            if pa.types.is_floating(col.type):
+                change = pc.and_(change, pc.invert(pc.and_(pc.is_nan(a), pc.is_nan(b))))
+            changes[1:] |= np.asarray(pc.fill_null(change, True).to_numpy(zero_copy_only=False), bool)
+    return changes
 
 
 def _same_key(a: tuple, b: tuple) -> bool:

@@ -488,7 +488,7 @@ def lower(plan: QueryPlan, frames: Mapping, text: str = "", streaming=None):
         from cerql.spark.streaming import match_stream
 
         matches = match_stream(task, stream, [hidden[c] for c in plan.substream_columns], names,
-                               _renamed(schema, results), streaming.late_rows_path)
+                               _renamed(schema, results), streaming)
     else:
         matches = stream.mapInArrow(_matcher(task, names, results), _renamed(schema, results))
     p = len(plan.partition_columns)

@@ -11,19 +11,27 @@ Why this shape:
   are final: the source's own ``withWatermark``, else one of ``cerql.streaming.allowedLateness``
   (``watermark_to_add``) put on the stream before any row is dropped. Either way every row
   moves it.
+- State keys are buckets, not partition keys. Each partition key hashes to one of
+  ``cerql.streaming.stateBuckets`` buckets (default: ``spark.sql.shuffle.partitions``;
+  ``with_bucket``), and the stateful operator is grouped by bucket: Spark calls the processor,
+  and the processor calls the state store over a socket, a few times per bucket and
+  micro-batch, where per key these calls cost about 3 ms a key (1 000 keys: 3 s a
+  micro-batch). One run of the task covers every key of a bucket, as a batch task covers the
+  keys of its partition. The bucket count is part of the checkpoint's layout: a query restarted
+  with another one is refused (``STREAM_BUCKETS_CHANGED``).
 - Rows travel packed. A stateless ``mapInArrow`` (``pack``) turns each Arrow batch into one row
-  per partition key holding that key's rows as Arrow IPC bytes, so the stateful operator
-  receives a few binary values per key and micro-batch, and no value goes through pandas
-  (which would merge NULL with NaN and shift timestamps by the session time zone). Its output
-  is the same: Arrow IPC of result rows, unpacked by another ``mapInArrow`` (``unpack``).
+  per bucket holding its rows as Arrow IPC bytes, so the stateful operator receives a few
+  binary values per bucket and micro-batch, and no value goes through pandas (which would
+  merge NULL with NaN and shift timestamps by the session time zone). Its output is the same:
+  Arrow IPC of result rows, unpacked by another ``mapInArrow`` (``unpack``).
 - State bounded by the window. ``transformWithStateInPandas`` in event-time mode runs
-  :class:`MatchProcessor` per key. Rows wait (``pending``) until the watermark passes them; an
-  event-time timer then sorts the ready rows by the ordering columns, source and ordinal, and
-  runs :class:`cerql.spark.arrow_task.MatchTask` over the rows kept from before (``kept``:
-  those a later result can still reach, which the task already bounds by WITHIN and CONSUME BY)
-  followed by the ready rows, and emits the results that end in the ready rows. A result ending
-  at a ready row lies inside the kept and ready rows, and a result the task finds again among
-  the kept rows is either one already emitted or one that never was (see ``_advance``), so the
+  :class:`MatchProcessor` per bucket. Rows wait (``pending``) until the watermark passes them;
+  an event-time timer then sorts the ready rows and the rows kept from before (``kept``: those
+  a later result can still reach, bounded by WITHIN and CONSUME BY) by key, ordering columns,
+  source and ordinal, runs :class:`cerql.spark.arrow_task.MatchTask` over the keys that have
+  ready rows, and emits the results that end in the ready rows. A result ending at a ready
+  row lies inside its key's kept and ready rows, and a result the task finds again among the
+  kept rows is either one already emitted or one that never was (see ``_advance``), so the
   union of the outputs is the batch result on the same rows. All of the state is in the state
   store (no Python object outlives a call), so a restart from the checkpoint goes on where the
   last committed micro-batch ended.
@@ -32,8 +40,10 @@ Why this shape:
   the observed metric ``cerql.late_rows``; with ``cerql.streaming.lateRowsPath`` set, the rows
   themselves are written there too, as Parquet files. Spark itself drops no row (its late-row filter
   reads an event-time column, and the stateful operator's input has none).
-- Eviction. Under a time window a key whose rows are all further behind the watermark than
-  the window is forgotten (a timer fires then); under ``n EVENTS`` a key keeps its last rows.
+- Eviction. Every later result ends at or after the watermark, so under a time window the
+  rows further behind it than the window are dropped whenever a bucket's timer fires, and a
+  timer fires when the last of them is (a bucket whose rows all fell out is forgotten); under
+  ``n EVENTS`` a key keeps its last n rows.
 - On a stream the row ordinal that breaks ties in the ordering columns is a hash of the row
   (there is no input order to read): rows equal in every column keep one order.
 """
@@ -54,13 +64,16 @@ import pyarrow.compute as pc
 from pyspark.sql.streaming import StatefulProcessor
 
 from cerql.errors import AnalysisError, UnsupportedError
+from cerql.exec.stream import window_values
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 
 ALLOWED_LATENESS_CONF = "cerql.streaming.allowedLateness"
 LATE_ROWS_PATH_CONF = "cerql.streaming.lateRowsPath"  # a directory the late rows are written to, too
+BUCKETS_CONF = "cerql.streaming.stateBuckets"  # state keys the partition keys hash to (see with_bucket)
+SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"  # the default of BUCKETS_CONF
 WATERMARK_METADATA = "spark.watermarkDelayMs"  # what withWatermark puts on its column
 ROWS_COLUMN = "__cerql_rows"      # a key's rows of one input batch, as Arrow IPC
-KEY_COLUMN = "__cerql_key"        # the one key of a query without PARTITION BY
+BUCKET_COLUMN = "__cerql_bucket"  # the state key a row's partition key hashes to
 RESULT_COLUMN = "__cerql_result"  # result rows of one timer, as Arrow IPC
 LATE_COLUMN = "__cerql_late"      # late rows seen in one input batch of a key
 METRICS = "cerql"                 # the observed metrics' name in the query's progress
@@ -116,13 +129,19 @@ class StreamSettings:
 
     watermark_ms: int | None      # the watermark cerql adds; None when the sources have theirs
     late_rows_path: str | None    # a directory late rows are written to (LATE_ROWS_PATH_CONF)
+    buckets: int = 1              # state keys the partition keys hash to (BUCKETS_CONF)
 
 
 def settings(plan: QueryPlan, frames, conf: Callable[[str], str | None], text: str) -> StreamSettings:
     """The checks and settings of a query over streams (``conf`` reads a Spark conf)."""
     watermark = watermark_to_add(plan, frames, conf(ALLOWED_LATENESS_CONF), text)
     check_state_store(conf(STATE_STORE_CONF), text)
-    return StreamSettings(watermark, conf(LATE_ROWS_PATH_CONF) or None)
+    buckets = conf(BUCKETS_CONF) or conf(SHUFFLE_PARTITIONS_CONF) or "200"
+    if not str(buckets).strip().isdigit() or int(buckets) < 1:
+        raise UnsupportedError.at(text, 0, f"{BUCKETS_CONF} is '{buckets}', not a positive number",
+                                  "STREAM_BAD_BUCKETS", "set it to a whole number such as 16, and keep it for the "
+                                  "life of the query's checkpoint")
+    return StreamSettings(watermark, conf(LATE_ROWS_PATH_CONF) or None, int(buckets))
 
 
 def watermark_to_add(plan: QueryPlan, frames, conf_value: str | None, text: str) -> int | None:
@@ -192,9 +211,64 @@ def spark_order(table: pa.Table, columns: list[str]) -> pa.Array:
     return pc.sort_indices(pa.table(keys), sort_keys=[(name, "ascending") for name in keys])
 
 
-def pack(key_columns: list[str]):
-    """The ``mapInArrow`` function that packs each batch's rows by key (see module docstring):
-    one row per key of the batch, the key's columns, then its rows as Arrow IPC."""
+# -- state buckets: keys hashed into a fixed number of state keys
+def murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of an INT (Murmur3 x86 32-bit, seed 42), as a signed int: what its
+    hash partitioning reads to place a row of ``groupBy`` on an INT column."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k = (value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF
+    k = rotl(k, 15) * 0x1B873593 & 0xFFFFFFFF
+    h = rotl(seed ^ k, 13)
+    h = (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= 4
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & 0xFFFFFFFF
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def bucket_values(buckets: int) -> list[int]:
+    """The state key of each bucket: ``buckets`` distinct INTs that Spark's hash partitioning
+    into ``buckets`` partitions sends to partitions 0, 1, ... in turn, so that with as many
+    state partitions as buckets each partition holds one bucket (any other count only changes
+    how evenly they spread)."""
+    values, taken = [], set()
+    for b in range(buckets):
+        v = 0
+        while v in taken or murmur3_int(v) % buckets != b:  # Python's % is Spark's pmod here
+            v += 1
+        values.append(v)
+        taken.add(v)
+    return values
+
+
+def with_bucket(stream, key_columns: list[str], buckets: int):
+    """``stream`` with ``BUCKET_COLUMN``: the state key its partition key hashes to. Floating
+    keys are normalized first (-0.0 is 0.0, every NaN one NaN), as Spark groups them."""
+    from cerql.spark.lower import functions_for
+
+    F = functions_for(stream)
+    if not key_columns:
+        return stream.withColumn(BUCKET_COLUMN, F.lit(0))
+    keys = []
+    for c in key_columns:
+        col = F.col(c)
+        if stream.schema[c].dataType.typeName() in ("float", "double"):
+            col = F.when(F.isnan(col), F.lit(float("nan"))).when(col == 0, F.lit(0.0)).otherwise(col)
+        keys.append(col)
+    index = F.pmod(F.hash(*keys), F.lit(buckets))
+    value = F.element_at(F.array(*[F.lit(v) for v in bucket_values(buckets)]), index + 1)
+    return stream.withColumn(BUCKET_COLUMN, value.cast("int"))
+
+
+def pack(names: list[str]):
+    """The ``mapInArrow`` function that packs each batch's rows by bucket (see module
+    docstring): one row per bucket of the batch, its number, then its rows as Arrow IPC, the
+    columns before ``BUCKET_COLUMN`` named ``names``."""
     def cerql_pack(batches):  # the name shows in Spark's plan
         import pyarrow as pa  # on the executor
 
@@ -202,16 +276,14 @@ def pack(key_columns: list[str]):
             table = pa.Table.from_batches([batch])
             if table.num_rows == 0:
                 continue
-            if not key_columns:
-                yield pa.RecordBatch.from_pydict({KEY_COLUMN: pa.array([0], pa.int32()),
-                                                  ROWS_COLUMN: pa.array([to_ipc(table)], pa.binary())})
-                continue
-            row = pa.array(np.arange(table.num_rows), pa.int64())
-            groups = table.append_column("__cerql_row", row).group_by(key_columns, use_threads=False).aggregate(
-                [("__cerql_row", "list")])
-            blobs = [to_ipc(table.take(rows)) for rows in groups.column("__cerql_row_list").to_pylist()]
-            yield pa.RecordBatch.from_arrays([groups.column(c).combine_chunks() for c in key_columns]
-                                             + [pa.array(blobs, pa.binary())], names=key_columns + [ROWS_COLUMN])
+            bucket = table.column(BUCKET_COLUMN).to_numpy()
+            order = np.argsort(bucket, kind="stable")
+            bucket = bucket[order]
+            bounds = np.concatenate([[0], np.flatnonzero(np.diff(bucket)) + 1, [len(bucket)]])
+            rows = table.select(list(range(len(names)))).rename_columns(names).take(order)
+            blobs = [to_ipc(rows.slice(a, b - a)) for a, b in zip(bounds[:-1], bounds[1:])]
+            yield pa.RecordBatch.from_arrays([pa.array(bucket[bounds[:-1]], pa.int32()), pa.array(blobs, pa.binary())],
+                                             names=[BUCKET_COLUMN, ROWS_COLUMN])
 
     return cerql_pack
 
@@ -231,50 +303,40 @@ def unpack(names: list[str]):
     return cerql_unpack
 
 
-STATE_SCHEMA = "pending BINARY, kept BINARY"
+ROWS_SCHEMA = "rows BINARY, buckets INT"  # Arrow IPC rows, and the bucket count they were hashed by
 
 
 class MatchProcessor(StatefulProcessor):
-    """The per-key state of a streaming query (see module docstring): rows waiting for the
-    watermark and the rows a later result can still reach, in one value of the state store.
-    A row behind the watermark when it arrives is late (rows are processed once the watermark
-    passes them, so it would come after rows later than it)."""
+    """The state of one bucket of a streaming query (see module docstring): the rows waiting
+    for the watermark (``pending``, a list of Arrow IPC blobs, one per micro-batch) and the
+    rows a later result can still reach (``kept``). A row behind the watermark when it arrives
+    is late (rows are processed once the watermark passes them, so it would come after rows
+    later than it)."""
 
-    def __init__(self, task: TaskPlan, names: list[str], order: list[str], late_rows_path: str | None = None):
-        self.task, self.names, self.order, self.late_rows_path = task, names, order, late_rows_path
+    def __init__(self, task: TaskPlan, names: list[str], buckets: int, late_rows_path: str | None = None):
+        self.task, self.names, self.buckets, self.late_rows_path = task, names, buckets, late_rows_path
+        self.keys = list(task.substream_columns)
+        ties = [c for c in (SOURCE_COLUMN, ORDINAL_COLUMN) if c in names]
+        self.sort = self.keys + list(task.order_columns) + ties
 
     def init(self, handle) -> None:
         self.handle = handle
-        self.state = handle.getValueState("cerql", STATE_SCHEMA)
-        self.matcher = None  # one MatchTask for every key of this worker (``_advance``)
+        self.pending = handle.getListState("pending", ROWS_SCHEMA)
+        self.kept = handle.getValueState("kept", ROWS_SCHEMA)
+        self.matcher = None  # one MatchTask for every bucket of this worker (``_advance``)
 
     # -- state
-    def _load(self):
-        value = self.state.get() if self.state.exists() else None
-        if value is None:
-            return None, None
-        return tuple(from_ipc(blob) if blob is not None else None for blob in value)
-
-    def _save(self, pending, kept) -> None:
-        """The key's rows; none at all clears its state."""
-        blobs = tuple(to_ipc(t) if t is not None and t.num_rows else None for t in (pending, kept))
-        if blobs == (None, None):
-            self.state.clear()
-        else:
-            self.state.update(blobs)
+    def _rows(self, blob, buckets: int) -> pa.Table:
+        if buckets != self.buckets:
+            raise UnsupportedError(f"The stream's state was written with {BUCKETS_CONF}={buckets}, and the query "
+                                   f"now runs with {self.buckets}", error_class="STREAM_BUCKETS_CHANGED",
+                                   hint=f'spark.conf.set("{BUCKETS_CONF}", "{buckets}") before the query, or '
+                                   "start it with a new checkpoint: a key's rows are in the bucket it hashed to")
+        return from_ipc(blob)
 
     def _time(self, table: pa.Table) -> np.ndarray:
         """The event time of each row, µs since the epoch."""
-        return table.column(self.order[0]).cast(pa.timestamp("us", "UTC")).cast(pa.int64()).to_numpy()
-
-    def _evict(self, kept, watermark: int) -> None:
-        """With nothing pending: forget the key once its kept rows are further behind the
-        watermark than the window (a later row, at or after the watermark, cannot reach them).
-        Under ``n EVENTS`` a key keeps its last rows."""
-        window = self.task.window
-        if kept is not None and window.kind == "time" and int(self._time(kept).max()) + window.amount < watermark:
-            kept = None
-        self._save(None, kept)
+        return table.column(self.task.order_columns[0]).cast(pa.timestamp("us", "UTC")).cast(pa.int64()).to_numpy()
 
     def _write_late(self, rows: pa.Table) -> None:
         """Late rows, in the columns the query reads, as a Parquet file of their own under
@@ -287,22 +349,20 @@ class MatchProcessor(StatefulProcessor):
         shown = rows.select([n for n in self.names if not n.startswith("__cerql_")])
         pq.write_table(shown, os.path.join(self.late_rows_path, f"late-{uuid.uuid4().hex}.parquet"))
 
-    def _wake(self, time: np.ndarray) -> None:
-        """A timer that fires once the watermark is past the earliest of these rows (µs), so
-        that rows are processed as soon as the watermark passes them."""
-        self.handle.registerTimer(int(time.min()) // 1000 + 1)
+    def _wake(self, micros: int) -> None:
+        """A timer that fires once the watermark is past ``micros``."""
+        self.handle.registerTimer(int(micros) // 1000 + 1)
 
     # -- the API
     def handleInputRows(self, key, rows, timerValues):
         import pandas as pd
 
-        # the frames' columns are the key's, then the packed rows (named by position)
+        # the frames' columns are the bucket, then the packed rows
         parts = [from_ipc(blob) for frame in rows for blob in frame.iloc[:, -1]]
         parts = [p for p in parts if p.num_rows]
         if not parts:
             return iter(())
-        new = pa.concat_tables([p.rename_columns(self.names) for p in parts])
-        pending, kept = self._load()
+        new = pa.concat_tables(parts)
         time = self._time(new)
         late = time < timerValues.getCurrentWatermarkInMs() * 1000
         if late.any():
@@ -310,9 +370,8 @@ class MatchProcessor(StatefulProcessor):
             new = new.filter(pa.array(~late))
             time = time[~late]
         if new.num_rows:
-            pending = new if pending is None else pa.concat_tables([pending, new])
-            self._wake(time)
-        self._save(pending, kept)
+            self.pending.appendValue((to_ipc(new), self.buckets))
+            self._wake(time.min())
         if not late.any():
             return iter(())
         return iter([pd.DataFrame({RESULT_COLUMN: pd.Series([None], dtype=object),
@@ -322,66 +381,126 @@ class MatchProcessor(StatefulProcessor):
         import pandas as pd
 
         watermark = timerValues.getCurrentWatermarkInMs() * 1000
-        pending, kept = self._load()
-        if pending is None or pending.num_rows == 0:
-            self._evict(kept, watermark)
-            return iter(())
-        time = self._time(pending)
+        parts = [self._rows(blob, n) for blob, n in self.pending.get()]
+        kept_value = self.kept.get()
+        kept = self._rows(*kept_value) if kept_value is not None else None
+        pending = pa.concat_tables(parts) if parts else None
+        time = self._time(pending) if pending is not None else np.zeros(0, np.int64)
         ready = time < watermark
-        rest = pending.filter(pa.array(~ready))
-        results, kept = self._advance(kept, pending.filter(pa.array(ready)))
-        self._save(rest, kept)
-        if rest.num_rows:
-            self._wake(time[~ready])
-        elif kept is not None and kept.num_rows and self.task.window.kind == "time":
-            self._wake(self._time(kept) + self.task.window.amount)  # then ``_evict``
+        waiting = not ready.all()  # pending rows the watermark has not passed: their timer is set
+        if ready.any():
+            if waiting:
+                self.pending.put([(to_ipc(pending.filter(pa.array(~ready))), self.buckets)])
+                self._wake(time[~ready].min())
+            else:
+                self.pending.clear()
+            results, new_kept = self._advance(kept, pending.filter(pa.array(ready)), watermark)
+        else:
+            results, new_kept = None, self._evict(kept, watermark)
+        if new_kept is None or new_kept.num_rows == 0:
+            if kept is not None:
+                self.kept.clear()
+        elif new_kept is not kept:
+            self.kept.update((to_ipc(new_kept), self.buckets))
+        if new_kept is not None and new_kept.num_rows and self.task.window.kind == "time":
+            forget = self._time(new_kept).max() + self.task.window.amount  # then ``_evict`` forgets them
+            if not waiting or forget < time[~ready].min():
+                self._wake(forget)
         if results is None or results.num_rows == 0:
             return iter(())
         return iter([pd.DataFrame({RESULT_COLUMN: pd.Series([to_ipc(results)], dtype=object),
                                    LATE_COLUMN: pd.Series([0], dtype="int64")})])
 
-    def _advance(self, kept, ready):
-        """Run the task over the kept rows, then the ready rows in order; return the results
-        that end in the ready rows, and the rows to keep. The kept rows start after the window
-        edge and after the last result's end under CONSUME BY (MatchTask._keep), so a result
+    def _advance(self, kept, ready, watermark: int):
+        """Run the task over each key's kept rows, then its ready rows, in order; return the
+        results that end in the ready rows, and the rows to keep. The kept rows start after the
+        window edge and after the key's last result under CONSUME BY (``_keep``), so a result
         that ends among them and starts after the cut was, on the rows before, either emitted
         or not a candidate at all; with CONSUME BY the kept rows all follow the last emitted
-        end, where no result ended, so none ends there now and none consumes."""
+        end, where no result ended, so none ends there now and none consumes. Keys with no
+        ready row are not run (no result can end in them); their rows only age (``_evict``)."""
         from cerql.spark.arrow_task import MatchTask
 
-        if ready.num_rows == 0:
-            return None, kept
-        ties = [c for c in (SOURCE_COLUMN, ORDINAL_COLUMN) if c in ready.column_names]
-        ready = ready.take(spark_order(ready, self.order + ties))
-        if self.matcher is None:  # its automaton is built lazily, once for all the keys
+        rows = pa.concat_tables([kept, ready]) if kept is not None else ready
+        is_ready = np.ones(rows.num_rows, bool)
+        is_ready[:rows.num_rows - ready.num_rows] = False
+        order = spark_order(rows, self.sort)
+        rows, is_ready = rows.take(order), is_ready[order.to_numpy()]
+        group, first = _groups(rows, self.keys)
+        active = np.logical_or.reduceat(is_ready, first)[group]
+        idle = rows.filter(pa.array(~active)) if not active.all() else None
+        rows, is_ready = (rows.filter(pa.array(active)), is_ready[active]) if idle is not None else (rows, is_ready)
+        if self.matcher is None:  # its automaton is built lazily, once for all the buckets
             self.matcher = MatchTask(self.task)
         task = self.matcher
         task.restart()
-        if kept is not None and kept.num_rows:
-            task.process(kept.select(self.names))
-        results = task.process(ready)
-        rows = task.kept.select(self.names) if task.kept is not None else None
-        return results, rows
+        results = task.process(rows)
+        ends = task.result_ends
+        if not is_ready[ends].all():  # found again among the kept rows: emitted before
+            results = results.filter(pa.array(is_ready[ends]))
+        keep = self._keep(rows, ends, watermark)
+        parts = [rows.filter(pa.array(keep))] + ([self._evict(idle, watermark)] if idle is not None else [])
+        parts = [p for p in parts if p is not None and p.num_rows]
+        return results, (pa.concat_tables(parts) if parts else None)
+
+    def _keep(self, rows: pa.Table, ends: np.ndarray, watermark: int) -> np.ndarray:
+        """Which of ``rows`` (keys in turn, each in order) a later result can still reach: under
+        a time window, those no further behind the watermark than the window (every later
+        result ends at or after the watermark); under ``n EVENTS``, a key's last n rows; under
+        CONSUME BY, only the rows after the key's last result (``ends``, the rows results end
+        at)."""
+        window = self.task.window
+        if window.kind == "time":
+            keep = window_values(self.task, rows) >= watermark - window.amount
+        else:
+            group, first = _groups(rows, self.keys)
+            index = np.arange(rows.num_rows) - first[group]
+            size = np.diff(np.append(first, rows.num_rows))
+            keep = index >= size[group] - window.amount
+        if self.task.consume != "NONE" and len(ends):
+            group, first = _groups(rows, self.keys)
+            last = np.full(len(first), -1, np.int64)
+            np.maximum.at(last, group[ends], ends)
+            keep &= np.arange(rows.num_rows) > last[group]
+        return keep
+
+    def _evict(self, rows, watermark: int):
+        """``rows`` without those a later result cannot reach, under a time window: further
+        behind the watermark than the window. Under ``n EVENTS`` a key keeps its last rows."""
+        window = self.task.window
+        if rows is None or window.kind != "time":
+            return rows
+        keep = window_values(self.task, rows) >= watermark - window.amount
+        return rows if keep.all() else rows.filter(pa.array(keep))
 
     def close(self) -> None:
         pass
 
 
+def _groups(rows: pa.Table, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """For rows sorted by key: each row's key number, and each key's first row."""
+    from cerql.spark.arrow_task import key_changes
+
+    starts = key_changes(rows, keys)
+    if rows.num_rows:
+        starts[0] = True
+    first = np.flatnonzero(starts)
+    return np.cumsum(starts) - 1, first
+
+
 def match_stream(task: TaskPlan, stream, key_columns: list[str], names: list[str], result_schema,
-                 late_rows_path: str | None = None):
+                 settings: StreamSettings):
     """The streaming DataFrame of result rows (``result_schema``, the batch task's, renamed):
-    packed by key, matched by :class:`MatchProcessor` per key, the late rows counted into the
-    observed metric ``cerql.late_rows``, unpacked."""
+    hashed into buckets and packed, matched by :class:`MatchProcessor` per bucket, the late
+    rows counted into the observed metric ``cerql.late_rows``, unpacked."""
     from cerql.spark.lower import functions_for
 
     F = functions_for(stream)
-    packed_schema = ", ".join([f"`{c}` {stream.schema[c].dataType.simpleString()}" for c in key_columns]
-                              or [f"{KEY_COLUMN} int"]) + f", {ROWS_COLUMN} binary"
-    packed = stream.mapInArrow(pack(key_columns), packed_schema)
-    grouped = packed.groupBy(*(key_columns or [KEY_COLUMN]))
-    processor = MatchProcessor(task, names, list(task.order_columns), late_rows_path)
-    out = grouped.transformWithStateInPandas(processor, f"{RESULT_COLUMN} binary, {LATE_COLUMN} long", "Append",
-                                             "EventTime")
+    buckets = settings.buckets if key_columns else 1
+    packed = with_bucket(stream, key_columns, buckets).mapInArrow(pack(names), f"{BUCKET_COLUMN} int, {ROWS_COLUMN} binary")
+    processor = MatchProcessor(task, names, buckets, settings.late_rows_path)
+    out = packed.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
+        processor, f"{RESULT_COLUMN} binary, {LATE_COLUMN} long", "Append", "EventTime")
     out = out.observe(METRICS, F.coalesce(F.sum(LATE_COLUMN), F.lit(0)).alias("late_rows"))
     results = out.filter(F.col(RESULT_COLUMN).isNotNull()).select(RESULT_COLUMN)
     return results.mapInArrow(unpack([f.name for f in result_schema.fields]), result_schema)

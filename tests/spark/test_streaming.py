@@ -96,14 +96,17 @@ def stream_rows(spark, out) -> list[dict]:
     return [r for r in spark_records(spark.read.parquet(str(out))) if r["match_end"] < DAY]
 
 
-def state_rows(spark, checkpoint) -> dict:
-    """Per key, the rows its state holds at the last commit: (pending, kept) Arrow tables or
-    None, read with Spark's state data source."""
+def state_rows(spark, checkpoint) -> list:
+    """The Arrow tables of rows the state holds at the last commit (waiting for the watermark,
+    or kept for later results), read with Spark's state data source."""
     from cerql.spark.streaming import from_ipc
 
-    state = spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", "cerql").load()
-    return {tuple(r["key"]): tuple(None if b is None else from_ipc(b) for b in (r["value"]["pending"], r["value"]["kept"]))
-            for r in state.collect()}
+    tables = []
+    for name in ("pending", "kept"):
+        state = spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", name).load()
+        column = "list_element" if "list_element" in state.columns else "value"
+        tables += [from_ipc(r[column]["rows"]) for r in state.collect()]
+    return tables
 
 
 def batch_rows(spark, query: str, source) -> list[dict]:
@@ -134,7 +137,7 @@ def test_stream_gives_the_batch_results(rocksdb, tmp_path, name):
     assert len({r["match_id"] for r in got}) == len(got)
     assert len(progress) >= 6 and all(p.observedMetrics["cerql"]["late_rows"] == 0 for p in progress)
     if name == "kleene":  # the state holds the window's rows per key, not the stream's
-        held = [t for pair in state_rows(spark, tmp_path / "ck").values() for t in pair if t is not None]
+        held = state_rows(spark, tmp_path / "ck")
         assert 0 < sum(t.num_rows for t in held) <= 30
         for t in held:
             seconds = t.column("ts").cast("int64").to_numpy() / 1e6
@@ -356,3 +359,78 @@ def test_several_streams_are_one_stream_in_event_time(rocksdb, tmp_path):
     want = [r for r in spark_records(cerql.cer_sql(spark, query, **tables)) if r["match_end"] < DAY]
     assert len(want) > 5
     assert canonical_rows(stream_rows(spark, tmp_path / "out")) == canonical_rows(want)
+
+
+# ---------------------------------------------------------------------------- state buckets
+def test_bucket_values_are_spark_hash_partitions(spark):
+    """``murmur3_int`` is Spark's ``hash()`` of an INT, so the bucket values land one per
+    partition when there are as many state partitions as buckets."""
+    from cerql.spark.streaming import bucket_values, murmur3_int
+
+    rows = spark.sql("SELECT CAST(id AS INT) AS v, hash(CAST(id AS INT)) AS h FROM range(-1000, 1000)").collect()
+    assert [murmur3_int(r.v) for r in rows] == [r.h for r in rows]
+    for n in (1, 3, 4):
+        values = bucket_values(n)
+        frame = spark.createDataFrame([(v,) for v in values], "b int").repartition(n, "b")
+        held = frame.rdd.glom().map(len).collect()
+        assert len(set(values)) == n and held == [1] * n
+
+
+def test_many_keys_and_float_keys_share_buckets_as_in_batch(rocksdb, tmp_path):
+    """Keys hashed into fewer buckets than keys (3 buckets, 4 shuffle partitions): each key is
+    its own substream within its bucket. Floating keys group as Spark groups them: -0.0 with
+    0.0, every NaN as one key."""
+    spark = rocksdb
+    data = trades(1500, seed=7)
+    keys = np.array([0.0, -0.0, float("nan"), 1.5, 2.5, -7.0, 1e300])
+    data["k"] = np.random.default_rng(7).choice(keys, len(data))
+    query = ("SELECT * FROM s WHERE SELL AS a ; BUY+ AS b ; SELL AS c FILTER a[price > 120] AND c[price < 80] "
+             "PARTITION BY [k] ORDER BY ts, seq WITHIN 10 SECONDS")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    os.makedirs(tmp_path / "in")
+    for n, rows in enumerate(np.array_split(np.arange(len(data)), 4)):  # NaN stays NaN (pandas writes NULL)
+        part = data.iloc[rows]
+        table = pa.Table.from_pandas(part.drop(columns="k"), preserve_index=False)
+        table = table.append_column("k", pa.array(part["k"].to_numpy(), from_pandas=False))
+        pq.write_table(table, tmp_path / "in" / f"part{n:03d}.parquet", coerce_timestamps="us")
+    flush(tmp_path / "in", like=data)
+    spark.conf.set("cerql.streaming.stateBuckets", "3")
+    try:
+        run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    finally:
+        spark.conf.unset("cerql.streaming.stateBuckets")
+    got, want = stream_rows(spark, tmp_path / "out"), batch_rows(spark, query, tmp_path / "in")
+    named = {r["k"] for r in want if r["k"] == r["k"]}
+    assert len(named) >= 4 and 0.0 in named and any(r["k"] != r["k"] for r in want)
+    assert canonical_rows(got) == canonical_rows(want)
+    assert 0 < len(state_rows(spark, tmp_path / "ck")) <= 6  # per bucket: its pending and kept rows
+
+
+def test_a_restart_with_another_bucket_count_is_refused(rocksdb, tmp_path):
+    from pyspark.errors import StreamingQueryException
+
+    spark, query = rocksdb, QUERIES["kleene"]
+    data = trades(600, seed=8)
+    write_parts(data.iloc[:300], tmp_path / "in", 1)
+    run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    write_parts(data.iloc[300:], tmp_path / "in", 1, first=1)
+    spark.conf.set("cerql.streaming.stateBuckets", "5")
+    try:
+        with pytest.raises(StreamingQueryException, match="stateBuckets=4, and the query now runs with 5"):
+            run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+    finally:
+        spark.conf.unset("cerql.streaming.stateBuckets")
+
+
+def test_a_bucket_count_that_is_not_a_positive_number_is_refused(rocksdb, tmp_path):
+    query = "SELECT * FROM s WHERE SELL ; BUY AS b PARTITION BY [name] ORDER BY ts WITHIN 5 SECONDS"
+    for value in ("0", "many"):
+        rocksdb.conf.set("cerql.streaming.stateBuckets", value)
+        try:
+            with pytest.raises(cerql.CeqlError) as err:
+                cerql.cer_sql(rocksdb, query, s=_stream(rocksdb, tmp_path))
+        finally:
+            rocksdb.conf.unset("cerql.streaming.stateBuckets")
+        assert err.value.error_class == "STREAM_BAD_BUCKETS" and "cerql.streaming.stateBuckets" in str(err.value)
