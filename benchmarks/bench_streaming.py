@@ -11,10 +11,15 @@ Parts:
    a stream (``readStream`` with ``maxFilesPerTrigger=1``, ``trigger(availableNow=True)``, the
    ``noop`` sink), both timed in wall seconds, best of ``--repeat``, interleaved; the stream's
    rows per second as a ratio of the batch query's (issue 21's target: at least 0.5);
-2. **state**: the rows the state store holds per key after each run (read with Spark's state
+2. **sustained** (``--sizes``): the same rows written as files of n rows, read one file per
+   micro-batch; a micro-batch's rows over its trigger time (planning, the job, the commit) is the
+   rate the stream keeps up with when a trigger interval of that time brings n rows, the
+   median over the micro-batches after the first (which starts the workers) and before those
+   of the flush files; as a ratio of the batch query's rows per second;
+3. **state**: the rows the state store holds per bucket after each run (read with Spark's state
    data source), against the rows that went through: it stays the window's, however long the
    stream;
-3. **latency** (unless ``--no-latency``): a writer thread adds a file of ``--rate`` trades per
+4. **latency** (unless ``--no-latency``): a writer thread adds a file of ``--rate`` trades per
    second stamped with the wall clock, the query runs with a one-second processing-time trigger,
    and each micro-batch records the wall time at which it wrote matches and the event time of
    the newest; latency is their difference (the target: at most the trigger interval plus the
@@ -76,6 +81,17 @@ def batch_results(spark, folder: str, query: str) -> int:
     return cerql.cer_sql(spark, query, trades=spark.read.parquet(folder)).count()
 
 
+def sustained(spark, folder: str, query: str, checkpoint: str, lateness: str) -> tuple[float, float, int]:
+    """(median rows per second of a micro-batch's trigger time, median trigger seconds, the
+    micro-batches measured) over the data micro-batches after the first (``sustained`` in the
+    module docstring)."""
+    _, progress = stream_seconds(spark, folder, query, checkpoint, lateness)
+    data = [p for p in progress if p.numInputRows > 2][1:]  # the flush files hold 2 rows each
+    rates = [p.numInputRows / (p.durationMs["triggerExecution"] / 1000) for p in data]
+    seconds = [p.durationMs["triggerExecution"] / 1000 for p in data]
+    return float(np.median(rates)), float(np.median(seconds)), len(data)
+
+
 def stream_seconds(spark, folder: str, query: str, checkpoint: str, lateness: str):
     schema = spark.read.parquet(folder).schema
     frame = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(folder)
@@ -88,13 +104,16 @@ def stream_seconds(spark, folder: str, query: str, checkpoint: str, lateness: st
 
 
 def state_rows(spark, checkpoint: str) -> tuple[int, int]:
-    """(keys, rows) the state store holds at the last commit."""
-    state = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", "kept").load()
-    keys = rows = 0
-    for r in state.collect():
-        keys += 1
-        rows += from_ipc(r["value"]["rows"]).num_rows
-    return keys, rows
+    """(buckets, rows) the state store holds at the last commit: rows waiting for the
+    watermark and rows kept for later matches."""
+    buckets, rows = set(), 0
+    for name in ("pending", "kept"):
+        state = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", name).load()
+        column = "list_element" if "list_element" in state.columns else "value"
+        for r in state.collect():
+            buckets.add(tuple(r["key"]))
+            rows += from_ipc(r[column]["rows"]).num_rows if r[column]["rows"] is not None else 0
+    return len(buckets), rows
 
 
 def latency(spark, folder: str, query: str, rate: int, seconds: int, tickers: int, lateness: str) -> list[float]:
@@ -144,6 +163,8 @@ def main() -> None:
     ap.add_argument("--closing-price", type=float, default=99.9,
                     help="t[price > X]: 99.9 gives about 0.5 results per 1 000 trades, 99 about 5 times more")
     ap.add_argument("--lateness", default="2 seconds")
+    ap.add_argument("--sizes", default="",
+                    help="rows per micro-batch for the sustained part, comma-separated (e.g. 500000,1000000,2000000)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--rate", type=int, default=5000, help="trades per second for the latency part")
     ap.add_argument("--latency-seconds", type=int, default=40)
@@ -181,9 +202,22 @@ def main() -> None:
         print(f"batch  {b:7.1f} s  {args.rows / b:12,.0f} rows/s")
         print(f"stream {s:7.1f} s  {args.rows / s:12,.0f} rows/s  ({b / s:.2f}x the batch throughput, "
               f"{len(progress)} micro-batches)")
-        print(f"state after the stream: {keys} keys holding {held:,} rows (of {args.rows:,} through it)")
+        print(f"state after the stream: {keys} buckets holding {held:,} rows (of {args.rows:,} through it)")
         for p in progress:
             print("  micro-batch", p.batchId, p.numInputRows, "rows", dict(p.durationMs))
+        report["sustained"] = []
+        for size in [int(x) for x in args.sizes.split(",") if x]:
+            files = max(2, -(-args.rows // size))
+            cut = os.path.join(work, f"in{size}")
+            write_files(cut, files * size, files, args.tickers)
+            cut_batch = min(batch_seconds(spark, cut, query) for _ in range(args.repeat))
+            rate, seconds, measured = sustained(spark, cut, query, os.path.join(work, f"ck{size}"), args.lateness)
+            ratio = rate / (files * size / cut_batch)
+            report["sustained"].append({"rows_per_micro_batch": size, "micro_batches_measured": measured,
+                                        "trigger_seconds": seconds, "rows_per_s": rate,
+                                        "batch_rows_per_s": files * size / cut_batch, "ratio": ratio})
+            print(f"sustained, {size:,} rows a micro-batch: {seconds:.2f} s each (median of {measured}), "
+                  f"{rate:,.0f} rows/s against the batch query's {files * size / cut_batch:,.0f} ({ratio:.2f}x)")
         if not args.no_latency:
             delays = latency(spark, os.path.join(work, "live"), query, args.rate, args.latency_seconds, args.tickers,
                              args.lateness)

@@ -10,7 +10,8 @@ Why this shape:
 - Event time. The first ORDER BY column is event time, and a watermark on it says when rows
   are final: the source's own ``withWatermark``, else one of ``cerql.streaming.allowedLateness``
   (``watermark_to_add``) put on the stream before any row is dropped. Either way every row
-  moves it.
+  moves it. With one watermark, a bucket processes rows as soon as its own rows show that the
+  next watermark will pass them (MatchProcessor), a micro-batch before Spark's watermark does.
 - State keys are buckets, not partition keys. Each partition key hashes to one of
   ``cerql.streaming.stateBuckets`` buckets (default: ``spark.sql.shuffle.partitions``;
   ``with_bucket``), and the stateful operator is grouped by bucket: Spark calls the processor,
@@ -130,18 +131,33 @@ class StreamSettings:
     watermark_ms: int | None      # the watermark cerql adds; None when the sources have theirs
     late_rows_path: str | None    # a directory late rows are written to (LATE_ROWS_PATH_CONF)
     buckets: int = 1              # state keys the partition keys hash to (BUCKETS_CONF)
+    delay_ms: int | None = None   # the delay of the stream's only watermark (None: several)
 
 
 def settings(plan: QueryPlan, frames, conf: Callable[[str], str | None], text: str) -> StreamSettings:
     """The checks and settings of a query over streams (``conf`` reads a Spark conf)."""
     watermark = watermark_to_add(plan, frames, conf(ALLOWED_LATENESS_CONF), text)
     check_state_store(conf(STATE_STORE_CONF), text)
+    delay = _only_watermark(plan, frames, watermark)
     buckets = conf(BUCKETS_CONF) or conf(SHUFFLE_PARTITIONS_CONF) or "200"
     if not str(buckets).strip().isdigit() or int(buckets) < 1:
         raise UnsupportedError.at(text, 0, f"{BUCKETS_CONF} is '{buckets}', not a positive number",
                                   "STREAM_BAD_BUCKETS", "set it to a whole number such as 16, and keep it for the "
                                   "life of the query's checkpoint")
-    return StreamSettings(watermark, conf(LATE_ROWS_PATH_CONF) or None, int(buckets))
+    return StreamSettings(watermark, conf(LATE_ROWS_PATH_CONF) or None, int(buckets), delay)
+
+
+def _only_watermark(plan: QueryPlan, frames, added: int | None) -> int | None:
+    """The delay (ms) of the stream's watermark when it is the only one Spark's global
+    watermark follows (MatchProcessor uses it to process rows early), else None: cerql's own
+    on a stream whose sources have none, or the one source's on its event time."""
+    marked = [(src.key, f.name, int(f.metadata[WATERMARK_METADATA])) for src in plan.sources
+              for f in frames[src.key].schema.fields if WATERMARK_METADATA in (f.metadata or {})]
+    if added is not None:
+        return added if not marked else None
+    if len(plan.sources) == 1 and len(marked) == 1:
+        return marked[0][2]
+    return None
 
 
 def watermark_to_add(plan: QueryPlan, frames, conf_value: str | None, text: str) -> int | None:
@@ -303,7 +319,13 @@ def unpack(names: list[str]):
     return cerql_unpack
 
 
-ROWS_SCHEMA = "rows BINARY, buckets INT"  # Arrow IPC rows, and the bucket count they were hashed by
+PENDING_SCHEMA = "rows BINARY, buckets INT"  # Arrow IPC rows, and the bucket count they were hashed by
+KEPT_SCHEMA = "rows BINARY, buckets INT, done BIGINT"  # done: every row before it (µs) is processed
+
+
+def _millis(micros: int) -> int:
+    """µs to ms as Spark's watermark takes them (Java's division: toward zero)."""
+    return int(micros) // 1000 if micros >= 0 else -(-int(micros) // 1000)
 
 
 class MatchProcessor(StatefulProcessor):
@@ -311,28 +333,36 @@ class MatchProcessor(StatefulProcessor):
     for the watermark (``pending``, a list of Arrow IPC blobs, one per micro-batch) and the
     rows a later result can still reach (``kept``). A row behind the watermark when it arrives
     is late (rows are processed once the watermark passes them, so it would come after rows
-    later than it)."""
+    later than it).
 
-    def __init__(self, task: TaskPlan, names: list[str], buckets: int, late_rows_path: str | None = None):
+    With ``delay_ms``, the delay of the stream's one watermark, a bucket does not wait for the
+    watermark when its own rows show where the next one will be: Spark sets it at the latest
+    event time of the micro-batch's rows less the delay, so rows before the latest of the
+    bucket's rows less the delay (``_edge``) are final now, and a row behind them that comes
+    later is behind that watermark too: late. Matches then come out in the micro-batch their
+    rows arrive in, not the one after."""
+
+    def __init__(self, task: TaskPlan, names: list[str], buckets: int, delay_ms: int | None = None,
+                 late_rows_path: str | None = None):
         self.task, self.names, self.buckets, self.late_rows_path = task, names, buckets, late_rows_path
+        self.delay_ms = delay_ms
         self.keys = list(task.substream_columns)
         ties = [c for c in (SOURCE_COLUMN, ORDINAL_COLUMN) if c in names]
         self.sort = self.keys + list(task.order_columns) + ties
 
     def init(self, handle) -> None:
         self.handle = handle
-        self.pending = handle.getListState("pending", ROWS_SCHEMA)
-        self.kept = handle.getValueState("kept", ROWS_SCHEMA)
+        self.pending = handle.getListState("pending", PENDING_SCHEMA)
+        self.kept = handle.getValueState("kept", KEPT_SCHEMA)
         self.matcher = None  # one MatchTask for every bucket of this worker (``_advance``)
 
     # -- state
-    def _rows(self, blob, buckets: int) -> pa.Table:
+    def _check(self, buckets: int) -> None:
         if buckets != self.buckets:
             raise UnsupportedError(f"The stream's state was written with {BUCKETS_CONF}={buckets}, and the query "
                                    f"now runs with {self.buckets}", error_class="STREAM_BUCKETS_CHANGED",
                                    hint=f'spark.conf.set("{BUCKETS_CONF}", "{buckets}") before the query, or '
                                    "start it with a new checkpoint: a key's rows are in the bucket it hashed to")
-        return from_ipc(blob)
 
     def _time(self, table: pa.Table) -> np.ndarray:
         """The event time of each row, µs since the epoch."""
@@ -351,12 +381,17 @@ class MatchProcessor(StatefulProcessor):
 
     def _wake(self, micros: int) -> None:
         """A timer that fires once the watermark is past ``micros``."""
-        self.handle.registerTimer(int(micros) // 1000 + 1)
+        self.handle.registerTimer(_millis(micros) + 1)
+
+    def _edge(self, time: np.ndarray, watermark: int) -> int | None:
+        """Where the next watermark will be at least, from this bucket's rows of the micro-batch
+        (µs; see the class docstring), or None when the stream has several watermarks."""
+        if self.delay_ms is None:
+            return None
+        return max(watermark, (_millis(time.max()) - self.delay_ms) * 1000)
 
     # -- the API
     def handleInputRows(self, key, rows, timerValues):
-        import pandas as pd
-
         # the frames' columns are the bucket, then the packed rows
         parts = [from_ipc(blob) for frame in rows for blob in frame.iloc[:, -1]]
         parts = [p for p in parts if p.num_rows]
@@ -364,54 +399,79 @@ class MatchProcessor(StatefulProcessor):
             return iter(())
         new = pa.concat_tables(parts)
         time = self._time(new)
-        late = time < timerValues.getCurrentWatermarkInMs() * 1000
+        watermark = timerValues.getCurrentWatermarkInMs() * 1000
+        late = time < watermark
         if late.any():
             self._write_late(new.filter(pa.array(late)))
             new = new.filter(pa.array(~late))
             time = time[~late]
+        results, behind = None, 0
         if new.num_rows:
-            self.pending.appendValue((to_ipc(new), self.buckets))
-            self._wake(time.min())
-        if not late.any():
-            return iter(())
-        return iter([pd.DataFrame({RESULT_COLUMN: pd.Series([None], dtype=object),
-                                   LATE_COLUMN: pd.Series([int(late.sum())], dtype="int64")})])
+            edge = self._edge(time, watermark)
+            if edge is not None and (time < edge).any():
+                results, behind = self._process(edge, new)
+            else:
+                self.pending.appendValue((to_ipc(new), self.buckets))
+                self._wake(time.min())
+        return _emitted(results, int(late.sum()) + behind)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        import pandas as pd
+        return _emitted(*self._process(timerValues.getCurrentWatermarkInMs() * 1000))
 
-        watermark = timerValues.getCurrentWatermarkInMs() * 1000
-        parts = [self._rows(blob, n) for blob, n in self.pending.get()]
-        kept_value = self.kept.get()
-        kept = self._rows(*kept_value) if kept_value is not None else None
+    def _process(self, edge: int, new: pa.Table | None = None):
+        """Process the bucket's rows before ``edge`` (µs): the pending ones, and ``new`` (rows
+        of this micro-batch not in the state yet). Returns the results and the number of rows
+        found behind rows processed before (late: only a stream with several watermarks has
+        them)."""
+        stored, parts, kept, done = self._load()
+        had_pending = bool(parts)
+        if new is not None:
+            parts.append(new)
         pending = pa.concat_tables(parts) if parts else None
         time = self._time(pending) if pending is not None else np.zeros(0, np.int64)
-        ready = time < watermark
-        waiting = not ready.all()  # pending rows the watermark has not passed: their timer is set
-        if ready.any():
-            if waiting:
-                self.pending.put([(to_ipc(pending.filter(pa.array(~ready))), self.buckets)])
-                self._wake(time[~ready].min())
-            else:
+        behind = time < done if done is not None else np.zeros(len(time), bool)
+        if behind.any():
+            self._write_late(pending.filter(pa.array(behind)))
+        ready = ~behind & (time < edge)
+        waiting = ~behind & ~ready  # rows the edge has not passed: they stay pending
+        if ready.any() or behind.any() or new is not None:
+            if waiting.any():
+                self.pending.put([(to_ipc(pending.filter(pa.array(waiting))), self.buckets)])
+                self._wake(time[waiting].min())
+            elif had_pending:
                 self.pending.clear()
-            results, new_kept = self._advance(kept, pending.filter(pa.array(ready)), watermark)
+        if ready.any():
+            results, new_kept = self._advance(kept, pending.filter(pa.array(ready)), edge)
         else:
-            results, new_kept = None, self._evict(kept, watermark)
-        if new_kept is None or new_kept.num_rows == 0:
-            if kept is not None:
-                self.kept.clear()
-        elif new_kept is not kept:
-            self.kept.update((to_ipc(new_kept), self.buckets))
-        if new_kept is not None and new_kept.num_rows and self.task.window.kind == "time":
+            results, new_kept = None, self._evict(kept, edge)
+        has_rows = new_kept is not None and new_kept.num_rows > 0
+        if has_rows or waiting.any():  # ``done`` is kept while the bucket holds rows
+            done = edge if done is None else max(done, edge)
+            self.kept.update((to_ipc(new_kept) if has_rows else None, self.buckets, done))
+        elif stored:
+            self.kept.clear()
+        if has_rows and self.task.window.kind == "time":
             forget = self._time(new_kept).max() + self.task.window.amount  # then ``_evict`` forgets them
-            if not waiting or forget < time[~ready].min():
+            if not waiting.any() or forget < time[waiting].min():
                 self._wake(forget)
-        if results is None or results.num_rows == 0:
-            return iter(())
-        return iter([pd.DataFrame({RESULT_COLUMN: pd.Series([to_ipc(results)], dtype=object),
-                                   LATE_COLUMN: pd.Series([0], dtype="int64")})])
+        return results, int(behind.sum())
 
-    def _advance(self, kept, ready, watermark: int):
+    def _load(self):
+        """(whether the bucket has kept state, its pending rows as one table per micro-batch
+        they came in, its kept rows or None, the time before which every row was processed or
+        None)."""
+        parts = []
+        for blob, buckets in self.pending.get():
+            self._check(buckets)
+            parts.append(from_ipc(blob))
+        stored = self.kept.get()
+        if stored is None:
+            return False, parts, None, None
+        blob, buckets, done = stored
+        self._check(buckets)
+        return True, parts, (from_ipc(blob) if blob is not None else None), done
+
+    def _advance(self, kept, ready, edge: int):
         """Run the task over each key's kept rows, then its ready rows, in order; return the
         results that end in the ready rows, and the rows to keep. The kept rows start after the
         window edge and after the key's last result under CONSUME BY (``_keep``), so a result
@@ -438,20 +498,20 @@ class MatchProcessor(StatefulProcessor):
         ends = task.result_ends
         if not is_ready[ends].all():  # found again among the kept rows: emitted before
             results = results.filter(pa.array(is_ready[ends]))
-        keep = self._keep(rows, ends, watermark)
-        parts = [rows.filter(pa.array(keep))] + ([self._evict(idle, watermark)] if idle is not None else [])
+        keep = self._keep(rows, ends, edge)
+        parts = [rows.filter(pa.array(keep))] + ([self._evict(idle, edge)] if idle is not None else [])
         parts = [p for p in parts if p is not None and p.num_rows]
         return results, (pa.concat_tables(parts) if parts else None)
 
-    def _keep(self, rows: pa.Table, ends: np.ndarray, watermark: int) -> np.ndarray:
+    def _keep(self, rows: pa.Table, ends: np.ndarray, edge: int) -> np.ndarray:
         """Which of ``rows`` (keys in turn, each in order) a later result can still reach: under
-        a time window, those no further behind the watermark than the window (every later
-        result ends at or after the watermark); under ``n EVENTS``, a key's last n rows; under
+        a time window, those no further behind the ``edge`` of processed rows than the window
+        (every later result ends at or after it); under ``n EVENTS``, a key's last n rows; under
         CONSUME BY, only the rows after the key's last result (``ends``, the rows results end
         at)."""
         window = self.task.window
         if window.kind == "time":
-            keep = window_values(self.task, rows) >= watermark - window.amount
+            keep = window_values(self.task, rows) >= edge - window.amount
         else:
             group, first = _groups(rows, self.keys)
             index = np.arange(rows.num_rows) - first[group]
@@ -464,17 +524,29 @@ class MatchProcessor(StatefulProcessor):
             keep &= np.arange(rows.num_rows) > last[group]
         return keep
 
-    def _evict(self, rows, watermark: int):
+    def _evict(self, rows, edge: int):
         """``rows`` without those a later result cannot reach, under a time window: further
-        behind the watermark than the window. Under ``n EVENTS`` a key keeps its last rows."""
+        behind the ``edge`` of processed rows than the window. Under ``n EVENTS`` a key keeps
+        its last rows."""
         window = self.task.window
         if rows is None or window.kind != "time":
             return rows
-        keep = window_values(self.task, rows) >= watermark - window.amount
+        keep = window_values(self.task, rows) >= edge - window.amount
         return rows if keep.all() else rows.filter(pa.array(keep))
 
     def close(self) -> None:
         pass
+
+
+def _emitted(results: pa.Table | None, late: int):
+    """The processor's output rows: the results as Arrow IPC, and the late rows counted."""
+    import pandas as pd
+
+    if late == 0 and (results is None or results.num_rows == 0):
+        return iter(())
+    blob = to_ipc(results) if results is not None and results.num_rows else None
+    return iter([pd.DataFrame({RESULT_COLUMN: pd.Series([blob], dtype=object),
+                               LATE_COLUMN: pd.Series([late], dtype="int64")})])
 
 
 def _groups(rows: pa.Table, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -498,7 +570,7 @@ def match_stream(task: TaskPlan, stream, key_columns: list[str], names: list[str
     F = functions_for(stream)
     buckets = settings.buckets if key_columns else 1
     packed = with_bucket(stream, key_columns, buckets).mapInArrow(pack(names), f"{BUCKET_COLUMN} int, {ROWS_COLUMN} binary")
-    processor = MatchProcessor(task, names, buckets, settings.late_rows_path)
+    processor = MatchProcessor(task, names, buckets, settings.delay_ms, settings.late_rows_path)
     out = packed.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
         processor, f"{RESULT_COLUMN} binary, {LATE_COLUMN} long", "Append", "EventTime")
     out = out.observe(METRICS, F.coalesce(F.sum(LATE_COLUMN), F.lit(0)).alias("late_rows"))
