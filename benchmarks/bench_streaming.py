@@ -15,7 +15,8 @@ Parts:
    micro-batch; a micro-batch's rows over its trigger time (planning, the job, the commit) is the
    rate the stream keeps up with when a trigger interval of that time brings n rows, the
    median over the micro-batches after the first (which starts the workers) and before those
-   of the flush files; as a ratio of the batch query's rows per second;
+   of the flush files; as a ratio of the batch query's rows per second; beside it, Spark's
+   floor: the same micro-batches through a stateful processor that does nothing (``Idle``);
 3. **state**: the rows the state store holds per bucket after each run (read with Spark's state
    data source), against the rows that went through: it stays the window's, however long the
    stream;
@@ -41,6 +42,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from pyspark.sql.streaming import StatefulProcessor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -81,15 +83,42 @@ def batch_results(spark, folder: str, query: str) -> int:
     return cerql.cer_sql(spark, query, trades=spark.read.parquet(folder)).count()
 
 
-def sustained(spark, folder: str, query: str, checkpoint: str, lateness: str) -> tuple[float, float, int]:
+def sustained(progress) -> tuple[float, float, int]:
     """(median rows per second of a micro-batch's trigger time, median trigger seconds, the
     micro-batches measured) over the data micro-batches after the first (``sustained`` in the
     module docstring)."""
-    _, progress = stream_seconds(spark, folder, query, checkpoint, lateness)
     data = [p for p in progress if p.numInputRows > 2][1:]  # the flush files hold 2 rows each
     rates = [p.numInputRows / (p.durationMs["triggerExecution"] / 1000) for p in data]
     seconds = [p.durationMs["triggerExecution"] / 1000 for p in data]
     return float(np.median(rates)), float(np.median(seconds)), len(data)
+
+
+class Idle(StatefulProcessor):
+    """A stateful processor that reads its rows and does nothing: Spark's own cost."""
+
+    def init(self, handle) -> None:
+        pass
+
+    def handleInputRows(self, key, rows, timerValues):
+        for _ in rows:
+            pass
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+def floor_progress(spark, folder: str, checkpoint: str, lateness: str):
+    """The progress of Spark's floor for the same micro-batches: the rows the query reads
+    (about: its FILTERs without the closing price) grouped by name into ``Idle``."""
+    schema = spark.read.parquet(folder).schema
+    frame = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(folder)
+             .withWatermark("ts", lateness).filter("(type = 'SELL' AND price > 99) OR (type = 'BUY' AND price < 1)"))
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    q = (frame.groupBy("name").transformWithStateInPandas(Idle(), "x long", "Append", "EventTime")
+         .writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    q.awaitTermination()
+    return q.recentProgress
 
 
 def stream_seconds(spark, folder: str, query: str, checkpoint: str, lateness: str):
@@ -207,17 +236,21 @@ def main() -> None:
             print("  micro-batch", p.batchId, p.numInputRows, "rows", dict(p.durationMs))
         report["sustained"] = []
         for size in [int(x) for x in args.sizes.split(",") if x]:
-            files = max(2, -(-args.rows // size))
+            files = max(3, -(-args.rows // size))
             cut = os.path.join(work, f"in{size}")
             write_files(cut, files * size, files, args.tickers)
             cut_batch = min(batch_seconds(spark, cut, query) for _ in range(args.repeat))
-            rate, seconds, measured = sustained(spark, cut, query, os.path.join(work, f"ck{size}"), args.lateness)
+            _, progress = stream_seconds(spark, cut, query, os.path.join(work, f"ck{size}"), args.lateness)
+            rate, seconds, measured = sustained(progress)
+            floor_rate, floor_seconds, _ = sustained(floor_progress(spark, cut, os.path.join(work, "ckf"), args.lateness))
             ratio = rate / (files * size / cut_batch)
             report["sustained"].append({"rows_per_micro_batch": size, "micro_batches_measured": measured,
                                         "trigger_seconds": seconds, "rows_per_s": rate,
-                                        "batch_rows_per_s": files * size / cut_batch, "ratio": ratio})
-            print(f"sustained, {size:,} rows a micro-batch: {seconds:.2f} s each (median of {measured}), "
-                  f"{rate:,.0f} rows/s against the batch query's {files * size / cut_batch:,.0f} ({ratio:.2f}x)")
+                                        "batch_rows_per_s": files * size / cut_batch, "ratio": ratio,
+                                        "floor_trigger_seconds": floor_seconds, "floor_rows_per_s": floor_rate})
+            print(f"sustained, {size:,} rows a micro-batch: {seconds:.2f} s each (median of {measured}; Spark's "
+                  f"floor {floor_seconds:.2f} s), {rate:,.0f} rows/s against the batch query's "
+                  f"{files * size / cut_batch:,.0f} ({ratio:.2f}x; the floor's {floor_rate / (files * size / cut_batch):.2f}x)")
         if not args.no_latency:
             delays = latency(spark, os.path.join(work, "live"), query, args.rate, args.latency_seconds, args.tickers,
                              args.lateness)

@@ -408,7 +408,7 @@ class MatchProcessor(StatefulProcessor):
         results, behind = None, 0
         if new.num_rows:
             edge = self._edge(time, watermark)
-            if edge is not None and (time < edge).any():
+            if edge is not None and edge > watermark:  # rows before it may wait in the state
                 results, behind = self._process(edge, new)
             else:
                 self.pending.appendValue((to_ipc(new), self.buckets))
