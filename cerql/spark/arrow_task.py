@@ -70,13 +70,13 @@ class MatchTask:
         self.gap_fill = inert_steps(plan.automaton)  # inert events put back per gap, when gaps come
         self.filled = False                          # the batches come with positions (and gaps)
         self.last_pos = -1                           # number of the last row seen
-        self.result_ends = np.zeros(0, np.int64)     # per result of the last batch, the row it ends at
+        self.result_ends = np.zeros(0, np.int64)     # per result of the last batch, its end's row (kept rows first)
 
     def restart(self) -> None:
         """Forget the substream going on: the next batch starts a new one, whatever its key
         (the kernel resets its runs, arena and positions at a substream's first row), while the
         automaton built so far (the lazily determinized transitions) is kept. The streaming
-        processor (spark/streaming.py) runs one task over the rows of many keys in turn."""
+        processor (spark/streaming.py) runs one task over the rows of each bucket in turn."""
         self.kept, self.kept_values, self.kept_pos0, self.next_pos = None, None, 0, 0
         self.last_key, self.last_pos, self.filled, self.substreams = None, -1, False, 0
         if self.check is not None:

@@ -76,7 +76,7 @@ WATERMARK_METADATA = "spark.watermarkDelayMs"  # what withWatermark puts on its 
 ROWS_COLUMN = "__cerql_rows"      # a key's rows of one input batch, as Arrow IPC
 BUCKET_COLUMN = "__cerql_bucket"  # the state key a row's partition key hashes to
 RESULT_COLUMN = "__cerql_result"  # result rows of one timer, as Arrow IPC
-LATE_COLUMN = "__cerql_late"      # late rows seen in one input batch of a key
+LATE_COLUMN = "__cerql_late"      # late rows seen in one call of the processor
 METRICS = "cerql"                 # the observed metrics' name in the query's progress
 
 
