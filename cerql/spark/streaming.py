@@ -65,7 +65,6 @@ import pyarrow.compute as pc
 from pyspark.sql.streaming import StatefulProcessor
 
 from cerql.errors import AnalysisError, UnsupportedError
-from cerql.exec.stream import window_values
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 
 ALLOWED_LATENESS_CONF = "cerql.streaming.allowedLateness"
@@ -506,19 +505,18 @@ class MatchProcessor(StatefulProcessor):
     def _keep(self, rows: pa.Table, ends: np.ndarray, edge: int) -> np.ndarray:
         """Which of ``rows`` (keys in turn, each in order) a later result can still reach: under
         a time window, those no further behind the ``edge`` of processed rows than the window
-        (every later result ends at or after it); under ``n EVENTS``, a key's last n rows; under
-        CONSUME BY, only the rows after the key's last result (``ends``, the rows results end
-        at)."""
+        (``_reachable``); under ``n EVENTS``, a key's last n rows; under CONSUME BY, only the
+        rows after the key's last result (``ends``, the rows results end at)."""
         window = self.task.window
+        consumes = self.task.consume != "NONE" and len(ends)
+        group, first = _groups(rows, self.keys) if window.kind != "time" or consumes else (None, None)
         if window.kind == "time":
-            keep = window_values(self.task, rows) >= edge - window.amount
+            keep = self._reachable(rows, edge)
         else:
-            group, first = _groups(rows, self.keys)
             index = np.arange(rows.num_rows) - first[group]
             size = np.diff(np.append(first, rows.num_rows))
             keep = index >= size[group] - window.amount
-        if self.task.consume != "NONE" and len(ends):
-            group, first = _groups(rows, self.keys)
+        if consumes:
             last = np.full(len(first), -1, np.int64)
             np.maximum.at(last, group[ends], ends)
             keep &= np.arange(rows.num_rows) > last[group]
@@ -528,11 +526,15 @@ class MatchProcessor(StatefulProcessor):
         """``rows`` without those a later result cannot reach, under a time window: further
         behind the ``edge`` of processed rows than the window. Under ``n EVENTS`` a key keeps
         its last rows."""
-        window = self.task.window
-        if rows is None or window.kind != "time":
+        if rows is None or self.task.window.kind != "time":
             return rows
-        keep = window_values(self.task, rows) >= edge - window.amount
+        keep = self._reachable(rows, edge)
         return rows if keep.all() else rows.filter(pa.array(keep))
+
+    def _reachable(self, rows: pa.Table, edge: int) -> np.ndarray:
+        """Under a time window, which rows are no further behind ``edge`` than the window:
+        every later result ends at or after the edge."""
+        return self._time(rows) >= edge - self.task.window.amount
 
     def close(self) -> None:
         pass
