@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from cerql import ast
-from cerql.errors import ExecutionError
+from cerql.errors import CeqlError, ExecutionError
 from cerql.exec import aggregate
 from cerql.exec.results import Result, Valuation, too_many_matches
 from cerql.exec.stream import Stream
@@ -174,31 +174,56 @@ class Substream:
 
     def prepare_cross(self, text: str, valuations: list[Valuation]) -> None:
         """Evaluate one predicate across variables for many valuations at once, where that is
-        one row each: no aggregates and one event per variable it reads (the common case of
-        single-event variables). ``holds`` then looks the values up instead of building a
-        table per valuation; the others are left to ``cross_holds``."""
+        one row each: one event per variable it reads outside aggregates (the common case of
+        single-event variables), or none. An aggregate is one value per valuation, computed
+        here as ``cross_holds`` computes it. ``holds`` then looks the values up instead of
+        building a table per valuation; the others are left to ``cross_holds``, and so is
+        every valuation when a value fails to compute (an overflow, a malformed CAST): the
+        valuation-at-a-time check raises the error where the reference evaluator would,
+        after AND and OR have had their say."""
         cross = self.plan.cross_predicates[text]
-        if cross.aggregates:
-            return
         variables = cross.variables
-        rows, todo = [], []
+        rows, todo, events = [], [], []
         for v in valuations:
-            at = {}
+            at, events_of = {}, {}
             for name, p in v.labels:
-                if name in at and at[name] != p:
-                    at[name] = None  # several events
-                else:
-                    at.setdefault(name, p)
-            if variables and all(at.get(var) is not None for var in variables):
+                at[name] = None if name in at else p  # None: several events
+                events_of.setdefault(name, []).append(p)
+            if all(at.get(var) is not None for var in variables):
                 rows.append([at[var] for var in variables])
                 todo.append(v)
+                events.append(events_of)
         if not todo:
             return
-        positions = np.array(rows, dtype=np.int64) - self.offset
-        table = pa.table({f"{var}.{col}": self.table.column(col).take(positions[:, variables.index(var)])
-                          for var, col in cross.columns})
-        for v, value in zip(todo, evaluate_predicate(cross.fn, table).tolist()):
+        columns = {}
+        if variables:
+            positions = np.array(rows, dtype=np.int64) - self.offset
+            columns = {f"{var}.{col}": self.table.column(col).take(positions[:, variables.index(var)])
+                       for var, col in cross.columns}
+        try:
+            for k, agg in enumerate(cross.aggregates):
+                positions = [sorted(e.get(agg.var, ())) for e in events]
+                columns[f"{AGGREGATE_COLUMN}{k}"] = pa.array(self._aggregates(agg, positions), agg.type)
+            table = pa.table(columns) if columns else pa.table({"row": [0] * len(todo)})
+            values = evaluate_predicate(cross.fn, table).tolist()
+        except CeqlError:
+            return
+        for v, value in zip(todo, values):
             self.known[(text, v.labels)] = value
+
+    def _aggregates(self, agg, positions: list[list[int]]) -> list:
+        """One aggregate's value for each list of positions (one valuation's events of its
+        variable), with the column's values taken once for all of them."""
+        if agg.column is None:
+            return [aggregate.value(agg.kind, p, None) for p in positions]
+        column = self.table.column(agg.column)
+        flat = np.fromiter(itertools.chain.from_iterable(positions), np.int64) - self.offset
+        values = column.take(pa.array(flat, pa.int64())).to_pylist()
+        out, at = [], 0
+        for p in positions:
+            out.append(aggregate.value(agg.kind, p, values[at:at + len(p)], column.type))
+            at += len(p)
+        return out
 
     def cross_holds(self, cross: CrossPlan, v: Valuation) -> bool:
         """A predicate across variables holds for every combination of the events of the

@@ -136,6 +136,18 @@ def test_aggregate_against_a_single_event():
     assert match_sets(out) == [(0, 1), (0, 1, 2, 3), (0, 1, 3), (0, 2, 3), (0, 3)]
 
 
+def test_an_aggregate_that_and_never_reads_raises_nothing():
+    # b = {1, 2} sums past BIGINT, but count(b) < 1.5 is false there first: AND never asks for
+    # that sum, so neither engine raises ARITHMETIC_OVERFLOW; the single B's pass. ``+ 0`` keeps
+    # both FILTERs out of the registers, so the local engine checks the candidates together (all
+    # sums at once) and must fall back to one at a time when one of them fails
+    out = run("A B B", "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER count(b) < 1.5 + 0 AND sum(b.x) > 0.5 + 0 "
+              "ORDER BY ts", x=[0, 2**62, 2**62])
+    assert match_sets(out) == [(0, 1), (0, 2)]
+    with pytest.raises(cerql.CeqlError, match="ARITHMETIC_OVERFLOW"):
+        run("A B B", "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER sum(b.x) > 0.5 + 0 ORDER BY ts", x=[0, 2**62, 2**62])
+
+
 def test_aggregate_skips_nulls_and_is_null_on_no_rows():
     # b = {1} (NULL): sum NULL -> false; {2} (3) passes; {1, 2}: sum 3 passes
     out = run("A B B", "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER sum(b.x) >= 3 ORDER BY ts", x=[0, None, 3])
