@@ -20,7 +20,13 @@ Parts:
 3. **state**: the rows the state store holds per bucket after each run (read with Spark's state
    data source), against the rows that went through: it stays the window's, however long the
    stream;
-4. **latency** (unless ``--no-latency``): a writer thread adds a file of ``--rate`` trades per
+4. **window** (``--windows``): a broader query (``BROAD_QUERY``: a quarter of the rows can take
+   part, NEXT keeps one match per end) over the same micro-batches with each window: the
+   median trigger seconds of the data micro-batches after the first and those of the last (the
+   window is then as full as it gets), and the rows the state holds at the end. A micro-batch
+   loads, runs again and stores the kept rows of each bucket that gets rows (the state is
+   rows), so its cost grows with the rows a window holds;
+5. **latency** (unless ``--no-latency``): a writer thread adds a file of ``--rate`` trades per
    second stamped with the wall clock, the query runs with a one-second processing-time trigger,
    and each micro-batch records the wall time at which it wrote matches and the event time of
    the newest; latency is their difference (the target: at most the trigger interval plus the
@@ -52,6 +58,9 @@ from cerql.spark.streaming import ROCKSDB, STATE_STORE_CONF, from_ipc  # noqa: E
 
 QUERY = ("SELECT * FROM trades WHERE SELL AS s ; BUY AS b ; SELL AS t "
          "FILTER s[price > 99] AND b[price < 1] AND t[price > {t}] PARTITION BY [name] ORDER BY ts WITHIN {window}")
+BROAD_QUERY = ("SELECT NEXT * FROM trades WHERE SELL AS s ; BUY AS b ; SELL AS t "
+               "FILTER s[price > 99] AND b[price < 50] AND t[price > 99.9] PARTITION BY [name] ORDER BY ts "
+               "WITHIN {window}")
 BASE = pd.Timestamp("2026-01-01", tz="UTC")
 
 
@@ -62,12 +71,12 @@ def trades(rows: int, tickers: int, seed: int = 1, start: pd.Timestamp = BASE, s
                          "ts": start + pd.to_timedelta(np.arange(rows) * step_ms, unit="ms")})
 
 
-def write_files(folder: str, rows: int, files: int, tickers: int) -> None:
+def write_files(folder: str, rows: int, files: int, tickers: int, flush: bool = True) -> None:
     os.makedirs(folder, exist_ok=True)
     data = trades(rows, tickers)
     for k, part in enumerate(np.array_split(np.arange(rows), files)):
         data.iloc[part].to_parquet(os.path.join(folder, f"part{k:04d}.parquet"), coerce_timestamps="us", index=False)
-    for k in range(2):  # a day ahead, of every type the query reads: the watermark passes every row
+    for k in range(2 if flush else 0):  # a day ahead, of every type the query reads: the watermark passes every row
         flush = pd.DataFrame({"name": ["T0", "T0"], "type": ["BUY", "SELL"], "price": [50.0, 50.0],
                               "ts": [BASE + pd.Timedelta(days=1 + k)] * 2})
         flush.to_parquet(os.path.join(folder, f"zz_flush{k}.parquet"), coerce_timestamps="us", index=False)
@@ -194,6 +203,8 @@ def main() -> None:
     ap.add_argument("--lateness", default="2 seconds")
     ap.add_argument("--sizes", default="",
                     help="rows per micro-batch for the sustained part, comma-separated (e.g. 500000,1000000,2000000)")
+    ap.add_argument("--windows", default="",
+                    help="windows for the window part, comma-separated (e.g. '1 MINUTE,10 MINUTES,1 HOUR')")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--rate", type=int, default=5000, help="trades per second for the latency part")
     ap.add_argument("--latency-seconds", type=int, default=40)
@@ -251,6 +262,20 @@ def main() -> None:
             print(f"sustained, {size:,} rows a micro-batch: {seconds:.2f} s each (median of {measured}; Spark's "
                   f"floor {floor_seconds:.2f} s), {rate:,.0f} rows/s against the batch query's "
                   f"{files * size / cut_batch:,.0f} ({ratio:.2f}x; the floor's {floor_rate / (files * size / cut_batch):.2f}x)")
+        report["windows"] = []
+        if args.windows:  # no flush files: the state at the end is what the window holds
+            write_files(os.path.join(work, "inw"), args.rows, args.files, args.tickers, flush=False)
+        for window in [w.strip() for w in args.windows.split(",") if w.strip()]:
+            broad = BROAD_QUERY.format(window=window)
+            checkpoint = os.path.join(work, "ckw")
+            _, progress = stream_seconds(spark, os.path.join(work, "inw"), broad, checkpoint, args.lateness)
+            _, seconds, measured = sustained(progress)
+            last = [p.durationMs["triggerExecution"] / 1000 for p in progress if p.numInputRows][-1]
+            _, held = state_rows(spark, checkpoint)
+            report["windows"].append({"window": window, "trigger_seconds": seconds, "last_trigger_seconds": last,
+                                      "micro_batches_measured": measured, "state_rows": held, "query": broad})
+            print(f"window {window}: {seconds:.2f} s a micro-batch of {args.rows // args.files:,} rows (median of "
+                  f"{measured}), the last {last:.2f} s; {held:,} rows in the state at the end")
         if not args.no_latency:
             delays = latency(spark, os.path.join(work, "live"), query, args.rate, args.latency_seconds, args.tickers,
                              args.lateness)

@@ -42,9 +42,11 @@ Why this shape:
   themselves are written there too, as Parquet files. Spark itself drops no row (its late-row filter
   reads an event-time column, and the stateful operator's input has none).
 - Eviction. Every later result ends at or after the watermark, so under a time window the
-  rows further behind it than the window are dropped whenever a bucket's timer fires, and a
+  rows further behind it than the window are dropped whenever a bucket processes rows, and a
   timer fires when the last of them is (a bucket whose rows all fell out is forgotten); under
-  ``n EVENTS`` a key keeps its last n rows.
+  ``n EVENTS`` a key keeps its last n rows. A bucket keeps one timer, and writes its state only
+  when it changed: every call loads and stores the bucket's rows through the state API, which
+  costs more per byte than matching them does (``MAX_STATE_ROWS_CONF`` bounds them).
 - On a stream the row ordinal that breaks ties in the ordering columns is a hash of the row
   (there is no input order to read): rows equal in every column keep one order.
 """
@@ -64,13 +66,17 @@ import pyarrow.compute as pc
 
 from pyspark.sql.streaming import StatefulProcessor
 
-from cerql.errors import AnalysisError, UnsupportedError
+from cerql.errors import AnalysisError, ExecutionError, UnsupportedError
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 
 ALLOWED_LATENESS_CONF = "cerql.streaming.allowedLateness"
 LATE_ROWS_PATH_CONF = "cerql.streaming.lateRowsPath"  # a directory the late rows are written to, too
 BUCKETS_CONF = "cerql.streaming.stateBuckets"  # state keys the partition keys hash to (see with_bucket)
 SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"  # the default of BUCKETS_CONF
+MAX_STATE_ROWS_CONF = "cerql.streaming.maxStateRows"  # rows one bucket may hold between micro-batches
+DEFAULT_MAX_STATE_ROWS = 10_000_000
+CHUNK_ROWS = 1 << 16  # rows per Arrow IPC value of results and of waiting rows
+MAX_VALUE_BYTES = (1 << 31) - (1 << 24)  # a BINARY value of Spark's rows stays below 2 GiB
 WATERMARK_METADATA = "spark.watermarkDelayMs"  # what withWatermark puts on its column
 ROWS_COLUMN = "__cerql_rows"      # a key's rows of one input batch, as Arrow IPC
 BUCKET_COLUMN = "__cerql_bucket"  # the state key a row's partition key hashes to
@@ -131,6 +137,7 @@ class StreamSettings:
     late_rows_path: str | None    # a directory late rows are written to (LATE_ROWS_PATH_CONF)
     buckets: int = 1              # state keys the partition keys hash to (BUCKETS_CONF)
     delay_ms: int | None = None   # the delay of the stream's only watermark (None: several)
+    max_state_rows: int = DEFAULT_MAX_STATE_ROWS  # rows one bucket may hold (MAX_STATE_ROWS_CONF)
 
 
 def settings(plan: QueryPlan, frames, conf: Callable[[str], str | None], text: str) -> StreamSettings:
@@ -138,12 +145,20 @@ def settings(plan: QueryPlan, frames, conf: Callable[[str], str | None], text: s
     watermark = watermark_to_add(plan, frames, conf(ALLOWED_LATENESS_CONF), text)
     check_state_store(conf(STATE_STORE_CONF), text)
     delay = _only_watermark(plan, frames, watermark)
-    buckets = conf(BUCKETS_CONF) or conf(SHUFFLE_PARTITIONS_CONF) or "200"
-    if not str(buckets).strip().isdigit() or int(buckets) < 1:
-        raise UnsupportedError.at(text, 0, f"{BUCKETS_CONF} is '{buckets}', not a positive number",
-                                  "STREAM_BAD_BUCKETS", "set it to a whole number such as 16, and keep it for the "
-                                  "life of the query's checkpoint")
-    return StreamSettings(watermark, conf(LATE_ROWS_PATH_CONF) or None, int(buckets), delay)
+    buckets = _positive(BUCKETS_CONF, conf(BUCKETS_CONF) or conf(SHUFFLE_PARTITIONS_CONF) or "200", text,
+                        "STREAM_BAD_BUCKETS", "set it to a whole number such as 16, and keep it for the life of "
+                        "the query's checkpoint")
+    limit = _positive(MAX_STATE_ROWS_CONF, conf(MAX_STATE_ROWS_CONF) or str(DEFAULT_MAX_STATE_ROWS), text,
+                      "STREAM_BAD_STATE_LIMIT", f"set it to a whole number of rows (the default is "
+                      f"{DEFAULT_MAX_STATE_ROWS:,}), or unset it")
+    return StreamSettings(watermark, conf(LATE_ROWS_PATH_CONF) or None, buckets, delay, limit)
+
+
+def _positive(name: str, value: str, text: str, error_class: str, hint: str) -> int:
+    """A Spark conf that must be a positive whole number, as an int."""
+    if not str(value).strip().isdigit() or int(value) < 1:
+        raise UnsupportedError.at(text, 0, f"{name} is '{value}', not a positive number", error_class, hint)
+    return int(value)
 
 
 def _only_watermark(plan: QueryPlan, frames, added: int | None) -> int | None:
@@ -202,15 +217,25 @@ def _field(frame, name: str):
 
 
 # -- Arrow IPC, the form rows travel and rest in
-def to_ipc(table: pa.Table) -> bytes:
+def to_ipc(table: pa.Table, compressed: bool = False) -> bytes:
+    """``table`` as Arrow IPC bytes; ``compressed`` (LZ4 frames, which ``from_ipc`` reads as
+    well) for the rows the state holds: each micro-batch reads and writes them through the state
+    API's socket and RocksDB, at a cost per byte far above LZ4's."""
     sink = io.BytesIO()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    options = pa.ipc.IpcWriteOptions(compression="lz4") if compressed else None
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     return sink.getvalue()
 
 
 def from_ipc(blob) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+
+
+def chunks_ipc(table: pa.Table, rows: int = CHUNK_ROWS, compressed: bool = False) -> list[bytes]:
+    """``table`` as Arrow IPC values of at most ``rows`` rows each (none when it is empty), so
+    that no value of Spark's rows nears the 2 GiB a BINARY value can hold."""
+    return [to_ipc(table.slice(at, rows), compressed) for at in range(0, table.num_rows, rows)]
 
 
 def spark_order(table: pa.Table, columns: list[str]) -> pa.Array:
@@ -342,9 +367,9 @@ class MatchProcessor(StatefulProcessor):
     rows arrive in, not the one after."""
 
     def __init__(self, task: TaskPlan, names: list[str], buckets: int, delay_ms: int | None = None,
-                 late_rows_path: str | None = None):
+                 late_rows_path: str | None = None, max_state_rows: int = DEFAULT_MAX_STATE_ROWS):
         self.task, self.names, self.buckets, self.late_rows_path = task, names, buckets, late_rows_path
-        self.delay_ms = delay_ms
+        self.delay_ms, self.max_state_rows = delay_ms, max_state_rows
         self.keys = list(task.substream_columns)
         ties = [c for c in (SOURCE_COLUMN, ORDINAL_COLUMN) if c in names]
         self.sort = self.keys + list(task.order_columns) + ties
@@ -362,6 +387,21 @@ class MatchProcessor(StatefulProcessor):
                                    f"now runs with {self.buckets}", error_class="STREAM_BUCKETS_CHANGED",
                                    hint=f'spark.conf.set("{BUCKETS_CONF}", "{buckets}") before the query, or '
                                    "start it with a new checkpoint: a key's rows are in the bucket it hashed to")
+
+    def _check_size(self, rows: int, size: int | None = None) -> None:
+        """Refuse to hold more than ``max_state_rows`` rows in one bucket (or more bytes than a
+        value of Spark's rows can carry): a documented limit rather than a worker that runs out
+        of memory, or a raw error of Spark's."""
+        if rows <= self.max_state_rows and size is None:
+            return
+        what = f"{rows:,} rows" + (f" in {size:,} bytes, more than a Spark value holds" if size is not None else
+                                   f", more than {MAX_STATE_ROWS_CONF}={self.max_state_rows:,}")
+        raise ExecutionError(f"[STREAM_STATE_TOO_LARGE] A state bucket of the stream would hold {what}",
+                             error_class="STREAM_STATE_TOO_LARGE",
+                             hint=f"a bucket holds its keys' rows of the window (WITHIN n EVENTS: each key's last "
+                                  f"n rows) and those waiting for the watermark; shorten WITHIN or the lateness, "
+                                  f"spread the keys over more buckets ({BUCKETS_CONF}, with a new checkpoint), or "
+                                  f"raise {MAX_STATE_ROWS_CONF} if the executors have the memory")
 
     def _time(self, table: pa.Table) -> np.ndarray:
         """The event time of each row, µs since the epoch."""
@@ -381,6 +421,21 @@ class MatchProcessor(StatefulProcessor):
     def _wake(self, micros: int) -> None:
         """A timer that fires once the watermark is past ``micros``."""
         self.handle.registerTimer(_millis(micros) + 1)
+
+    def _set_timer(self, micros: int | None, watermark_ms: int | None) -> None:
+        """Leave the bucket the one timer it needs, at ``micros`` (none when None), and delete
+        the timers earlier calls set that it processed since: each that fired would load and
+        store the bucket's whole state again for nothing. In a timer's call (``watermark_ms``
+        set) the timers the watermark has passed are Spark's to fire and delete."""
+        target = _millis(micros) + 1 if micros is not None else None
+        present = False
+        for expiry in list(self.handle.listTimers()):
+            if expiry == target:
+                present = True
+            elif watermark_ms is None or expiry > watermark_ms:
+                self.handle.deleteTimer(expiry)
+        if target is not None and not present:
+            self.handle.registerTimer(target)
 
     def _edge(self, time: np.ndarray, watermark: int) -> int | None:
         """Where the next watermark will be at least, from this bucket's rows of the micro-batch
@@ -410,18 +465,21 @@ class MatchProcessor(StatefulProcessor):
             if edge is not None and edge > watermark:  # rows before it may wait in the state
                 results, behind = self._process(edge, new)
             else:
-                self.pending.appendValue((to_ipc(new), self.buckets))
+                self.pending.appendList([(blob, self.buckets) for blob in chunks_ipc(new, compressed=True)])
                 self._wake(time.min())
         return _emitted(results, int(late.sum()) + behind)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        return _emitted(*self._process(timerValues.getCurrentWatermarkInMs() * 1000))
+        watermark = timerValues.getCurrentWatermarkInMs()
+        return _emitted(*self._process(watermark * 1000, timer_ms=watermark))
 
-    def _process(self, edge: int, new: pa.Table | None = None):
+    def _process(self, edge: int, new: pa.Table | None = None, timer_ms: int | None = None):
         """Process the bucket's rows before ``edge`` (µs): the pending ones, and ``new`` (rows
-        of this micro-batch not in the state yet). Returns the results and the number of rows
-        found behind rows processed before (late: only a stream with several watermarks has
-        them)."""
+        of this micro-batch not in the state yet); ``timer_ms``: called for a timer, at that
+        watermark (ms). Returns the results and the number of rows found behind rows processed
+        before (late: only a stream with several watermarks has them). The state is written
+        only when it changed, and the bucket keeps one timer: at its first waiting row, or
+        when its kept rows all leave a time window, whichever comes first."""
         stored, parts, kept, done = self._load()
         had_pending = bool(parts)
         if new is not None:
@@ -433,26 +491,32 @@ class MatchProcessor(StatefulProcessor):
             self._write_late(pending.filter(pa.array(behind)))
         ready = ~behind & (time < edge)
         waiting = ~behind & ~ready  # rows the edge has not passed: they stay pending
-        if ready.any() or behind.any() or new is not None:
-            if waiting.any():
-                self.pending.put([(to_ipc(pending.filter(pa.array(waiting))), self.buckets)])
-                self._wake(time[waiting].min())
-            elif had_pending:
-                self.pending.clear()
         if ready.any():
             results, new_kept = self._advance(kept, pending.filter(pa.array(ready)), edge)
         else:
             results, new_kept = None, self._evict(kept, edge)
         has_rows = new_kept is not None and new_kept.num_rows > 0
-        if has_rows or waiting.any():  # ``done`` is kept while the bucket holds rows
-            done = edge if done is None else max(done, edge)
-            self.kept.update((to_ipc(new_kept) if has_rows else None, self.buckets, done))
-        elif stored:
-            self.kept.clear()
-        if has_rows and self.task.window.kind == "time":
-            forget = self._time(new_kept).max() + self.task.window.amount  # then ``_evict`` forgets them
-            if not waiting.any() or forget < time[waiting].min():
-                self._wake(forget)
+        self._check_size((new_kept.num_rows if has_rows else 0) + int(waiting.sum()))
+        moved = ready.any() or behind.any() or new is not None  # else only eviction may change the state
+        if moved:
+            if waiting.any():
+                waiting_rows = pending.filter(pa.array(waiting))
+                self.pending.put([(blob, self.buckets) for blob in chunks_ipc(waiting_rows, compressed=True)])
+            elif had_pending:
+                self.pending.clear()
+        if moved or (kept is not None and not has_rows) or (has_rows and new_kept.num_rows != kept.num_rows):
+            if has_rows or waiting.any():  # ``done`` is kept while the bucket holds rows
+                done = edge if done is None else max(done, edge)
+                blob = to_ipc(new_kept, compressed=True) if has_rows else None
+                if blob is not None and len(blob) > MAX_VALUE_BYTES:
+                    self._check_size(new_kept.num_rows, len(blob))
+                self.kept.update((blob, self.buckets, done))
+            elif stored:
+                self.kept.clear()
+        wake = [int(time[waiting].min())] if waiting.any() else []
+        if has_rows and self.task.window.kind == "time":  # then ``_evict`` forgets them
+            wake.append(int(self._time(new_kept).max()) + self.task.window.amount)
+        self._set_timer(min(wake) if wake else None, timer_ms)
         return results, int(behind.sum())
 
     def _load(self):
@@ -540,15 +604,18 @@ class MatchProcessor(StatefulProcessor):
         pass
 
 
-def _emitted(results: pa.Table | None, late: int):
-    """The processor's output rows: the results as Arrow IPC, and the late rows counted."""
+def _emitted(results: pa.Table | None, late: int, rows: int = CHUNK_ROWS):
+    """The processor's output rows: the results as Arrow IPC values of at most ``rows`` rows
+    each (one micro-batch's results in a bucket may be many), and the late rows counted."""
     import pandas as pd
 
-    if late == 0 and (results is None or results.num_rows == 0):
+    blobs = chunks_ipc(results, rows) if results is not None else []
+    if late == 0 and not blobs:
         return iter(())
-    blob = to_ipc(results) if results is not None and results.num_rows else None
-    return iter([pd.DataFrame({RESULT_COLUMN: pd.Series([blob], dtype=object),
-                               LATE_COLUMN: pd.Series([late], dtype="int64")})])
+    blobs = blobs or [None]
+    lates = [late] + [0] * (len(blobs) - 1)
+    return iter([pd.DataFrame({RESULT_COLUMN: pd.Series(blobs, dtype=object),
+                               LATE_COLUMN: pd.Series(lates, dtype="int64")})])
 
 
 def _groups(rows: pa.Table, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -572,7 +639,8 @@ def match_stream(task: TaskPlan, stream, key_columns: list[str], names: list[str
     F = functions_for(stream)
     buckets = settings.buckets if key_columns else 1
     packed = with_bucket(stream, key_columns, buckets).mapInArrow(pack(names), f"{BUCKET_COLUMN} int, {ROWS_COLUMN} binary")
-    processor = MatchProcessor(task, names, buckets, settings.delay_ms, settings.late_rows_path)
+    processor = MatchProcessor(task, names, buckets, settings.delay_ms, settings.late_rows_path,
+                               settings.max_state_rows)
     out = packed.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
         processor, f"{RESULT_COLUMN} binary, {LATE_COLUMN} long", "Append", "EventTime")
     out = out.observe(METRICS, F.coalesce(F.sum(LATE_COLUMN), F.lit(0)).alias("late_rows"))

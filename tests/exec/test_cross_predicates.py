@@ -145,7 +145,8 @@ def test_an_aggregate_that_and_never_reads_raises_nothing():
               "ORDER BY ts", x=[0, 2**62, 2**62])
     assert match_sets(out) == [(0, 1), (0, 2)]
     with pytest.raises(cerql.CeqlError, match="ARITHMETIC_OVERFLOW"):
-        run("A B B", "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER sum(b.x) > 0.5 + 0 ORDER BY ts", x=[0, 2**62, 2**62])
+        run("A B B", "SELECT * FROM s WHERE A AS a ; B+ AS b FILTER sum(b.x) > 0.5 + 0 ORDER BY ts",
+            x=[0, 2**62, 2**62])
 
 
 def test_aggregate_skips_nulls_and_is_null_on_no_rows():

@@ -424,16 +424,96 @@ def test_a_restart_with_another_bucket_count_is_refused(rocksdb, tmp_path):
         spark.conf.unset("cerql.streaming.stateBuckets")
 
 
-def test_a_bucket_count_that_is_not_a_positive_number_is_refused(rocksdb, tmp_path):
+@pytest.mark.parametrize("conf, error_class", [("cerql.streaming.stateBuckets", "STREAM_BAD_BUCKETS"),
+                                               ("cerql.streaming.maxStateRows", "STREAM_BAD_STATE_LIMIT")])
+def test_a_count_conf_that_is_not_a_positive_number_is_refused(rocksdb, tmp_path, conf, error_class):
     query = "SELECT * FROM s WHERE SELL ; BUY AS b PARTITION BY [name] ORDER BY ts WITHIN 5 SECONDS"
     for value in ("0", "many"):
-        rocksdb.conf.set("cerql.streaming.stateBuckets", value)
+        rocksdb.conf.set(conf, value)
         try:
             with pytest.raises(cerql.CeqlError) as err:
                 cerql.cer_sql(rocksdb, query, s=_stream(rocksdb, tmp_path))
         finally:
-            rocksdb.conf.unset("cerql.streaming.stateBuckets")
-        assert err.value.error_class == "STREAM_BAD_BUCKETS" and "cerql.streaming.stateBuckets" in str(err.value)
+            rocksdb.conf.unset(conf)
+        assert err.value.error_class == error_class and conf in str(err.value)
+
+
+def test_a_bucket_that_outgrows_the_state_limit_stops_the_query_with_its_conf(rocksdb, tmp_path):
+    """Under ``n EVENTS`` each key keeps its last n rows however old: a key per row (``seq``)
+    makes the state grow with the stream, and the limit stops it with a CeqlError naming its
+    conf, not a worker out of memory. A generous limit lets the same stream through."""
+    from pyspark.errors import StreamingQueryException
+
+    spark, data = rocksdb, trades(400, seed=3)
+    query = "SELECT * FROM s WHERE SELL AS a ; BUY AS b PARTITION BY [seq] ORDER BY ts WITHIN 3 EVENTS"
+    write_parts(data, tmp_path / "in", 2)
+    flush(tmp_path / "in", like=data)
+    spark.conf.set("cerql.streaming.maxStateRows", "40")
+    try:
+        with pytest.raises(StreamingQueryException, match=r"STREAM_STATE_TOO_LARGE.*cerql\.streaming\.maxStateRows=40"):
+            run_stream(spark, query, tmp_path / "in", tmp_path / "ck", tmp_path / "out")
+        spark.conf.set("cerql.streaming.maxStateRows", "1000")
+        run_stream(spark, query, tmp_path / "in", tmp_path / "ck2", tmp_path / "out2")
+    finally:
+        spark.conf.unset("cerql.streaming.maxStateRows")
+    assert sum(t.num_rows for t in state_rows(spark, tmp_path / "ck2")) >= 400  # the growth the limit caught
+
+
+class _Timers:
+    """The timer calls of a stateful processor's handle, on a set."""
+
+    def __init__(self, *expiries):
+        self.expiries = set(expiries)
+        self.registered = []
+
+    def listTimers(self):
+        return iter(sorted(self.expiries))
+
+    def deleteTimer(self, expiry):
+        self.expiries.remove(expiry)
+
+    def registerTimer(self, expiry):
+        self.registered.append(expiry)
+        self.expiries.add(expiry)
+
+
+def test_a_bucket_keeps_the_one_timer_it_needs():
+    """A call that processed a bucket's rows leaves it one timer and deletes those earlier calls
+    set (each would fire for rows already processed, and load and store the whole state once
+    more); in a timer's call, the timers the watermark passed are left to Spark, which fires
+    and deletes them. A timer already set is not set again."""
+    from cerql.spark.streaming import MatchProcessor
+
+    processor = MatchProcessor.__new__(MatchProcessor)
+    processor.handle = _Timers(1_000, 5_000, 9_000)
+    processor._set_timer(7_000_000, None)  # µs: the timer is at 7 000 ms + 1
+    assert processor.handle.expiries == {7_001}
+    processor.handle = _Timers(1_000, 5_000, 9_000)
+    processor._set_timer(7_000_000, 5_000)
+    assert processor.handle.expiries == {1_000, 5_000, 7_001}
+    processor.handle = _Timers(7_001, 9_000)
+    processor._set_timer(7_000_000, None)
+    assert processor.handle.expiries == {7_001} and processor.handle.registered == []
+    processor._set_timer(None, None)
+    assert processor.handle.expiries == set()
+
+
+def test_a_bucket_emits_its_results_in_chunks():
+    """One bucket's results of a micro-batch leave the processor as several IPC values, each of
+    at most a chunk's rows, so none nears the 2 GiB a BINARY value holds; the late count comes
+    once."""
+    import pyarrow as pa
+
+    from cerql.spark.streaming import LATE_COLUMN, RESULT_COLUMN, _emitted, from_ipc
+
+    results = pa.table({"x": list(range(10))})
+    frames = list(_emitted(results, 2, rows=4))
+    assert len(frames) == 1 and list(frames[0][LATE_COLUMN]) == [2, 0, 0]
+    chunks = [from_ipc(b).column("x").to_pylist() for b in frames[0][RESULT_COLUMN]]
+    assert chunks == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert list(_emitted(None, 0)) == [] and list(_emitted(results.slice(0, 0), 0)) == []
+    late_only = list(_emitted(None, 3))
+    assert list(late_only[0][RESULT_COLUMN]) == [None] and list(late_only[0][LATE_COLUMN]) == [3]
 
 
 # ---------------------------------------------------------------------------- rows processed early
