@@ -34,8 +34,8 @@ Why this shape:
   row lies inside its key's kept and ready rows, and a result the task finds again among the
   kept rows is either one already emitted or one that never was (see ``_advance``), so the
   union of the outputs is the batch result on the same rows. All of the state is in the state
-  store (no Python object outlives a call), so a restart from the checkpoint goes on where the
-  last committed micro-batch ended.
+  store (a worker keeps only the query's automaton between calls, never rows), so a restart
+  from the checkpoint goes on where the last committed micro-batch ended.
 - Late rows. A row whose event time is behind the watermark when it reaches its key is late:
   it is dropped, counted, and the counts of each micro-batch show in the query's progress as
   the observed metric ``cerql.late_rows``; with ``cerql.streaming.lateRowsPath`` set, the rows
@@ -343,6 +343,13 @@ def unpack(names: list[str]):
     return cerql_unpack
 
 
+# A Python worker serves every micro-batch of a state partition, and Spark reuses it for the
+# next: it keeps the task of each query it ran, so that an automaton's lazily built transitions
+# (tens of ms for the first rows that meet them) are built once per worker, not per micro-batch.
+# A task keeps no rows between calls (``restart``); the state is all in the state store.
+_MATCHERS: dict[str, object] = {}  # query id -> MatchTask
+MATCHERS_KEPT = 8
+
 PENDING_SCHEMA = "rows BINARY, buckets INT"  # Arrow IPC rows, and the bucket count they were hashed by
 KEPT_SCHEMA = "rows BINARY, buckets INT, done BIGINT"  # done: every row before it (µs) is processed
 
@@ -370,6 +377,7 @@ class MatchProcessor(StatefulProcessor):
                  late_rows_path: str | None = None, max_state_rows: int = DEFAULT_MAX_STATE_ROWS):
         self.task, self.names, self.buckets, self.late_rows_path = task, names, buckets, late_rows_path
         self.delay_ms, self.max_state_rows = delay_ms, max_state_rows
+        self.query_id = uuid.uuid4().hex  # names this query's task in a worker's _MATCHERS
         self.keys = list(task.substream_columns)
         ties = [c for c in (SOURCE_COLUMN, ORDINAL_COLUMN) if c in names]
         self.sort = self.keys + list(task.order_columns) + ties
@@ -378,7 +386,6 @@ class MatchProcessor(StatefulProcessor):
         self.handle = handle
         self.pending = handle.getListState("pending", PENDING_SCHEMA)
         self.kept = handle.getValueState("kept", KEPT_SCHEMA)
-        self.matcher = None  # one MatchTask for every bucket of this worker (``_advance``)
 
     # -- state
     def _check(self, buckets: int) -> None:
@@ -553,9 +560,12 @@ class MatchProcessor(StatefulProcessor):
         active = np.logical_or.reduceat(is_ready, first)[group]
         idle = rows.filter(pa.array(~active)) if not active.all() else None
         rows, is_ready = (rows.filter(pa.array(active)), is_ready[active]) if idle is not None else (rows, is_ready)
-        if self.matcher is None:  # its automaton is built lazily, once for all the buckets
-            self.matcher = MatchTask(self.task)
-        task = self.matcher
+        task = _MATCHERS.pop(self.query_id, None)  # its automaton, as far as earlier rows built it
+        if task is None:
+            task = MatchTask(self.task)
+        _MATCHERS[self.query_id] = task  # the most recent last
+        while len(_MATCHERS) > MATCHERS_KEPT:
+            _MATCHERS.pop(next(iter(_MATCHERS)))
         task.restart()
         results = task.process(rows)
         ends = task.result_ends
