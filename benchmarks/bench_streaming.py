@@ -145,12 +145,11 @@ def state_rows(spark, checkpoint: str) -> tuple[int, int]:
     """(buckets, rows) the state store holds at the last commit: rows waiting for the
     watermark and rows kept for later matches."""
     buckets, rows = set(), 0
-    for name in ("pending", "kept"):
+    for name, column in (("pending", "list_element"), ("chunks", "user_map_value")):
         state = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", name).load()
-        column = "list_element" if "list_element" in state.columns else "value"
         for r in state.collect():
             buckets.add(tuple(r["key"]))
-            rows += from_ipc(r[column]["rows"]).num_rows if r[column]["rows"] is not None else 0
+            rows += from_ipc(r[column]["rows"]).num_rows
     return len(buckets), rows
 
 

@@ -53,7 +53,6 @@ Why this shape:
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import uuid
@@ -67,6 +66,8 @@ import pyarrow.compute as pc
 from pyspark.sql.streaming import StatefulProcessor
 
 from cerql.errors import AnalysisError, ExecutionError, UnsupportedError
+from cerql.spark.ipc import CHUNK_ROWS, chunks_ipc, from_ipc, to_ipc
+from cerql.spark.stream_state import KeptStore
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 
 ALLOWED_LATENESS_CONF = "cerql.streaming.allowedLateness"
@@ -75,8 +76,6 @@ BUCKETS_CONF = "cerql.streaming.stateBuckets"  # state keys the partition keys h
 SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"  # the default of BUCKETS_CONF
 MAX_STATE_ROWS_CONF = "cerql.streaming.maxStateRows"  # rows one bucket may hold between micro-batches
 DEFAULT_MAX_STATE_ROWS = 10_000_000
-CHUNK_ROWS = 1 << 16  # rows per Arrow IPC value of results and of waiting rows
-MAX_VALUE_BYTES = (1 << 31) - (1 << 24)  # a BINARY value of Spark's rows stays below 2 GiB
 WATERMARK_METADATA = "spark.watermarkDelayMs"  # what withWatermark puts on its column
 ROWS_COLUMN = "__cerql_rows"      # a key's rows of one input batch, as Arrow IPC
 BUCKET_COLUMN = "__cerql_bucket"  # the state key a row's partition key hashes to
@@ -216,28 +215,6 @@ def _field(frame, name: str):
     return exact[0] if exact else similar[0] if len(similar) == 1 else None
 
 
-# -- Arrow IPC, the form rows travel and rest in
-def to_ipc(table: pa.Table, compressed: bool = False) -> bytes:
-    """``table`` as Arrow IPC bytes; ``compressed`` (LZ4 frames, which ``from_ipc`` reads as
-    well) for the rows the state holds: each micro-batch reads and writes them through the state
-    API's socket and RocksDB, at a cost per byte far above LZ4's."""
-    sink = io.BytesIO()
-    options = pa.ipc.IpcWriteOptions(compression="lz4") if compressed else None
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table)
-    return sink.getvalue()
-
-
-def from_ipc(blob) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
-
-
-def chunks_ipc(table: pa.Table, rows: int = CHUNK_ROWS, compressed: bool = False) -> list[bytes]:
-    """``table`` as Arrow IPC values of at most ``rows`` rows each (none when it is empty), so
-    that no value of Spark's rows nears the 2 GiB a BINARY value can hold."""
-    return [to_ipc(table.slice(at, rows), compressed) for at in range(0, table.num_rows, rows)]
-
-
 def spark_order(table: pa.Table, columns: list[str]) -> pa.Array:
     """The row indices of ``table`` in the ascending order Spark sorts by ``columns`` in: NULL
     first, NaN after every number (Arrow's own order puts them together at one end)."""
@@ -351,7 +328,6 @@ _MATCHERS: dict[str, object] = {}  # query id -> MatchTask
 MATCHERS_KEPT = 8
 
 PENDING_SCHEMA = "rows BINARY, buckets INT"  # Arrow IPC rows, and the bucket count they were hashed by
-KEPT_SCHEMA = "rows BINARY, buckets INT, done BIGINT"  # done: every row before it (µs) is processed
 
 
 def _millis(micros: int) -> int:
@@ -385,7 +361,9 @@ class MatchProcessor(StatefulProcessor):
     def init(self, handle) -> None:
         self.handle = handle
         self.pending = handle.getListState("pending", PENDING_SCHEMA)
-        self.kept = handle.getValueState("kept", KEPT_SCHEMA)
+        window = self.task.window
+        self.kept = KeptStore(handle, self._time, window.amount if window.kind == "time" else None,
+                              self.task.consume == "NONE")
 
     # -- state
     def _check(self, buckets: int) -> None:
@@ -487,7 +465,11 @@ class MatchProcessor(StatefulProcessor):
         before (late: only a stream with several watermarks has them). The state is written
         only when it changed, and the bucket keeps one timer: at its first waiting row, or
         when its kept rows all leave a time window, whichever comes first."""
-        stored, parts, kept, done = self._load()
+        parts = self._pending()
+        before = self.kept.load()
+        if before.found:
+            self._check(before.buckets)
+        kept, done = before.rows, before.done
         had_pending = bool(parts)
         if new is not None:
             parts.append(new)
@@ -499,9 +481,9 @@ class MatchProcessor(StatefulProcessor):
         ready = ~behind & (time < edge)
         waiting = ~behind & ~ready  # rows the edge has not passed: they stay pending
         if ready.any():
-            results, new_kept = self._advance(kept, pending.filter(pa.array(ready)), edge)
+            results, new_kept, added = self._advance(kept, pending.filter(pa.array(ready)), edge)
         else:
-            results, new_kept = None, self._evict(kept, edge)
+            results, new_kept, added = None, self._evict(kept, edge), None
         has_rows = new_kept is not None and new_kept.num_rows > 0
         self._check_size((new_kept.num_rows if has_rows else 0) + int(waiting.sum()))
         moved = ready.any() or behind.any() or new is not None  # else only eviction may change the state
@@ -514,36 +496,26 @@ class MatchProcessor(StatefulProcessor):
         if moved or (kept is not None and not has_rows) or (has_rows and new_kept.num_rows != kept.num_rows):
             if has_rows or waiting.any():  # ``done`` is kept while the bucket holds rows
                 done = edge if done is None else max(done, edge)
-                blob = to_ipc(new_kept, compressed=True) if has_rows else None
-                if blob is not None and len(blob) > MAX_VALUE_BYTES:
-                    self._check_size(new_kept.num_rows, len(blob))
-                self.kept.update((blob, self.buckets, done))
-            elif stored:
-                self.kept.clear()
+                self.kept.save(before, new_kept if has_rows else None, added, done, self.buckets, self._check_size)
+            elif before.found:
+                self.kept.clear(before)
         wake = [int(time[waiting].min())] if waiting.any() else []
         if has_rows and self.task.window.kind == "time":  # then ``_evict`` forgets them
             wake.append(int(self._time(new_kept).max()) + self.task.window.amount)
         self._set_timer(min(wake) if wake else None, timer_ms)
         return results, int(behind.sum())
 
-    def _load(self):
-        """(whether the bucket has kept state, its pending rows as one table per micro-batch
-        they came in, its kept rows or None, the time before which every row was processed or
-        None)."""
+    def _pending(self) -> list[pa.Table]:
+        """The bucket's rows waiting for the watermark, as tables in the order they came."""
         parts = []
         for blob, buckets in self.pending.get():
             self._check(buckets)
             parts.append(from_ipc(blob))
-        stored = self.kept.get()
-        if stored is None:
-            return False, parts, None, None
-        blob, buckets, done = stored
-        self._check(buckets)
-        return True, parts, (from_ipc(blob) if blob is not None else None), done
+        return parts
 
     def _advance(self, kept, ready, edge: int):
         """Run the task over each key's kept rows, then its ready rows, in order; return the
-        results that end in the ready rows, and the rows to keep. The kept rows start after the
+        results that end in the ready rows, the rows to keep, and those of them that were ready. The kept rows start after the
         window edge and after the key's last result under CONSUME BY (``_keep``), so a result
         that ends among them and starts after the cut was, on the rows before, either emitted
         or not a candidate at all; with CONSUME BY the kept rows all follow the last emitted
@@ -574,7 +546,8 @@ class MatchProcessor(StatefulProcessor):
         keep = self._keep(rows, ends, edge)
         parts = [rows.filter(pa.array(keep))] + ([self._evict(idle, edge)] if idle is not None else [])
         parts = [p for p in parts if p is not None and p.num_rows]
-        return results, (pa.concat_tables(parts) if parts else None)
+        added = rows.filter(pa.array(keep & is_ready))
+        return results, (pa.concat_tables(parts) if parts else None), added
 
     def _keep(self, rows: pa.Table, ends: np.ndarray, edge: int) -> np.ndarray:
         """Which of ``rows`` (keys in turn, each in order) a later result can still reach: under

@@ -102,10 +102,9 @@ def state_rows(spark, checkpoint) -> list:
     from cerql.spark.streaming import from_ipc
 
     tables = []
-    for name in ("pending", "kept"):
+    for name, column in (("pending", "list_element"), ("chunks", "user_map_value")):
         state = spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", name).load()
-        column = "list_element" if "list_element" in state.columns else "value"
-        tables += [from_ipc(r[column]["rows"]) for r in state.collect() if r[column]["rows"] is not None]
+        tables += [from_ipc(r[column]["rows"]) for r in state.collect()]
     return tables
 
 
