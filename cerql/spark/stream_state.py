@@ -31,11 +31,15 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from cerql.errors import UnsupportedError
 from cerql.spark.ipc import MAX_VALUE_BYTES, from_ipc, to_ipc
 
 META_SCHEMA = "buckets INT, done BIGINT, chunks BINARY, next_chunk BIGINT"  # chunks: the index, int64 pairs
 CHUNK_KEY_SCHEMA = "chunk BIGINT"
 CHUNK_SCHEMA = "rows BINARY, newest BIGINT"  # Arrow IPC rows, and the newest event time among them (µs)
+# the kept rows as cerql stored them before chunks: one value per bucket. A checkpoint that holds
+# one is refused (its rows would be lost without a word, and with them the matches they take part in)
+LEGACY_NAME, LEGACY_SCHEMA = "kept", "rows BINARY, buckets INT, done BIGINT"
 MAX_CHUNKS = 64  # chunks of a bucket before they are written anew as few
 CHUNK_ROWS = 1 << 20  # rows per stored chunk: a value far below the 2 GiB Spark's rows hold
 
@@ -62,12 +66,20 @@ class KeptStore:
     def __init__(self, handle, time, window: int | None, appends: bool):
         self.meta = handle.getValueState("meta", META_SCHEMA)
         self.chunks = handle.getMapState("chunks", CHUNK_KEY_SCHEMA, CHUNK_SCHEMA)
+        self.legacy = handle.getValueState(LEGACY_NAME, LEGACY_SCHEMA)
         self.time, self.window = time, window
         self.appends = appends and window is not None
 
     def load(self) -> Kept:
         meta = self.meta.get()
         if meta is None:
+            if self.legacy.exists():
+                raise UnsupportedError("[STREAM_STATE_LAYOUT_CHANGED] The stream's checkpoint holds state in the "
+                                       "layout of an earlier cerql version",
+                                       error_class="STREAM_STATE_LAYOUT_CHANGED",
+                                       hint="start the query with a new checkpoint location (its matches so far "
+                                            "are in the sink already), or finish it with the cerql version that "
+                                            "wrote the checkpoint")
             return Kept(False, None, None, None, np.zeros((0, 2), np.int64))
         buckets, done, chunks, next_chunk = meta
         index = np.frombuffer(chunks, np.int64).reshape(-1, 2) if chunks else np.zeros((0, 2), np.int64)

@@ -515,12 +515,13 @@ class MatchProcessor(StatefulProcessor):
 
     def _advance(self, kept, ready, edge: int):
         """Run the task over each key's kept rows, then its ready rows, in order; return the
-        results that end in the ready rows, the rows to keep, and those of them that were ready. The kept rows start after the
-        window edge and after the key's last result under CONSUME BY (``_keep``), so a result
-        that ends among them and starts after the cut was, on the rows before, either emitted
-        or not a candidate at all; with CONSUME BY the kept rows all follow the last emitted
-        end, where no result ended, so none ends there now and none consumes. Keys with no
-        ready row are not run (no result can end in them); their rows only age (``_evict``)."""
+        results that end in the ready rows, the rows to keep, and those of them that were
+        ready. The kept rows start after the window edge and after the key's last result
+        under CONSUME BY (``_keep``), so a result that ends among them and starts after the
+        cut was, on the rows before, either emitted or not a candidate at all; with CONSUME BY
+        the kept rows all follow the last emitted end, where no result ended, so none ends
+        there now and none consumes. Keys with no ready row are not run (no result can end in
+        them); their rows only age (``_evict``)."""
         from cerql.spark.arrow_task import MatchTask
 
         rows = pa.concat_tables([kept, ready]) if kept is not None else ready
@@ -541,6 +542,7 @@ class MatchProcessor(StatefulProcessor):
         task.restart()
         results = task.process(rows)
         ends = task.result_ends
+        task.restart()  # it keeps no rows until the next call
         if not is_ready[ends].all():  # found again among the kept rows: emitted before
             results = results.filter(pa.array(is_ready[ends]))
         keep = self._keep(rows, ends, edge)

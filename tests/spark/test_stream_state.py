@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
+
+import cerql
 
 from cerql.spark import stream_state
 from cerql.spark.stream_state import KeptStore
@@ -18,6 +21,9 @@ class _Value:
 
     def get(self):
         return self.value
+
+    def exists(self):
+        return self.value is not None
 
     def update(self, value):
         self.value = value
@@ -46,10 +52,14 @@ class _Map:
 
 class _Handle:
     def __init__(self):
-        self.value, self.map = _Value(), _Map()
+        self.values, self.map = {}, _Map()
+
+    @property
+    def value(self):
+        return self.values.setdefault("meta", _Value())
 
     def getValueState(self, name, schema):
-        return self.value
+        return self.values.setdefault(name, _Value())
 
     def getMapState(self, name, key_schema, schema):
         return self.map
@@ -105,3 +115,14 @@ def test_chunks_are_written_anew_when_rows_leave_for_other_reasons_or_pile_up(mo
         store.save(store.load(), _rows(kept), _rows([t]), done=t + 1, buckets=1, check=_no_check)
         assert len(handle.map.entries) <= 4  # three chunks, then one written anew, and so on
         assert sorted(store.load().rows.column("t").to_pylist()) == kept
+
+
+def test_a_checkpoint_in_the_earlier_layout_is_refused():
+    """cerql stored a bucket's kept rows as one value before chunks; a query restarted from
+    such a checkpoint would read its waiting rows but not its kept ones, and lose the matches
+    those take part in without a word."""
+    handle, store = _store(window=10)
+    handle.getValueState(stream_state.LEGACY_NAME, stream_state.LEGACY_SCHEMA).update((b"rows", 4, 6))
+    with pytest.raises(cerql.CeqlError) as err:
+        store.load()
+    assert err.value.error_class == "STREAM_STATE_LAYOUT_CHANGED" and "new checkpoint" in err.value.hint
