@@ -185,13 +185,17 @@ class Substream:
         variables = cross.variables
         rows, todo, events = [], [], []
         for v in valuations:
-            at, events_of = {}, {}
+            at = {}
             for name, p in v.labels:
                 at[name] = None if name in at else p  # None: several events
-                events_of.setdefault(name, []).append(p)
             if all(at.get(var) is not None for var in variables):
                 rows.append([at[var] for var in variables])
                 todo.append(v)
+        if cross.aggregates:  # each valuation's events of each variable, for the aggregates
+            for v in todo:
+                events_of = {}
+                for name, p in v.labels:
+                    events_of.setdefault(name, []).append(p)
                 events.append(events_of)
         if not todo:
             return
@@ -245,11 +249,7 @@ class Substream:
             columns = {f"{var}.{col}": self.table.column(col).take(combos[:, variables.index(var)])
                        for var, col in cross.columns}
         for k, agg in enumerate(cross.aggregates):
-            positions = events_of.get(agg.var, [])
-            taken = pa.array(np.array(positions, np.int64) - self.offset, pa.int64())
-            column = None if agg.column is None else self.table.column(agg.column)
-            values = None if column is None else column.take(taken).to_pylist()
-            value = aggregate.value(agg.kind, positions, values, None if column is None else column.type)
+            [value] = self._aggregates(agg, [events_of.get(agg.var, [])])
             columns[f"{AGGREGATE_COLUMN}{k}"] = pa.array([value] * rows, agg.type)
         table = pa.table(columns) if columns else pa.table({"row": [0]})  # a constant: one row
         return bool(evaluate_predicate(cross.fn, table).all())
