@@ -484,8 +484,9 @@ class MatchProcessor(StatefulProcessor):
             results, new_kept, added = self._advance(kept, pending.filter(pa.array(ready)), edge)
         else:
             results, new_kept, added = None, self._evict(kept, edge), None
-        has_rows = new_kept is not None and new_kept.num_rows > 0
-        self._check_size((new_kept.num_rows if has_rows else 0) + int(waiting.sum()))
+        kept_rows = new_kept.num_rows if new_kept is not None else 0
+        has_rows = kept_rows > 0
+        self._check_size(kept_rows + int(waiting.sum()))
         moved = ready.any() or behind.any() or new is not None  # else only eviction may change the state
         if moved:
             if waiting.any():
@@ -493,7 +494,7 @@ class MatchProcessor(StatefulProcessor):
                 self.pending.put([(blob, self.buckets) for blob in chunks_ipc(waiting_rows, compressed=True)])
             elif had_pending:
                 self.pending.clear()
-        if moved or (kept is not None and not has_rows) or (has_rows and new_kept.num_rows != kept.num_rows):
+        if moved or kept_rows != (kept.num_rows if kept is not None else 0):  # rows moved, or some left
             if has_rows or waiting.any():  # ``done`` is kept while the bucket holds rows
                 done = edge if done is None else max(done, edge)
                 self.kept.save(before, new_kept if has_rows else None, added, done, self.buckets, self._check_size)
