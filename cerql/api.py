@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from cerql import ast
-from cerql.errors import AnalysisError, CeqlError, UnsupportedError
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.exec import collect, driver, post_filter, reference
 from cerql.exec import output as output_table
 from cerql.exec.stream import as_arrow, build_stream
@@ -79,6 +79,25 @@ def analyzed(text: str) -> tuple[Analysis, list]:
         return _analyze(query, text), derived
     except CeqlError as err:
         raise err.with_text(text)
+
+
+def arrow_tables(tables: MutableMapping[str, Any], analysis: Analysis, text: str) -> dict[str, pa.Table]:
+    """``tables`` as Arrow tables; any other value is a CeqlError at its name in FROM. A Spark
+    DataFrame (a table or a stream) is the likely one: its hint names ``cer_sql``, which runs
+    the query on Spark, where ``run`` would have to collect every row to the driver first."""
+    starts = {source.name.lower(): start_of(source.span) for source in analysis.select.sources}
+    out = {}
+    for name, table in tables.items():
+        try:
+            out[name] = as_arrow(table)
+        except TypeError:
+            kind = type(table).__name__
+            on_spark = type(table).__module__.startswith("pyspark.")
+            hint = (f"run it on Spark: cerql.cer_sql(spark, query, {name}=df), or spark.cer_sql(query) over a temp "
+                    f"view (streams too)" if on_spark else "pass a pandas.DataFrame or a pyarrow.Table")
+            raise UnsupportedError.at(text, starts.get(name.lower(), 0), f"Table '{name}' is a {kind}: run takes "
+                                      "pandas DataFrames and Arrow tables", "UNSUPPORTED_TABLE", hint) from None
+    return out
 
 
 def with_derived(tables: dict[str, pa.Table], derived, text: str) -> dict[str, pa.Table]:
@@ -169,7 +188,7 @@ def run(
             hint=f"available: {', '.join(ENGINES)}",
         )
     analysis, derived = analyzed(text)
-    arrow = with_derived({name: as_arrow(t) for name, t in tables.items()}, derived, text)
+    arrow = with_derived(arrow_tables(tables, analysis, text), derived, text)
     plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
     if engine == "reference":  # the oracle checks every equality itself, on the substreams of PARTITION BY alone
         plan = dataclasses.replace(plan, evaluation=dataclasses.replace(plan.evaluation, join_columns=()))

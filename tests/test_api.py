@@ -53,8 +53,10 @@ def test_unknown_engine_is_a_clear_error():
 
 
 def test_run_rejects_other_input_types():
-    with pytest.raises(TypeError):
+    with pytest.raises(cerql.UnsupportedError, match="Table 's' is a list") as err:
         cerql.run("SELECT * FROM s WHERE A ORDER BY ts", {"s": [1, 2]})
+    assert err.value.error_class == "UNSUPPORTED_TABLE" and (err.value.line, err.value.column) == (1, 15)
+    assert "pandas.DataFrame or a pyarrow.Table" in err.value.hint
 
 
 def test_explain_lists_variables_and_outputs():

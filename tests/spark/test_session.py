@@ -63,6 +63,13 @@ def test_spark_cer_sql_reads_a_temp_view_and_equals_local(spark, stock):
     assert len(got) == 3
 
 
+def test_run_given_a_spark_dataframe_points_to_cer_sql(spark, stock):
+    with pytest.raises(cerql.UnsupportedError, match="Table 'stock' is a DataFrame") as err:
+        cerql.run(QUERY, {"stock": stock})
+    assert err.value.error_class == "UNSUPPORTED_TABLE" and err.value.column == 15
+    assert "cerql.cer_sql(spark, query, stock=df)" in err.value.hint
+
+
 def test_keyword_dataframe_shadows_the_table(spark, stock):
     only_msft = STOCK[STOCK.name == "MSFT"].reset_index(drop=True)
     got = spark_records(cerql.cer_sql(spark, QUERY, STOCK=spark.createDataFrame(only_msft).coalesce(1)))
