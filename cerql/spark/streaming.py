@@ -66,7 +66,7 @@ import pyarrow.compute as pc
 from pyspark.sql.streaming import StatefulProcessor
 
 from cerql.errors import AnalysisError, ExecutionError, UnsupportedError
-from cerql.spark.ipc import CHUNK_ROWS, chunks_ipc, from_ipc, to_ipc
+from cerql.spark.ipc import CHUNK_BYTES, CHUNK_ROWS, chunks_ipc, from_ipc, to_ipc
 from cerql.spark.stream_state import KeptStore
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 
@@ -590,18 +590,25 @@ class MatchProcessor(StatefulProcessor):
         pass
 
 
-def _emitted(results: pa.Table | None, late: int, rows: int = CHUNK_ROWS):
-    """The processor's output rows: the results as Arrow IPC values of at most ``rows`` rows
-    each (one micro-batch's results in a bucket may be many), and the late rows counted."""
+def _emitted(results: pa.Table | None, late: int, rows: int = CHUNK_ROWS, max_bytes: int = CHUNK_BYTES):
+    """The processor's output rows, one pandas frame of one row each, made as Spark reads them:
+    the results as Arrow IPC values of at most ``rows`` rows and ``max_bytes`` bytes (a bucket's
+    results of one micro-batch may be many), the late rows counted on the first. One value a
+    frame, since Spark turns each frame into one Arrow batch in the JVM's direct memory: a frame
+    of every value would take as much of it as the micro-batch's results."""
     import pandas as pd
 
-    blobs = chunks_ipc(results, rows) if results is not None else []
-    if late == 0 and not blobs:
-        return iter(())
-    blobs = blobs or [None]
-    lates = [late] + [0] * (len(blobs) - 1)
-    return iter([pd.DataFrame({RESULT_COLUMN: pd.Series(blobs, dtype=object),
-                               LATE_COLUMN: pd.Series(lates, dtype="int64")})])
+    def frame(blob, count: int):
+        return pd.DataFrame({RESULT_COLUMN: pd.Series([blob], dtype=object),
+                             LATE_COLUMN: pd.Series([count], dtype="int64")})
+
+    blobs = chunks_ipc(results, rows, max_bytes=max_bytes) if results is not None else iter(())
+    first = next(blobs, None)
+    if first is None and late == 0:
+        return
+    yield frame(first, late)
+    for blob in blobs:
+        yield frame(blob, 0)
 
 
 def _groups(rows: pa.Table, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -143,6 +143,27 @@ def test_stream_gives_the_batch_results(rocksdb, tmp_path, name):
             assert seconds.max() - seconds.min() <= 5
 
 
+def test_spark_cer_sql_reads_a_streaming_temp_view(rocksdb, tmp_path):
+    """The issue's first surface: a stream registered as a view, queried by name from
+    ``spark.cer_sql`` (as a notebook's SQL would), gives a stream of the batch results."""
+    spark, query = rocksdb, QUERIES["kleene"].replace("FROM s ", "FROM live_trades ")
+    write_parts(trades(600, seed=5), tmp_path / "in", 3)
+    flush(tmp_path / "in")
+    frame = spark.readStream.schema(spark.read.parquet(str(tmp_path / "in")).schema).option("maxFilesPerTrigger", 1)
+    frame.parquet(str(tmp_path / "in")).withWatermark("ts", "2 seconds").createOrReplaceTempView("live_trades")
+    try:
+        results = spark.cer_sql(query)
+        assert results.isStreaming
+        q = (results.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+        q.awaitTermination()
+    finally:
+        spark.catalog.dropTempView("live_trades")
+    want = batch_rows(spark, QUERIES["kleene"], tmp_path / "in")
+    assert len(want) > 5
+    assert canonical_rows(stream_rows(spark, tmp_path / "out")) == canonical_rows(want)
+
+
 def test_stream_restarted_from_its_checkpoint_loses_and_repeats_nothing(rocksdb, tmp_path):
     spark, query = rocksdb, QUERIES["kleene"]
     data = trades(1200, seed=2)
@@ -522,18 +543,22 @@ def test_a_bucket_keeps_the_one_timer_it_needs():
 
 
 def test_a_bucket_emits_its_results_in_chunks():
-    """One bucket's results of a micro-batch leave the processor as several IPC values, each of
-    at most a chunk's rows, so none nears the 2 GiB a BINARY value holds; the late count comes
-    once."""
+    """One bucket's results of a micro-batch leave the processor as IPC values of at most a
+    chunk's rows and bytes, one value a frame (Spark makes each frame one Arrow batch in the
+    JVM's direct memory: a frame of all of them took as much as the results, and a micro-batch
+    of 40M trades ran the JVM out of it); the late count comes once."""
     import pyarrow as pa
 
     from cerql.spark.streaming import LATE_COLUMN, RESULT_COLUMN, _emitted, from_ipc
 
     results = pa.table({"x": list(range(10))})
     frames = list(_emitted(results, 2, rows=4))
-    assert len(frames) == 1 and list(frames[0][LATE_COLUMN]) == [2, 0, 0]
-    chunks = [from_ipc(b).column("x").to_pylist() for b in frames[0][RESULT_COLUMN]]
+    assert [len(f) for f in frames] == [1, 1, 1] and [f[LATE_COLUMN][0] for f in frames] == [2, 0, 0]
+    chunks = [from_ipc(f[RESULT_COLUMN][0]).column("x").to_pylist() for f in frames]
     assert chunks == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    wide = pa.table({"x": pa.array(range(1000), pa.int64())})  # 8 000 bytes: 100 rows in 800
+    sizes = [from_ipc(f[RESULT_COLUMN][0]).num_rows for f in _emitted(wide, 0, max_bytes=800)]
+    assert sizes == [100] * 10
     assert list(_emitted(None, 0)) == [] and list(_emitted(results.slice(0, 0), 0)) == []
     late_only = list(_emitted(None, 3))
     assert list(late_only[0][RESULT_COLUMN]) == [None] and list(late_only[0][LATE_COLUMN]) == [3]
