@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cerql import ast
-from cerql.exec.values import evaluate_predicate, signed_columns, spark_strings
+from cerql.exec.values import evaluate_predicate, spark_strings, spark_types
 from cerql.parser.units import MICROS_PER_UNIT
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 from cerql.exec.bits import non_null_columns
@@ -38,13 +38,15 @@ class Stream:
 
 
 def as_arrow(table) -> pa.Table:
-    """pandas or Arrow input as an Arrow table (unsigned 64-bit columns as BIGINT, as Spark)."""
+    """pandas or Arrow input as an Arrow table, its columns typed as Spark's ``createDataFrame``
+    reads them (:func:`cerql.exec.values.spark_types`: a ``category`` as its values, float16
+    as DOUBLE, date64 as DATE, unsigned 64-bit as BIGINT)."""
     if isinstance(table, pa.Table):
-        return signed_columns(table)
+        return spark_types(table)
     if isinstance(table, pa.RecordBatch):
-        return signed_columns(pa.Table.from_batches([table]))
+        return spark_types(pa.Table.from_batches([table]))
     if isinstance(table, pd.DataFrame):
-        return signed_columns(pa.Table.from_pandas(table, preserve_index=False))
+        return spark_types(pa.Table.from_pandas(table, preserve_index=False))
     raise TypeError(f"expected a pandas DataFrame or a pyarrow Table, got {type(table).__name__}")
 
 

@@ -55,6 +55,28 @@ def signed_columns(table: pa.Table) -> pa.Table:
     return table
 
 
+def spark_types(table: pa.Table) -> pa.Table:
+    """The table's columns as Spark's ``createDataFrame`` types them, where Arrow has a type Spark
+    has not: a dictionary column (a pandas ``category``) as its values' type, half floats as
+    DOUBLE, date64 (milliseconds) as DATE (days; Spark's only date type), unsigned 64-bit as
+    BIGINT (:func:`signed_columns`). Every engine then sees one type per Spark type."""
+    for k, field in enumerate(table.schema):
+        kind = field.type
+        target = None
+        if pa.types.is_dictionary(kind):
+            kind = target = kind.value_type
+        if pa.types.is_float16(kind):
+            target = pa.float64()
+        elif pa.types.is_date64(kind):
+            target = pa.date32()
+        if target is not None:
+            column = table.column(k)
+            if pa.types.is_dictionary(column.type):
+                column = pc.cast(column, column.type.value_type)
+            table = table.set_column(k, field.with_type(target), pc.cast(column, target, safe=False))
+    return signed_columns(table)
+
+
 # --------------------------------------------------------------------------- Spark's CAST AS STRING
 # Spark reads a type column as a string (an atom `1` matches the row whose type casts to '1') and
 # casts numbers, booleans, dates and timestamps to strings in CAST, concat and the string

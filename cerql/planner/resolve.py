@@ -24,12 +24,13 @@ from sqlglot import exp
 from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
 from cerql.exec.values import evaluate
+from cerql.parser import written
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import (AGGREGATE_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan,
                         OutputPlan, QueryPlan, RegisterCheck, SourcePlan, WindowPlan, shown_columns)
 from cerql.planner import aggregates, rules
 from cerql.planner.analyze import MATCH_COLUMNS, Analysis, OutputVar, bare_reference, find_name
-from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, compile_expr, guard
+from cerql.planner.arrow_expr import SUPPORTED, ExprError, LocalTypeRefusal, compile_expr, guard
 from cerql.planner.equality import keyable_type
 from cerql.planner.registers import Candidate
 
@@ -43,6 +44,12 @@ def bounding(window: WindowPlan | None, order_type: pa.DataType) -> WindowPlan |
     if window is None or (window.kind == "column" and not pa.types.is_integer(order_type)):
         return window
     return None if float(window.amount) >= 2.0**63 else window  # the driver takes a column's amount as a float
+
+
+def partition_key_type(kind: pa.DataType) -> bool:
+    """Column types a PARTITION BY key may have on every engine (:meth:`_Resolver.partition_column`)."""
+    return not (pa.types.is_nested(kind) or pa.types.is_interval(kind) or pa.types.is_dictionary(kind)
+                or pa.types.is_float16(kind))
 
 
 class _Resolver:
@@ -114,9 +121,27 @@ class _Resolver:
 
     def clause_column(self, name: str, keyword: str) -> str:
         """A column named in a clause after the pattern; the AST keeps no position for it."""
+        return self.column(name, offset=self.clause_offset(name, keyword))
+
+    def clause_offset(self, name: str, keyword: str) -> int | None:
         after = self.select.pattern.span.end if self.select.pattern.span else 0
         clause = find_name(self.text, keyword, after)
-        return self.column(name, offset=find_name(self.text, name, clause or after))
+        return find_name(self.text, name, clause or after)
+
+    def partition_column(self, name: str) -> str:
+        """A PARTITION BY column, whose values both engines can group and sort: not an array,
+        map or struct (Spark cannot sort a map; arrays and structs the local engines do not
+        compare), nor an interval (Spark's CalendarInterval is not orderable)."""
+        column = self.clause_column(name, "PARTITION")
+        kind = self.union.field(column).type
+        if not partition_key_type(kind):
+            raise self.error(f"Column '{column}' has type {kind}, which cannot be a PARTITION BY key",
+                             "UNSUPPORTED_PARTITION_KEY",
+                             "a key is a number, string, boolean, date, timestamp or binary value: compute one from "
+                             "the column in a view over the source (to_json(k), or one of its fields) and "
+                             "partition by that",
+                             offset=self.clause_offset(name, "PARTITION"), cls=UnsupportedError)
+        return column
 
     def type_column(self, source: ast.Source, key: str) -> str | None:
         schema = self.schemas[key]
@@ -164,9 +189,18 @@ class _Resolver:
         evaluates itself), an expression the local engine cannot run is None: Spark's analyzer
         checks it instead (spark/expressions.py). Names are resolved either way."""
         def positioned(err: ExprError) -> CeqlError:
-            return self.error(err.message, err.error_class, err.hint, offset=expr_position(sql, err.node), cls=err.cls)
+            offset = getattr(err, "offset", None)
+            return self.error(err.message, err.error_class, err.hint,
+                              offset=expr_position(sql, err.node) if offset is None else offset, cls=err.cls)
 
         try:
+            call = written.unsupported_call(sql.tree, sql.source)
+            if call is not None:  # sqlglot may read it as another function (parser/written.py)
+                name, at = call
+                err = ExprError(UnsupportedError, f"'{name}' is not supported by cerql's local engine (cerql.run); "
+                                "spark.cer_sql runs it", None, "UNSUPPORTED_EXPRESSION", f"supported: {SUPPORTED}")
+                err.offset = sql.offset + at
+                raise err
             return guard(compile_expr(sql.tree, resolve, self.time_zone), positioned)  # errors while evaluating
         except ExprError as err:
             if spark_may_run and self.spark and err.cls is not AnalysisError:
@@ -433,7 +467,7 @@ class _Resolver:
         for node in ast.walk(sel.pattern):
             if isinstance(node, ast.Atom) and node not in atoms:
                 atoms[node] = self.atom(node, sources)
-        partition = tuple(self.clause_column(c, "PARTITION") for c in sel.partition_by)
+        partition = tuple(self.partition_column(c) for c in sel.partition_by)
         shown = dict(sel.key_names)  # a key expression's derived column -> its name
         partition_names = tuple(shown.get(c, c) for c in partition) if shown else ()
         order = self.order = self.ordering()
