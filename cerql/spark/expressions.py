@@ -50,13 +50,26 @@ def quiet_analysis():
             lg.disabled = was
 
 
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
+_system_functions: dict[int, frozenset] = {}  # id of the session -> every built-in's name
+
+
 def is_builtin(spark, name: str) -> bool:
     """Whether ``name`` is one of Spark's built-in functions (``SHOW SYSTEM FUNCTIONS``, which
-    lists no temporary or catalog function), asked once per session and name."""
-    key = (id(spark), name.lower())
+    lists no temporary or catalog function), asked once per session and name. The name never
+    becomes SQL text: a plain identifier is the LIKE pattern (no character of it is one of the
+    pattern's wildcards, ``*`` and ``|``, or a quote); any other name (a backquoted one, ``ab\\``
+    or ``+``) is looked up exactly in the whole list, fetched once per session."""
+    name = name.lower()
+    key = (id(spark), name)
     if key not in _builtins:
-        pattern = name.lower().replace("'", "")
-        _builtins[key] = bool(spark.sql(f"SHOW SYSTEM FUNCTIONS LIKE '{pattern}'").collect())
+        if _IDENTIFIER.fullmatch(name):
+            _builtins[key] = bool(spark.sql(f"SHOW SYSTEM FUNCTIONS LIKE '{name}'").collect())
+        else:
+            if id(spark) not in _system_functions:
+                _system_functions[id(spark)] = frozenset(
+                    row[0].lower() for row in spark.sql("SHOW SYSTEM FUNCTIONS").collect())
+            _builtins[key] = name in _system_functions[id(spark)]
     return _builtins[key]
 
 
