@@ -391,11 +391,17 @@ def analyze(query: ast.Query, text: str) -> Analysis:
                                    "OUTPUT_NAME_CLASH",
                                    "rename the variable or alias the expression")
         seen.add(out.name)
-    if not outputs:
-        raise AnalysisError.at(text, start_of(select.span), "SELECT selects nothing", "EMPTY_SELECT",
-                               "a result row shows the PARTITION BY and match_* columns beside what SELECT "
-                               "selects: select a variable (SELECT a) or an expression over one (a.price)")
     selected = tuple(dict.fromkeys(_output_variables(outputs, variables)))
+    if not selected:
+        # A decision (docs/semantics.md, "Results"): a SELECT list that reads no variable
+        # (constants, match_*, PARTITION BY columns) shows one row per result of SELECT *: the
+        # results keep SELECT *'s variables for their identity, and SELECT only picks columns.
+        selected = tuple(dict.fromkeys(_star_variables(select.pattern)))
+    if not selected:
+        raise AnalysisError.at(text, start_of(select.span), "The pattern binds no variable, so it has no results",
+                               "EMPTY_SELECT",
+                               "a result is the events its variables bind, and the atom of NOT (T) binds "
+                               "nothing: match at least one event, e.g. NOT (A) ; B")
     return Analysis(text, select, view, variables, cardinality, selected, outputs)
 
 
