@@ -16,7 +16,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from cerql import ast
-from cerql.errors import CeqlError, ParseError
+from cerql.errors import CeqlError, ParseError, UnsupportedError
 from cerql.parser import sqlexpr
 from cerql.parser.depth import check_depth, check_parentheses, room_to_recurse
 from cerql.parser.units import MICROS_PER_UNIT
@@ -485,11 +485,29 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> ParseError:
     return ParseError.at(text, offset, message, label or "SYNTAX_ERROR", hint, expected=expected)
 
 
+#: What Spark's parser substitutes (``spark.sql.variable.substitute``: ``${var}``, ``${env:HOME}``,
+#: Spark's ConfigReader pattern) in every SQL text it parses, cer_sql's fragments included.
+VARIABLE_REFERENCE = re.compile(r"\$\{(?:\w+?:)?\S+?\}")
+
+
+def check_variables(text: str) -> None:
+    """Refuse ``${...}``: Spark would substitute a conf or environment value into the fragments
+    it parses and the local engines have none, so the engines would disagree on the same text."""
+    found = VARIABLE_REFERENCE.search(text)
+    if found:
+        raise UnsupportedError.at(
+            text, found.start(), f"'{found.group()}' is a Spark variable reference, which cerql does not substitute",
+            "VARIABLE_SUBSTITUTION_NOT_SUPPORTED",
+            "put the value into the query text before the query runs (an f-string in Python); for the "
+            "characters themselves in a string, write concat('$', '{...}')", reference=found.group())
+
+
 def parse(text: str) -> ast.Query:
     """Parse CEQL text into a :class:`cerql.ast.Select` or :class:`cerql.ast.CreateView`."""
     body = re.sub(r"[\s;]+$", "", text)
     if not body.strip():
         raise ParseError.at(text, 0, "Empty query", "EMPTY_QUERY", "write SELECT ... FROM source WHERE pattern")
+    check_variables(body)
     check_parentheses(body)
     try:
         tree = _parser().parse(body)

@@ -63,3 +63,18 @@ def test_backquoted_builtin_operator_name_runs(spark):
     df = spark.sql("SELECT * FROM VALUES ('A', 0, 1), ('B', 1, 2) AS t(type, ts, x)")
     out = cerql.cer_sql(spark, "SELECT `+`(a.x, 1) AS y FROM s WHERE A AS a ; B AS b ORDER BY ts", s=df)
     assert [r["y"] for r in out.collect()] == [2]
+
+
+def test_variable_reference_is_refused_as_locally(spark):
+    """Spark substituted ``${x}`` from the session's conf (3 matches; cerql.run kept the text: 0):
+    cer_sql now refuses it as cerql.run does."""
+    spark.conf.set("x", "A")
+    try:
+        df = spark.createDataFrame(pd.DataFrame({"type": ["A", "B", "A", "B"], "ts": [0, 1, 2, 3]}))
+        query = "SELECT * FROM s WHERE A AS a ; B AS b FILTER a[type = '${x}'] ORDER BY ts"
+        with pytest.raises(CeqlError) as err:
+            cerql.cer_sql(spark, query, s=df)
+        assert err.value.error_class == "VARIABLE_SUBSTITUTION_NOT_SUPPORTED"
+        assert err.value.column == query.index("${") + 1
+    finally:
+        spark.conf.unset("x")
