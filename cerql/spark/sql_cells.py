@@ -283,7 +283,9 @@ class CerqlFunction:
             if o.var is not None:
                 columns.append(out.column(o.name))
                 continue
-            values = {f"{v}.{c}": pc.struct_field(out.column(EXPR_STRUCT_PREFIX + v), c) for v, c in o.expr_columns}
+            values = {name: out.column(name) for name in o.expr_results}  # match_*, PARTITION BY columns
+            for v, c in o.expr_columns:
+                values[f"{v}.{c}"] = pc.struct_field(out.column(EXPR_STRUCT_PREFIX + v), c)
             for k, a in enumerate(o.aggregates):
                 values[f"{AGGREGATE_COLUMN}{k}"] = _aggregate_column(a, out.column(EXPR_STRUCT_PREFIX + a.var))
             columns.append(evaluate(o.expr, pa.table(values) if values else pa.table({"_": pa.nulls(n)})))

@@ -14,6 +14,7 @@ match_id exactly on single-partition inputs and check it is unique on the others
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import numpy as np
 import pandas as pd
@@ -352,3 +353,55 @@ def test_sql_cell_reads_any_column_name(spark, query, table):
     _one_partition_frame(spark, table).createOrReplaceTempView("t")
     got = spark_records(spark.sql("SELECT * FROM cerql(TABLE(t), :q)", args={"q": query}))
     assert canonical_rows(got, drop=()) == canonical_rows(local_records(cerql.run(query, {"t": table})), drop=())
+
+
+# -- issue 38 item 2: a SELECT list that reads no variable shows every result of SELECT *, as
+# on the local engines (tests/exec/test_select_without_variables.py); it gave no row before
+def _types_table(types: str, k=None) -> pa.Table:
+    columns = {"type": types.split(), "ts": list(range(len(types.split())))}
+    return pa.table({**columns, "k": k} if k is not None else columns)
+
+
+PARTITIONED_SPAN = "SELECT k, match_end - match_start AS span FROM t WHERE A ; B PARTITION BY [k] ORDER BY ts"
+
+
+@pytest.mark.parametrize("query, types, k, expected", [
+    ("SELECT match_end - match_start AS span FROM t WHERE A AS a ; B AS b ORDER BY ts", "A B A", None, [(0, 1)]),
+    ("SELECT 1 AS one FROM t WHERE A AS a ; B AS b ORDER BY ts", "A B A", None, [(0, 1)]),
+    ("SELECT match_id AS m FROM t WHERE A AS a ; B AS b ORDER BY ts", "A B A", None, [(0, 1)]),
+    ("SELECT match_start FROM t WHERE A AS a ; B AS b ORDER BY ts", "A B A", None, [(0, 1)]),
+    # NEXT keeps a = 0 at 3, LAST a = 2 (docs/language.md, "Selection strategies")
+    ("SELECT NEXT 1 AS one FROM t WHERE A AS a ; B AS b ORDER BY ts", "A B A B", None, [(0, 1), (0, 3)]),
+    ("SELECT LAST match_id AS m FROM t WHERE A AS a ; B AS b ORDER BY ts", "A B A B", None, [(0, 1), (2, 3)]),
+    # * selects a, B and c: one result per B
+    ("SELECT 1 AS one FROM t WHERE A AS a ; B ; C AS c ORDER BY ts", "A B B C", None, [(0, 3), (0, 3)]),
+    # k = 1 has A0 ; B2, k = 2 has A1 ; B3
+    (PARTITIONED_SPAN, "A A B B", [1, 2, 1, 2], [(0, 2), (1, 3)]),
+])
+def test_select_that_reads_no_variable_shows_every_result_of_star(spark, query, types, k, expected):
+    table = _types_table(types, k)
+    on_spark = cerql.cer_sql(spark, query, t=_one_partition_frame(spark, table))
+    local = cerql.run(query, {"t": table}, engine="local")
+    got = spark_records(on_spark)
+    assert list(on_spark.columns) == list(local.columns)
+    assert canonical_rows(got, drop=()) == canonical_rows(local_records(local), drop=())
+    assert sorted((r["match_start"], r["match_end"]) for r in got) == expected
+    star = re.sub(r"^SELECT (NEXT |LAST )?.*? FROM ", r"SELECT \1* FROM ", query)
+    assert sorted(r["match_id"] for r in got) == sorted(cerql.run(star, {"t": table}, engine="reference").match_id)
+
+
+@pytest.mark.parametrize("query, types, k", [
+    ("SELECT NEXT match_id AS m, match_end - match_start AS span FROM t WHERE A AS a ; B AS b ORDER BY ts",
+     "A B A B", None),
+    (PARTITIONED_SPAN, "A A B B", [1, 2, 1, 2]),
+])
+def test_sql_cell_select_that_reads_no_variable(spark, query, types, k):
+    """The SQL-cell function gives the local engine's rows (its match_id numbers the rows within
+    its own partitions), and evaluates the match columns a SELECT item reads."""
+    table = _types_table(types, k)
+    cerql.register(spark)
+    _one_partition_frame(spark, table).createOrReplaceTempView("t")
+    got = spark_records(spark.sql("SELECT * FROM cerql(TABLE(t), :q)", args={"q": query}))
+    local = local_records(cerql.run(query, {"t": table}, engine="local"))
+    assert canonical_rows(got, drop=("match_id", "m")) == canonical_rows(local, drop=("match_id", "m"))
+    assert len(got) == 2 and all(r.get("m", r["match_id"]) == r["match_id"] for r in got)
