@@ -46,6 +46,12 @@ def bounding(window: WindowPlan | None, order_type: pa.DataType) -> WindowPlan |
     return None if float(window.amount) >= 2.0**63 else window  # the driver takes a column's amount as a float
 
 
+#: Field metadata of a source column Arrow cannot carry (a Spark year-month interval): its Spark
+#: type, as cerql.spark.lower.arrow_schema marks it. The column stays out of the stream; a query
+#: that reads it, or shows a whole variable, is UNSUPPORTED_COLUMN_TYPE naming it.
+UNCARRIED_TYPE = b"cerql.uncarried_type"
+
+
 def partition_key_type(kind: pa.DataType) -> bool:
     """Column types a PARTITION BY key may have on every engine (:meth:`_Resolver.partition_column`)."""
     return not (pa.types.is_nested(kind) or pa.types.is_interval(kind) or pa.types.is_dictionary(kind)
@@ -82,12 +88,20 @@ class _Resolver:
         source spells two ways (``x`` and ``X``) stay two columns, as Spark keeps both for
         ``SELECT *``; naming either is AMBIGUOUS_REFERENCE (``column``)."""
         self.canonical: dict[str, str] = {}
+        self.uncarried: dict[str, tuple[str, str]] = {}  # lower-case name -> (name, Spark type)
+        for key in keys:
+            for f in self.schemas[key]:
+                if f.metadata and UNCARRIED_TYPE in f.metadata:
+                    self.uncarried.setdefault(f.name.lower(), (f.name, f.metadata[UNCARRIED_TYPE].decode()))
         self.ambiguous = {n.lower() for key in keys for n in self.schemas[key].names
-                          if sum(m.lower() == n.lower() for m in self.schemas[key].names) > 1}
+                          if sum(m.lower() == n.lower() for m in self.schemas[key].names) > 1
+                          and n.lower() not in self.uncarried}
         fields: dict[str, pa.Field] = {}
         for key in keys:
             for f in self.schemas[key]:
                 lower = f.name.lower()
+                if lower in self.uncarried:
+                    continue
                 name = f.name if lower in self.ambiguous else self.canonical.setdefault(lower, f.name)
                 if name in fields and fields[name].type != f.type:
                     try:
@@ -108,12 +122,27 @@ class _Resolver:
             raise self.error(f"Column '{name}' is ambiguous: the stream has {spellings}", "AMBIGUOUS_REFERENCE",
                              "names match case-insensitively, as in Spark: rename one of the columns before "
                              "the query", span=span, offset=offset)
+        if name.lower() in self.uncarried:
+            raise self.uncarried_error(span=span, offset=offset, name=name)
         try:
             return self.canonical[name.lower()]
         except KeyError:
             raise self.error(f"Unknown column '{name}'", "UNKNOWN_COLUMN",
                              f"the stream has columns {', '.join(self.union.names)}",
                              span=span, offset=offset) from None
+
+    def uncarried_error(self, span=None, offset=None, name: str | None = None) -> UnsupportedError:
+        """A query reads a column Arrow cannot carry (``UNCARRIED_TYPE``): ``name``, or the first
+        such column when a whole variable is shown."""
+        column, kind = self.uncarried[(name or next(iter(self.uncarried))).lower()]
+        err = self.error(f"Column '{column}' has type {kind}, which cerql cannot carry through Arrow",
+                         "UNSUPPORTED_COLUMN_TYPE",
+                         f"cast '{column}' (to a string, or months as an integer) or leave it out of the source "
+                         "with a subquery or DataFrame.select; a query that does not read it, and shows "
+                         "variables by their columns (SELECT a[x, ts]), runs without it",
+                         span=span, offset=offset, cls=UnsupportedError)
+        err.params = {"column": column}
+        return err
 
     def keyable(self, column: str) -> bool:
         """Whether a stream column may be a hidden partition key (planner/equality.py)."""
@@ -261,6 +290,10 @@ class _Resolver:
 
     def output(self, o) -> OutputPlan:
         if isinstance(o, OutputVar):
+            if o.columns is None and self.uncarried:  # every column shown, one Arrow cannot carry
+                star = self.select.projection
+                span = star.span if isinstance(star, ast.Star) else self.item_span(o.name)
+                raise self.uncarried_error(span=span)
             cols = None
             if o.columns is None and len(shown_columns(self.union.names)) < len(self.union.names):
                 cols = shown_columns(self.union.names)  # derived columns are never shown
@@ -274,6 +307,8 @@ class _Resolver:
                 for c in sql.tree.find_all(exp.Column) if not c.table]
         results = [self.result_column(name) for name, kind in bare if kind == "result"]
         wholes = [(name, self.a.cardinality[name] > 1) for name, kind in bare if kind == "variable"]
+        if wholes and self.uncarried:  # a variable read as a value has every column
+            raise self.uncarried_error(offset=expr_position(o.expr))
         return OutputPlan(o.name, expr=fn if value_type is not None else None, expr_columns=used, sql=o.expr,
                           aggregates=aggs, expr_type=value_type, expr_results=tuple(dict.fromkeys(results)),
                           expr_variables=tuple(dict.fromkeys(wholes)))

@@ -41,6 +41,7 @@ from cerql.errors import UnsupportedError
 from cerql.exec.driver import RegisterSpec
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan, TaskPlan
 from cerql.planner import aggregates
+from cerql.planner.resolve import UNCARRIED_TYPE
 from cerql.exec.bits import firing_masks, gap_masks, non_null_columns
 from cerql.spark.arrow_task import BITS_COLUMN, POSITION_COLUMN, RISING_COLUMN
 from cerql.spark import expressions
@@ -63,10 +64,12 @@ def functions_for(frame):
     return F
 
 
-def arrow_schema(struct, text: str, offset: int, owner: str, hint: str) -> pa.Schema:
+def arrow_schema(struct, text: str, offset: int, owner: str, hint: str, mark: bool = False) -> pa.Schema:
     """The Arrow schema of a source's Spark StructType, as the tasks will see it (timestamps in
     UTC). A column Arrow cannot carry is the query's UNSUPPORTED_COLUMN_TYPE error at ``offset``
-    of ``text``, naming the column of ``owner`` (the source, as the user wrote it) and ``hint``."""
+    of ``text``, naming the column of ``owner`` (the source, as the user wrote it) and ``hint``;
+    with ``mark``, it is a NULL field marked with its Spark type (``UNCARRIED_TYPE``), which the
+    stream leaves out and only a query that reads it refuses (planner/resolve.py)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     fields = []
@@ -74,6 +77,10 @@ def arrow_schema(struct, text: str, offset: int, owner: str, hint: str) -> pa.Sc
         try:
             fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True))
         except Exception:  # noqa: BLE001 - pyspark raises several kinds for unsupported types
+            if mark:
+                fields.append(pa.field(f.name, pa.null(), True,
+                                       metadata={UNCARRIED_TYPE: f.dataType.simpleString().encode()}))
+                continue
             raise UnsupportedError.at(text, offset, f"Column '{f.name}' of {owner} has type "
                                       f"{f.dataType.simpleString()}, which cerql cannot carry through Arrow",
                                       "UNSUPPORTED_COLUMN_TYPE", hint) from None

@@ -49,7 +49,7 @@ def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]
 
 def _arrow_schema(text: str, source: ast.Source, frame) -> pa.Schema:
     return arrow_schema(frame.schema, text, start_of(source.span), f"'{source.name}'",
-                        "cast it or leave it out with a subquery or DataFrame.select")
+                        "cast it or leave it out with a subquery or DataFrame.select", mark=True)
 
 
 def _conf(spark, key: str) -> str | None:
