@@ -140,6 +140,7 @@ def run(
     max_matches_per_event: int = MAX_MATCHES_PER_EVENT,
     max_output_rows: int = collect.MAX_OUTPUT_ROWS,
     output: str = "pandas",
+    max_output_events: int = collect.MAX_OUTPUT_EVENTS,
 ) -> pd.DataFrame | pa.Table:
     """Evaluate a CEQL query over pandas or Arrow tables, without Spark.
 
@@ -159,6 +160,10 @@ def run(
     max_output_rows : int
         A query with more results than this (after LIMIT) fails with TOO_MANY_OUTPUT_ROWS
         instead of filling memory (``cerql.maxOutputRows``, default 1 000 000).
+    max_output_events : int
+        Results holding more events than this in all (one per result and event a variable
+        of it selects, after LIMIT) fail with TOO_MANY_OUTPUT_EVENTS before they are rendered
+        (``cerql.maxOutputEvents``, default 10 000 000, about 1 GB).
     output : {"pandas", "arrow"}
         ``"pandas"`` (the default) returns a DataFrame whose variable columns are Arrow-backed
         (``pd.ArrowDtype`` structs and lists of structs: ``out["b"].struct.field("price")``,
@@ -199,7 +204,7 @@ def run(
             parts = [reference.evaluate(plan, stream)]
         else:
             parts = (post_filter if plan.post_filters else driver).result_batches(plan, stream)
-        rows = collect.result_rows(plan, stream, parts, max_output_rows)
+        rows = collect.result_rows(plan, stream, parts, max_output_rows, max_output_events)
         table = output_table.build(plan, stream.table, rows, order=True, limit=plan.limit)
     except CeqlError as err:
         raise err.with_text(text)

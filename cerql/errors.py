@@ -14,6 +14,7 @@ from typing import Any
 # session), also given to the CLI with --conf and named in the guards' errors.
 MAX_MATCHES_CONF = "cerql.maxMatchesPerEvent"  # cerql.run's max_matches_per_event
 MAX_OUTPUT_ROWS_CONF = "cerql.maxOutputRows"    # cerql.run's max_output_rows
+MAX_OUTPUT_EVENTS_CONF = "cerql.maxOutputEvents"  # cerql.run's max_output_events
 
 
 class CeqlError(Exception):

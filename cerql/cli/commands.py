@@ -101,7 +101,8 @@ def out_path(value: str | None) -> Path | None:
 
 
 # ------------------------------------------------------------------------------------ commands
-LOCAL_CONF = {errors.MAX_MATCHES_CONF: "max_matches_per_event", errors.MAX_OUTPUT_ROWS_CONF: "max_output_rows"}
+LOCAL_CONF = {errors.MAX_MATCHES_CONF: "max_matches_per_event", errors.MAX_OUTPUT_ROWS_CONF: "max_output_rows",
+              errors.MAX_OUTPUT_EVENTS_CONF: "max_output_events"}
 
 
 def local_options(conf: dict[str, str]) -> dict[str, int]:
@@ -251,7 +252,7 @@ def _spark_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf", action="append", metavar="KEY=VALUE",
                         help="a Spark setting (repeatable), e.g. spark.driver.memory=4g or "
                         "cerql.maxMatchesPerEvent=1000000; the local engines take "
-                        "cerql.maxMatchesPerEvent and cerql.maxOutputRows")
+                        "cerql.maxMatchesPerEvent, cerql.maxOutputRows and cerql.maxOutputEvents")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="show running Spark stages on stderr (default: when stderr is a terminal)")
 

@@ -11,9 +11,18 @@ Why: ``cerql.run`` returns every result as one pandas DataFrame in memory. A que
 results (``A ; B`` without a window has a quadratic number) would otherwise grow until the
 process is killed (about 0.5 KB per result for three one-event variables of five columns). So results past ``max_output_rows``
 (``cerql.maxOutputRows``, default 1 000 000) fail the query
-with TOO_MANY_OUTPUT_ROWS, a CeqlError that says what to do. With LIMIT n only results that can
+with TOO_MANY_OUTPUT_ROWS, a CeqlError that says what to do. A result's size is the events it
+holds, which a Kleene variable makes as many as the window (or the substream) allows: 40 000
+results of 2 000 events each are 80 million struct cells, past 6 GB before Arrow or NumPy gave
+up (issue 38). So the events the results hold (one per result and selected event, as the
+engines' label entries count them) are counted too, part by part as they come, and past
+``max_output_events`` (``cerql.maxOutputEvents``, default 10 000 000, about 1 GB rendered at
+four columns: ~90 bytes an event) the query fails with TOO_MANY_OUTPUT_EVENTS before anything
+is rendered. With LIMIT n only results that can
 still be among the first n (DESIGN.md 4.6: PARTITION BY columns, match_end, match_start,
-match_id) are held, so a LIMIT bounds memory whatever the query would otherwise return.
+match_id) are held, so a LIMIT bounds memory whatever the query would otherwise return; the
+engine's arrays become Python objects a few thousand events at a time, so that results of
+many events are dropped before they are all made objects.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import bisect
 
 import numpy as np
 
-from cerql.errors import MAX_OUTPUT_ROWS_CONF, ExecutionError
+from cerql.errors import MAX_OUTPUT_EVENTS_CONF, MAX_OUTPUT_ROWS_CONF, ExecutionError
 from cerql.exec.bits import label_bits
 from cerql.exec.output import ResultRows, sort_key
 from cerql.exec.results import Result
@@ -30,6 +39,8 @@ from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan
 
 MAX_OUTPUT_ROWS = 1_000_000
+MAX_OUTPUT_EVENTS = 10_000_000
+OBJECT_EVENTS = 1 << 16  # with LIMIT, the engine's label entries made Python objects at a time
 BIG = np.iinfo(np.int64).max
 
 
@@ -45,18 +56,44 @@ def too_many_output_rows(limit: int) -> ExecutionError:
     )
 
 
-def result_rows(plan: QueryPlan, stream: Stream, parts, max_rows: int = MAX_OUTPUT_ROWS) -> ResultRows:
+def too_many_output_events(limit: int) -> ExecutionError:
+    return ExecutionError(
+        f"[TOO_MANY_OUTPUT_EVENTS] The query's results hold more than {limit:,} events, the most "
+        f"cerql.run returns (max_output_events, {MAX_OUTPUT_EVENTS_CONF}): each result counts "
+        "the events its variables hold",
+        error_class="TOO_MANY_OUTPUT_EVENTS",
+        hint="add LIMIT n, a shorter WITHIN window (a Kleene variable such as B+ holds every event "
+        "it matches in the window) or a selection strategy with fewer results (SELECT NEXT/LAST/ANY); "
+        "run it on Spark (cerql.cer_sql), which writes results to a table or file batch by batch; or "
+        f"raise the limit with cerql.run(..., max_output_events=N) (CLI --conf {MAX_OUTPUT_EVENTS_CONF}=N)",
+        params={"limit": limit, "conf": MAX_OUTPUT_EVENTS_CONF},
+    )
+
+
+def events_of(part) -> int:
+    """The events a part of the results holds: one per result and event it selects (a label
+    entry of the kernel's arrays; the distinct positions of a Result's labels)."""
+    if isinstance(part, list):
+        return sum(len({p for _, p in r.labels}) for r in part)
+    return len(part.label_pos)
+
+
+def result_rows(plan: QueryPlan, stream: Stream, parts, max_rows: int = MAX_OUTPUT_ROWS,
+                max_events: int = MAX_OUTPUT_EVENTS) -> ResultRows:
     """The results of an engine's ``parts`` that ``cerql.run`` returns, as rows of the stream."""
     if plan.limit is None:  # every result: counted, then turned into rows without Python objects
-        count, rows = 0, []
+        count, events, rows = 0, 0, []
         for part in parts:
             count += len(part)
             if count > max_rows:
                 raise too_many_output_rows(max_rows)
+            events += events_of(part)
+            if events > max_events:
+                raise too_many_output_events(max_events)
             rows.append(from_results(part, stream, plan.automaton.labels) if isinstance(part, list)
                         else from_matches(part))
         return ResultRows.concat(rows)
-    collector = Collector(plan, stream, max_rows)
+    collector = Collector(plan, stream, max_rows, max_events)
     for part in parts:
         collector.add(part)
     return from_results(collector.results(), stream, plan.automaton.labels)
@@ -99,13 +136,16 @@ class Collector:
     more than 2n results keeps its n first by (match_end, match_start) and every tie of the
     n-th, and later results beyond that point are dropped as they come; substreams whose
     partition key comes after n held results are dropped whole. So about 2n results are held
-    (more only when many tie on match_end and match_start), and the guard counts those."""
+    (more only when many tie on match_end and match_start), and the guards count those and
+    the events they hold."""
 
-    def __init__(self, plan: QueryPlan, stream: Stream, max_rows: int = MAX_OUTPUT_ROWS):
-        self.plan, self.stream, self.max_rows = plan, stream, max_rows
+    def __init__(self, plan: QueryPlan, stream: Stream, max_rows: int = MAX_OUTPUT_ROWS,
+                 max_events: int = MAX_OUTPUT_EVENTS):
+        self.plan, self.stream, self.max_rows, self.max_events = plan, stream, max_rows, max_events
         self.limit = plan.limit
         self.by_substream: dict[int, list[Result]] = {}
         self.count = 0
+        self.events = 0  # the events the held results hold (events_of)
         self.cutoff: dict[int, tuple] = {}  # substream -> greatest (end, start) key still wanted
         self.cutoff_end: dict[int, int] = {}  # substream -> last position whose value is not past it
         self.closed: set[int] = set()       # substreams none of whose results can be in LIMIT
@@ -120,9 +160,16 @@ class Collector:
         if not isinstance(results, list):
             if self.limit is None and self.count + len(results) > self.max_rows:
                 raise too_many_output_rows(self.max_rows)
-            if self.limit is not None and (self.cutoff or self.closed):
-                results = results.subset(self._before_cutoff(results))
-            results = results.results()
+            if self.limit is None and self.events + len(results.label_pos) > self.max_events:
+                raise too_many_output_events(self.max_events)
+            for part in event_slices(results, OBJECT_EVENTS):  # objects of a few events at a time
+                if self.limit is not None and (self.cutoff or self.closed):
+                    part = part.subset(self._before_cutoff(part))
+                self._add(part.results())
+        else:
+            self._add(results)
+
+    def _add(self, results: list[Result]) -> None:
         for r in results:
             k = r.substream
             if k in self.closed or (k in self.cutoff and self._key(r) > self.cutoff[k]):
@@ -130,12 +177,15 @@ class Collector:
             kept = self.by_substream.setdefault(k, [])
             kept.append(r)
             self.count += 1
+            self.events += events_of([r])
             if self.limit is not None and len(kept) > 2 * self.limit:
                 self._trim(k)
         if self.limit is not None and self.count > 2 * self.limit:
             self._prune()
         if self.count > self.max_rows:
             raise too_many_output_rows(self.max_rows)
+        if self.events > self.max_events:
+            raise too_many_output_events(self.max_events)
 
     def results(self) -> list[Result]:
         return [r for k in sorted(self.by_substream) for r in self.by_substream[k]]
@@ -163,6 +213,7 @@ class Collector:
                                                  key=lambda row: sort_key(self._order[row])) - 1
         trimmed = [r for r in kept if self._key(r) <= last]
         self.count -= len(kept) - len(trimmed)
+        self.events -= events_of(kept) - events_of(trimmed)
         self.by_substream[k] = trimmed
 
     def _prune(self) -> None:
@@ -175,8 +226,29 @@ class Collector:
         before, last_key = 0, None
         for k in sorted(self.by_substream, key=key):
             if before >= self.limit and key(k) != last_key:
-                self.count -= len(self.by_substream.pop(k))
+                dropped = self.by_substream.pop(k)
+                self.count -= len(dropped)
+                self.events -= events_of(dropped)
                 self.closed.add(k)
                 continue
             last_key = key(k)
             before += len(self.by_substream[k])
+
+
+def event_slices(matches, events: int):
+    """``matches`` (a ``driver.Matches``) in consecutive parts of at most ``events`` label
+    entries each (or of one result, when it alone holds more), as array views."""
+    total = len(matches.label_pos)
+    if total <= events:
+        yield matches
+        return
+    ends = matches.offset + matches.length  # results' label entries are consecutive, in order
+    lo, n = 0, len(matches)
+    while lo < n:
+        first = int(matches.offset[lo])
+        hi = max(lo + 1, int(np.searchsorted(ends, first + events, side="right")))
+        last = int(ends[hi - 1])
+        yield type(matches)(matches.automaton, matches.substream[lo:hi], matches.end_row[lo:hi],
+                            matches.end[lo:hi], matches.start[lo:hi], matches.offset[lo:hi] - first,
+                            matches.length[lo:hi], matches.label_pos[first:last], matches.label_mask[first:last])
+        lo = hi
