@@ -776,7 +776,7 @@ def test_explain_with_tables_prints_the_spark_plan(spark, stock_files, capsys):
 @pytest.mark.parametrize("pattern, conf, error_class", [
     ("(BUY OR SELL)+ AS t WITHIN 30 EVENTS", "cerql.maxMatchesPerEvent=5", "TOO_MANY_MATCHES_PER_EVENT"),
     ("BUY AS b", "cerql.maxOutputRows=3", "TOO_MANY_OUTPUT_ROWS"),
-    ("BUY AS b ; SELL+ AS s", "cerql.maxOutputEvents=3", "TOO_MANY_OUTPUT_EVENTS")])
+    ("BUY AS b ; SELL AS s", "cerql.maxOutputEvents=3", "TOO_MANY_OUTPUT_EVENTS")])
 def test_local_engine_takes_the_guards_conf(stock_files, capsys, pattern, conf, error_class):
     """The local engine's guards are set with the same --conf keys as Spark's; the failure names it."""
     tmp, _, _ = stock_files
