@@ -31,6 +31,7 @@ STRATEGY_CODES = {"ALL": kernel.ALL, "ANY": kernel.ANY, "NEXT": kernel.NEXT, "LA
 DEFAULT_BATCH = 1 << 16
 LUT_BITS = 16          # up to this many condition bits, symbols come from a lookup table
 MAX_OUTPUT = 1 << 20   # result buffers grow up to this many results, then are flushed
+MAX_OUTPUT_LABELS = 1 << 22  # ... or this many label entries (more only for one event's results)
 RESULT_SLICE = 1 << 16  # results turned into Python objects at a time
 ARENA_NODES = 1 << 12  # the arena's first size; it is compacted when full, and grows if still short
 
@@ -221,6 +222,12 @@ class Run:
         """``sides``: the registers' per-event values (``RegisterSpec.sides``) when there are any.
         ``bound``: for the run of an UNLESS right side, the array it raises (kernel Events.bound).
         With UNLESS inside the pattern, ``self.reach`` then holds the batch's ``_reach``."""
+        return list(self.feed_parts(bits, starts, values, sides, bound))
+
+    def feed_parts(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray, sides=None, bound=None):
+        """:meth:`feed`, yielding the batch's results as the kernel's buffer fills, each chunk
+        with every result of its end events and at most MAX_OUTPUT results and about
+        MAX_OUTPUT_LABELS label entries (more only for one event's results)."""
         if self.inside:
             self.reach = self._reach(bits, starts, values)
         if bound is None and self.unless:
@@ -237,13 +244,12 @@ class Run:
                                kernel.Sides(*sides) if sides is not None else self.registers.empty_sides(), bound)
         st = self.st
         st[kernel.CURSOR] = 0
-        chunks = []
         while True:
             status = kernel.run_batch(self.options, events, self.dfa, self.registers.plan, st, self.runs, self.arena,
                                       self.out)
             if status == kernel.DONE:
                 if st[kernel.NRES] > 0:
-                    chunks.append(self._take())
+                    yield self._take()
                 break
             if status == kernel.NEED_TRANSITION:
                 self._add_transitions(int(st[kernel.NEED_D]), int(st[kernel.NEED_S]))
@@ -252,10 +258,11 @@ class Run:
             elif status == kernel.NEED_ACTIVE:
                 self._grow_active(max(int(st[kernel.BOUND]), 2 * len(self.runs.ds)))
             elif status == kernel.NEED_OUTPUT:
-                full = st[kernel.NRES] == 0 or len(self.out.end) < MAX_OUTPUT
+                grow = st[kernel.NRES] == 0 or (len(self.out.end) < MAX_OUTPUT and
+                                                len(self.out.lab_pos) < MAX_OUTPUT_LABELS)
                 if st[kernel.NRES] > 0:
-                    chunks.append(self._take())
-                if full:
+                    yield self._take()
+                if grow:
                     self._alloc_output(2 * len(self.out.end), 2 * len(self.out.lab_pos))
             elif status == kernel.TOO_MANY:
                 raise too_many_matches(f"at least {int(st[kernel.COUNT]):,}", self.options.max_matches)
@@ -265,7 +272,6 @@ class Run:
                 raise too_many_runs(int(st[kernel.COUNT]), self.options.max_matches)
             elif status == kernel.OVERFLOW:
                 raise sum_overflow(" in a FILTER")
-        return chunks
 
     def _reach(self, bits, starts, values) -> np.ndarray:
         """Per UNLESS inside the pattern, per event of the batch: the latest start (a position
@@ -522,9 +528,12 @@ class Matches:
         return out
 
 
-def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH):
+def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH, parts: bool = False):
     """Run the automaton over the stream in batches of ``batch_size`` rows, yielding each
-    batch's results as :class:`Matches` (results ending in it, in stream order)."""
+    batch's results as :class:`Matches` (results ending in it, in stream order). With ``parts``
+    a batch's results come in several parts, as the kernel's buffer fills (each with every
+    result of its end events), for results its caller counts as they come (cerql.run's output
+    guards, exec/collect.py); only a batch's first part carries its ``reach``."""
     automaton = plan.automaton
     n = stream.table.num_rows
     windowed, amount, values = window_setup(plan, stream)
@@ -538,17 +547,32 @@ def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BAT
     starts = np.zeros(n, np.bool_)
     sub_starts = np.array([lo for lo, _ in stream.bounds], np.int64)
     starts[sub_starts] = True
-    for b0 in range(0, n, batch_size):
-        b1 = min(n, b0 + batch_size)
-        batch_sides = None if sides is None else kernel.Sides(*(a[b0:b1] for a in sides))
-        chunks = run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1], batch_sides)
+
+    def of(chunks) -> Matches:
         for chunk in chunks:
             chunk.end_row[:] += b0  # rows of the stream
         joined = concat_chunks(chunks)
         substream = np.searchsorted(sub_starts, joined.end_row, side="right") - 1
-        matches = Matches.of(automaton, substream, joined)
-        matches.reach = run.reach
-        yield matches
+        return Matches.of(automaton, substream, joined)
+
+    for b0 in range(0, n, batch_size):
+        b1 = min(n, b0 + batch_size)
+        batch_sides = None if sides is None else kernel.Sides(*(a[b0:b1] for a in sides))
+        if not parts:
+            matches = of(run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1], batch_sides))
+            matches.reach = run.reach
+            yield matches
+            continue
+        first = True
+        for chunk in run.feed_parts(bits[b0:b1], starts[b0:b1], values[b0:b1], batch_sides):
+            matches = of([chunk])
+            if first:  # the reach is computed before the kernel runs the batch
+                matches.reach, first = run.reach, False
+            yield matches
+        if first:
+            matches = of([])
+            matches.reach = run.reach
+            yield matches
 
 
 def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH) -> Matches:
@@ -563,8 +587,9 @@ def match_arrays(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATC
 
 def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH):
     """The query's results, as the reference evaluator defines them, in parts: :class:`Matches`
-    of at most RESULT_SLICE results each, not yet Python objects (``.results()`` makes them)."""
-    for matches in match_batches(plan, stream, batch_size):
+    of at most RESULT_SLICE results each, not yet Python objects (``.results()`` makes them),
+    as the kernel's buffer fills, so a caller counting them holds one buffer more at most."""
+    for matches in match_batches(plan, stream, batch_size, parts=True):
         yield from matches.slices(RESULT_SLICE)
 
 
