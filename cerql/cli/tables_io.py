@@ -124,7 +124,16 @@ def table_specs(specs: list[str]) -> list[tuple[str, Path, str]]:
     return out
 
 
-def parse_timestamps(df: pd.DataFrame) -> pd.DataFrame:
+def not_timestamps(path, column: str, value=None) -> CliError:
+    """A ``ts`` column that holds neither timestamps nor numbers, in cerql's words on every
+    engine (``value``: the first one that is not an ISO 8601 date-time, when known)."""
+    found = f": {str(value)!r} is not one" if value is not None else ""
+    return CliError(f"{path}: column {column!r} is named ts but does not hold timestamps (ISO 8601 date-times such "
+                    f"as 2024-03-01 09:30:00) or numbers{found}. Write the times in ISO 8601, give the table as "
+                    "Parquet with a timestamp column, or rename the column")
+
+
+def parse_timestamps(df: pd.DataFrame, path="table") -> pd.DataFrame:
     """Parse the text columns of a CSV table that hold timestamps (rules: module docstring)."""
     df = df.copy()
     for column in df.columns:
@@ -133,9 +142,14 @@ def parse_timestamps(df: pd.DataFrame) -> pd.DataFrame:
             continue
         try:
             parsed = pd.to_datetime(values, format="ISO8601")
-        except (ValueError, TypeError) as err:
+        except (ValueError, TypeError, OverflowError):
             if str(column).lower() == "ts":
-                raise CliError(f"column {column!r} is named ts but does not hold timestamps: {err}")
+                try:
+                    bad = pd.to_datetime(values, format="ISO8601", errors="coerce").isna() & values.notna()
+                    value = values[bad].iloc[0] if bad.any() else None
+                except (ValueError, TypeError, OverflowError):
+                    value = None
+                raise not_timestamps(path, str(column), value) from None
             continue
         df[column] = parsed
     return df
@@ -162,7 +176,7 @@ def read_table(path: Path, fmt: str | None = None) -> pd.DataFrame:
             return pd.read_parquet(path)
         parts = sorted(path.glob("*.csv")) if path.is_dir() else [path]
         frames = [pd.read_csv(p) for p in parts]
-        return parse_timestamps(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
+        return parse_timestamps(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0], path)
     except CliError:
         raise
     except Exception as err:  # pandas and pyarrow raise many kinds; all mean "unreadable"
@@ -242,8 +256,7 @@ def read_spark_table(spark, path: Path, fmt: str):
         raise CliError(f"{path}: cannot read table: {err}") from err
     for field in df.schema.fields:
         if field.name.lower() == "ts" and field.dataType.typeName() == "string":
-            raise CliError(f"{path}: column {field.name!r} is named ts but does not hold timestamps "
-                           f"(ISO 8601 date-times such as 2024-03-01 09:30:00) or numbers")
+            raise not_timestamps(path, field.name)
     return df
 
 
