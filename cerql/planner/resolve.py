@@ -506,6 +506,13 @@ class _Resolver:
         shown = dict(sel.key_names)  # a key expression's derived column -> its name
         partition_names = tuple(shown.get(c, c) for c in partition) if shown else ()
         order = self.order = self.ordering()
+        for column in order:  # sorted as the keys are: the same types (partition_column)
+            kind = self.union.field(column).type
+            if not partition_key_type(kind):
+                raise self.error(f"Column '{column}' has type {kind}, which cannot order events",
+                                 "UNSUPPORTED_ORDER_COLUMN",
+                                 "order by a timestamp, date, number or string column (ORDER BY ts)",
+                                 offset=self.clause_offset(column, "ORDER"), cls=UnsupportedError)
         kind = self.order_kind(order[0])
         window = bounding(self.window(kind), self.union.field(order[0]).type)
         cross = self.cross_predicates()

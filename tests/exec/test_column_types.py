@@ -88,3 +88,16 @@ def test_date64_in_a_filter_across_variables(engine):
     assert sorted((r["a"]["ts"], r["b"]["ts"]) for _, r in out.iterrows()) == [(0, 3), (0, 4), (2, 3), (2, 4)]
     assert cerql.run(query, {"s": table}, engine=engine, output="arrow").schema.field("a").type.field("d").type \
         == pa.date32()
+
+
+@pytest.mark.parametrize("values", [
+    pa.array([[1], [2], [3], [4], [5]]),
+    pa.array([{"a": i} for i in range(5)]),
+], ids=["list", "struct"])
+def test_nested_order_column_is_refused_naming_the_column(engine, values):
+    """ORDER BY such a column failed the same way (ArrowTypeError in sorting)."""
+    query = "SELECT * FROM s WHERE A AS a ; B AS b ORDER BY k"
+    with pytest.raises(UnsupportedError) as err:
+        cerql.run(query, {"s": pa.table(dict(BASE, k=values))}, engine=engine)
+    assert err.value.error_class == "UNSUPPORTED_ORDER_COLUMN"
+    assert "'k'" in err.value.message and err.value.column == query.index("BY k") + 4

@@ -117,3 +117,10 @@ def test_year_month_interval_column_a_query_reads_is_refused(spark, query, at):
     assert err.value.error_class == "UNSUPPORTED_COLUMN_TYPE"
     assert err.value.params["column"] == "iv" and "interval year" in err.value.message
     assert err.value.column == query.index(at) + 1
+
+
+def test_array_order_column_is_refused_as_locally(spark):
+    df = spark.sql("SELECT type, array(ts) AS k FROM VALUES ('A', 0), ('B', 1) AS t(type, ts)")
+    with pytest.raises(UnsupportedError) as err:
+        cerql.cer_sql(spark, "SELECT * FROM s WHERE A AS a ; B AS b ORDER BY k", s=df)
+    assert err.value.error_class == "UNSUPPORTED_ORDER_COLUMN"
