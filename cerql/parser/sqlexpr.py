@@ -18,25 +18,9 @@ from sqlglot.tokens import TokenType
 
 from cerql import ast
 from cerql.errors import ParseError, position_of
+from cerql.parser import written
 
 DIALECT = "spark"
-
-
-def _braces_to_parens(text: str) -> str:
-    """CORE's ``IN {1, 2}`` set literal as Spark's ``IN (1, 2)``; same length, so positions hold."""
-    out, quote = [], None
-    for ch in text:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"`":
-            quote = ch
-        elif ch == "{":
-            ch = "("
-        elif ch == "}":
-            ch = ")"
-        out.append(ch)
-    return "".join(out)
 
 
 def _in_range_to_between(node: exp.Expression) -> exp.Expression:
@@ -47,7 +31,9 @@ def _in_range_to_between(node: exp.Expression) -> exp.Expression:
             call = node.expressions[0]
         if isinstance(call, exp.Anonymous) and call.name.upper() == "RANGE" and len(call.expressions) == 2:
             low, high = call.expressions
-            return exp.Between(this=node.this.copy(), low=low.copy(), high=high.copy())
+            between = exp.Between(this=node.this.copy(), low=low.copy(), high=high.copy())
+            between.meta[written.IN_RANGE] = True  # Spark is sent BETWEEN (parser/written.py)
+            return between
     return node
 
 
@@ -57,10 +43,32 @@ _ARRAY_VAR = re.compile(r"`(array)`(?=\s*\[)", re.IGNORECASE)
 _STAND_IN = "\ue000"
 
 
+def _prepared(text: str) -> tuple[str, list[str]]:
+    """The text sqlglot reads for a fragment (same length): Spark's doubled quotes as escapes,
+    CORE's braces as parentheses, a variable named `array` under a stand-in."""
+    originals = [m.group(1) for m in _ARRAY_VAR.finditer(text)]
+    prepared = written.as_spark_reads(text)
+    return _ARRAY_VAR.sub(lambda m: "`" + _STAND_IN + m.group(1)[1:] + "`", prepared), originals
+
+
+def _finish(tree: exp.Expression, originals: list[str]) -> exp.Expression:
+    for node in tree.walk():
+        node.comments = None  # comments are not part of the canonical text
+        if originals and isinstance(node, exp.Identifier) and node.this.startswith(_STAND_IN):
+            node.set("this", originals.pop(0))
+    written.mark_columns(tree)
+    return tree.transform(_in_range_to_between)
+
+
+def read_tree(text: str) -> exp.Expression:
+    """``text`` read as parse_fragment reads it, errors left to the caller."""
+    source, originals = _prepared(text)
+    return _finish(sqlglot.parse_one(source, read=DIALECT), originals)
+
+
 def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
     """Parse one Spark SQL fragment that starts at ``offset`` in ``query``."""
-    originals = [m.group(1) for m in _ARRAY_VAR.finditer(text)]
-    source = _ARRAY_VAR.sub(lambda m: "`" + _STAND_IN + m.group(1)[1:] + "`", _braces_to_parens(text))
+    source, originals = _prepared(text)
     try:
         tree = sqlglot.parse_one(source, read=DIALECT)
     except sqlglot.errors.ParseError as err:
@@ -78,16 +86,68 @@ def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
                             "inside FILTER brackets and SELECT items the language is Spark SQL") from None
     except sqlglot.errors.SqlglotError as err:
         raise ParseError.at(query, offset, f"Invalid Spark SQL expression: {err}", "INVALID_SQL_EXPRESSION") from None
-    for node in tree.walk():
-        node.comments = None  # comments are not part of the canonical text
-        if originals and isinstance(node, exp.Identifier) and node.this.startswith(_STAND_IN):
-            node.set("this", originals.pop(0))
-    return tree.transform(_in_range_to_between)
+    for node in tree.find_all(exp.Between):
+        if node.args.get("symmetric"):
+            at = text.upper().find("SYMMETRIC")
+            raise ParseError.at(query, offset + max(at, 0), "Invalid Spark SQL expression: BETWEEN SYMMETRIC",
+                                "INVALID_SQL_EXPRESSION",
+                                "Spark SQL has no BETWEEN SYMMETRIC: write (x BETWEEN a AND b OR x BETWEEN b AND a)")
+    tree = _finish(tree, originals)
+    written.mark_formats(tree, text)
+    return tree
 
 
 def sql_expr(tree: exp.Expression, source: str, offset: int, span: ast.Span | None) -> ast.SqlExpr:
-    """Wrap a sqlglot tree as an AST value with canonical Spark SQL text."""
-    return ast.SqlExpr(tree.sql(dialect=DIALECT), tree, source, offset, span)
+    """Wrap a sqlglot tree as an AST value. Its text is sqlglot's canonical Spark SQL when that
+    says what the user wrote (the same tokens, up to case and spacing), else the text as written:
+    sqlglot's printing is not always the same expression (parser/written.py), and the text is
+    also the key that tells two predicates apart."""
+    canonical = tree.sql(dialect=DIALECT, unsupported_level=sqlglot.ErrorLevel.IGNORE)
+    where = written.extent(tree, source)
+    if where is not None:
+        tree.meta[written.EXTENT] = where
+        as_written = source[where[0]:where[1]]
+        if _signature(as_written) != _signature(canonical):
+            return ast.SqlExpr(" ".join(as_written.split()) if "'" not in as_written and '"' not in as_written
+                               else as_written.strip(), tree, source, offset, span)
+    return ast.SqlExpr(canonical, tree, source, offset, span)
+
+
+def _signature(text: str) -> list[tuple]:
+    """What the tokens of ``text`` say, up to spelling: column qualifiers and parentheses
+    dropped, words without case, operators by kind (``==`` is ``=``), and CORE's ``IN RANGE(a,
+    b)`` as the BETWEEN it means."""
+    toks = list(written.tokens(text))
+    out: list[tuple] = []
+    instead: dict[int, tuple | None] = {}  # token index -> what it says there (None: nothing)
+    for k, tok in enumerate(toks):
+        kind = tok.token_type
+        if k in instead:
+            if instead[k] is not None:
+                out.append(instead[k])
+            continue
+        if kind in (TokenType.L_PAREN, TokenType.R_PAREN) or kind == TokenType.DOT or (
+                k + 1 < len(toks) and toks[k + 1].token_type == TokenType.DOT):
+            continue
+        if kind == TokenType.IN and k + 2 < len(toks) and toks[k + 1].text.lower() == "range" \
+                and toks[k + 2].token_type == TokenType.L_PAREN:
+            out.append((TokenType.VAR, "between"))
+            instead[k + 1] = None
+            depth = 0
+            for j in range(k + 2, len(toks)):
+                depth += (toks[j].token_type == TokenType.L_PAREN) - (toks[j].token_type == TokenType.R_PAREN)
+                if depth == 1 and toks[j].token_type == TokenType.COMMA:
+                    instead[j] = (TokenType.VAR, "and")
+                if depth == 0:
+                    break
+            continue
+        if kind in (TokenType.STRING, TokenType.IDENTIFIER):
+            out.append((kind, tok.text))
+        elif tok.text[:1].isalpha() or tok.text[:1] == "_" or kind == TokenType.NUMBER:
+            out.append((TokenType.VAR, tok.text.lower()))
+        else:
+            out.append((kind,))  # an operator: its spelling (== or =) is not its meaning
+    return out
 
 
 def _first_name_start(node: exp.Expression) -> int | None:
@@ -133,13 +193,7 @@ def _bare_var(node: exp.Expression) -> str | None:
 
 def _strip_qualifier(tree: exp.Expression, var: str) -> exp.Expression:
     """``b[b.price > 1]`` means ``b[price > 1]``."""
-
-    def fix(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.table == var and not node.args.get("db"):
-            return exp.column(node.this.copy())
-        return node
-
-    return tree.transform(fix)
+    return written.strip_qualifiers(tree, var)
 
 
 def _after_filter(query: str, where: int, op: str = "OR") -> ParseError:

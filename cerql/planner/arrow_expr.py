@@ -1301,6 +1301,8 @@ def _spark_format(node: exp.TimeToStr) -> str:
     form)."""
     import sqlglot
 
+    if "written_format" in node.meta:  # the pattern as the user wrote it (parser/written.py)
+        return node.meta["written_format"]
     printed = exp.TimeToStr(this=exp.column("x"), format=node.args["format"].copy()).sql(dialect="spark")
     prefix = "DATE_FORMAT(x, "
     if not (printed.startswith(prefix) and printed.endswith(")")):

@@ -37,15 +37,19 @@ from sqlglot import exp
 
 from cerql import ast
 from cerql.errors import AnalysisError, UnsupportedError
+from cerql.parser import written
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import AGGREGATE_COLUMN, DERIVED_COLUMN
 from cerql.planner import aggregates, safety
 from cerql.planner.arrow_expr import ExprError, compile_expr
 
 
-def runs_locally(tree: exp.Expression) -> bool:
+def runs_locally(tree: exp.Expression, source: str | None = None) -> bool:
     """Whether the local engine compiles ``tree`` (aggregate calls count as their values; names
-    and types are not checked here)."""
+    and types are not checked here), written in ``source`` with the names of functions it
+    evaluates (parser/written.py: sqlglot reads ``to_char`` as a CAST)."""
+    if source is not None and written.unsupported_call(tree, source) is not None:
+        return False
     try:
         compile_expr(aggregates.as_columns(tree, AGGREGATE_COLUMN), lambda col: col.name)
     except ExprError as err:
@@ -54,18 +58,27 @@ def runs_locally(tree: exp.Expression) -> bool:
 
 
 def _bare(tree: exp.Expression) -> exp.Expression:
-    """``hour(b.ts)`` as ``hour(ts)``: the expression over one event's own columns."""
-    return tree.copy().transform(
-        lambda n: exp.column(n.this.copy()) if isinstance(n, exp.Column) and n.table else n)
+    """``hour(b.ts)`` as ``hour(ts)``: the expression over one event's own columns (each column
+    keeps where it was written: Spark is sent the text, parser/written.py)."""
+    return written.strip_qualifiers(tree)
 
 
 def _derived_column(tree: exp.Expression, variable: str,
-                    derived: dict[str, tuple[str, exp.Expression]]) -> exp.Column:
+                    derived: dict[str, tuple[str, exp.Expression]], source: str) -> exp.Column:
     """``variable.__cerql_d<k>``, the column that holds ``tree`` (over ``variable``'s columns) per
-    row; the same expression written twice is one column."""
+    row; the same expression written twice is one column. The column keeps where ``tree`` was
+    written in ``source``. Two expressions are the same when their trees are, date patterns as
+    written included (sqlglot prints ``date_format(ts, 'y')`` as it prints 'yyyy')."""
     bare = _bare(tree)
-    name, _ = derived.setdefault(bare.sql(dialect="spark"), (f"{DERIVED_COLUMN}{len(derived)}", bare))
-    return exp.column(name, table=variable)
+    where = written.extent(tree, source)
+    if where is not None:
+        bare.meta[written.EXTENT] = where
+    same = (repr(bare), tuple(n.meta.get(written.WRITTEN_FORMAT) for n in bare.walk()))
+    name, _ = derived.setdefault(same, (f"{DERIVED_COLUMN}{len(derived)}", bare))
+    column = exp.column(name, table=variable)
+    if where is not None:
+        column.meta[written.EXTENT] = where
+    return column
 
 
 # an aggregate's argument that planner/aggregates.py accepts (a column) or refuses (DISTINCT, *) as it is
@@ -76,26 +89,26 @@ def _variables(tree: exp.Expression) -> set[str]:
     return {col.table for col in tree.find_all(exp.Column)}
 
 
-def _mixes(node: exp.Expression) -> bool:
+def _mixes(node: exp.Expression, source: str) -> bool:
     """A part no row can compute alone: several variables inside a Spark-only function."""
-    return len(_variables(node)) > 1 and not runs_locally(node)
+    return len(_variables(node)) > 1 and not runs_locally(node, source)
 
 
 def _rewrite(sql: ast.SqlExpr, derived: dict[str, tuple[str, exp.Expression]], text: str) -> ast.SqlExpr:
-    if runs_locally(sql.tree):
+    if runs_locally(sql.tree, sql.source):
         return sql
 
     def derive(node: exp.Expression) -> exp.Expression:
-        if runs_locally(node) or next(node.find_all(exp.AggFunc), None) is not None:
+        if runs_locally(node, sql.source) or next(node.find_all(exp.AggFunc), None) is not None:
             return node
         variables = _variables(node)
         if len(variables) != 1:
             return node  # its parts may still be derived
-        return _derived_column(node, variables.pop(), derived)
+        return _derived_column(node, variables.pop(), derived, sql.source)
 
     tree = sql.tree.copy().transform(derive)
-    if not runs_locally(tree):
-        mixed = next(n for n in reversed(list(sql.tree.walk())) if _mixes(n))  # the innermost
+    if not runs_locally(tree, sql.source):
+        mixed = next(n for n in reversed(list(sql.tree.walk())) if _mixes(n, sql.source))  # the innermost
         raise UnsupportedError.at(
             text, expr_position(sql, mixed), f"'{mixed.sql(dialect='spark')}' needs a function cerql evaluates "
             "on Spark one event at a time, over several variables", "UNSUPPORTED_EXPRESSION",
@@ -115,7 +128,7 @@ def _aggregate_arguments(sql: ast.SqlExpr, derived: dict[str, tuple[str, exp.Exp
         if len(variables) != 1 or next(node.this.find_all(exp.AggFunc), None) is not None:
             return node  # planner/aggregates.py explains what an aggregate reads
         node = node.copy()
-        node.set("this", _derived_column(node.this, variables.pop(), derived))
+        node.set("this", _derived_column(node.this, variables.pop(), derived, sql.source))
         return node
 
     if not any(type(call) in aggregates.KINDS and not isinstance(call.this, _TAKEN_AS_IS)
@@ -135,7 +148,7 @@ def _key_column(key: ast.KeyExpr, derived: dict[str, tuple[str, exp.Expression]]
             text, expr_position(key.expr, node), f"'{node.sql(dialect='spark')}' cannot be a PARTITION BY or ORDER "
             "BY key: a key is computed from each event's own columns", "INVALID_KEY_EXPRESSION",
             "name the event's columns bare ([upper(name) AS sym]); aggregates belong in SELECT or FILTER")
-    return _derived_column(tree, "", derived).name
+    return _derived_column(tree, "", derived, key.expr.source).name
 
 
 def _keys(select: ast.Select, derived: dict[str, tuple[str, exp.Expression]], origin: dict[str, ast.SqlExpr],

@@ -38,6 +38,7 @@ from sqlglot import exp
 
 from cerql import ast
 from cerql.errors import UnsupportedError
+from cerql.parser import written
 from cerql.exec.driver import RegisterSpec
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan, TaskPlan
 from cerql.planner import aggregates
@@ -107,41 +108,29 @@ def speller(names: Mapping[str, str]) -> Callable[[str], str]:
     return lambda name: names.get(name, lowered.get(name.lower(), name))
 
 
-def spark_sql(tree: exp.Expression, spell: Callable[[str], str], qualify=None,
-              bare: Mapping[str, str] | None = None) -> str:
-    """Spark SQL of a predicate or SELECT expression with every column spelled by ``spell``
-    (quoted), ``var.col`` turned into ``qualify(var).col`` when given, and a bare name found in
-    ``bare`` (a SELECT item's ``match_start``, PARTITION BY column or whole variable) as the
-    column it maps to."""
-    def spelled(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Log):  # its argument is spelled too: transform skips a new node
-            written = _log_as_written(node)
-            if written is not node:
-                return exp.Anonymous(this=written.this, expressions=[e.transform(spelled) for e in written.expressions])
-            return node
-        if not isinstance(node, exp.Column):
-            return node
+def spark_sql(tree: exp.Expression, source: str, spell: Callable[[str], str], qualify=None,
+              bare: Mapping[str, str] | None = None, replaced: Mapping[int, str] | None = None) -> str:
+    """Spark SQL of a predicate or SELECT expression: its text as the user wrote it in ``source``
+    (parser/written.py: sqlglot's printing is not always the same expression), with every column
+    spelled by ``spell`` (quoted), ``var.col`` turned into ``qualify(var).col`` when given, a bare
+    name found in ``bare`` (a SELECT item's ``match_start``, PARTITION BY column or whole
+    variable) as the column it maps to, and each node whose ``id`` is in ``replaced`` as that
+    text (an aggregate's SQL over a variable's events)."""
+    def replace(node: exp.Expression) -> str | None:
+        if replaced and id(node) in replaced:
+            return replaced[id(node)]
+        if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+            return None
         if bare is not None and not node.table and node.name in bare:
-            return exp.column(bare[node.name], quoted=True)
+            return quoted(bare[node.name])
         table = qualify(node.table) if (qualify and node.table) else None
-        return exp.column(spell(node.name), table=table, quoted=True)
+        return (quoted(table) + "." if table else "") + quoted(spell(node.name))
 
-    return tree.copy().transform(spelled).sql(dialect="spark")
-
-
-def _log_as_written(node: exp.Log) -> exp.Expression:
-    """sqlglot reads ``log10(x)`` and ``log2(x)`` as ``log(10, x)`` and ``log(2, x)``, which Spark
-    computes as ln(x) / ln(base): ``log10(1000)`` would be 2.9999999999999996 where Spark's own
-    ``log10`` gives 3.0. A call written ``log10``/``log2`` (its name's length, which sqlglot keeps
-    in the node's meta, tells the two apart) is sent as Spark's ``log10`` / ``log2``; one written
-    ``log(10, x)`` stays Spark's ``log``, so each computes what the user wrote."""
-    base = node.this
-    if node.expression is not None and isinstance(base, exp.Literal) and not base.is_string and base.this in ("10", "2"):
-        meta = node.meta
-        written = meta["end"] - meta["start"] + 1 if "start" in meta and "end" in meta else None
-        if written != len("log"):
-            return exp.Anonymous(this=f"log{base.this}", expressions=[node.expression])
-    return node
+    text = written.spark_text(tree, source, replace)
+    if text is None:
+        raise UnsupportedError(f"cerql cannot place every part of '{tree.sql(dialect='spark')}' in the text "
+                               "it was written in", error_class="UNPLACED_EXPRESSION")
+    return text
 
 
 def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[str, str],
@@ -152,16 +141,13 @@ def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[
     aggregate call is replaced in the sqlglot tree by its Spark SQL over the variable's events
     (planner/aggregates.py), as a raw-text node, so nothing inside the user's string literals is
     ever rewritten."""
-    tree = o.sql.tree.copy()
+    tree = o.sql.tree
+    replaced = {}
     for call, a in zip(aggregates.calls(tree), o.aggregates):
         column = a.column.replace("`", "``") if a.column else None  # aggregates.spark_sql quotes it
         column_type = schema.field(a.column).type if (schema is not None and a.column) else None  # decimal avg's
-        text = aggregates.spark_sql(a.kind, quoted(structs[a.var]), column, a.many, a.type, column_type)
-        node = exp.Paren(this=exp.Var(this=text))
-        if call is tree:
-            tree = node
-        else:
-            call.replace(node)
+        replaced[id(call)] = "(" + aggregates.spark_sql(a.kind, quoted(structs[a.var]), column, a.many, a.type,
+                                                        column_type) + ")"
     bare = {}
     for col in tree.find_all(exp.Column):
         if not col.table and col.name in dict(o.expr_variables):
@@ -170,15 +156,15 @@ def expression_sql(o: OutputPlan, spell: Callable[[str], str], structs: Mapping[
             found = [c for c in o.expr_results if c.lower() == col.name.lower()]
             if found:
                 bare[col.name] = results[found[0]]
-    return spark_sql(tree, spell, qualify=lambda v: structs[v], bare=bare)
+    return spark_sql(tree, o.sql.source, spell, qualify=lambda v: structs[v], bare=bare, replaced=replaced)
 
 
-def predicate_trees(plan: QueryPlan) -> dict[str, exp.Expression]:
-    """The sqlglot tree of each unary FILTER predicate, keyed like ``plan.predicates``."""
-    out: dict[str, exp.Expression] = {}
+def predicate_trees(plan: QueryPlan) -> dict[str, ast.SqlExpr]:
+    """Each unary FILTER predicate, keyed like ``plan.predicates``."""
+    out: dict[str, ast.SqlExpr] = {}
     for node in ast.walk(plan.select.pattern):  # walk enters FILTER conditions too
         if isinstance(node, ast.VarPredicate):
-            out.setdefault(node.predicate.text, node.predicate.tree)
+            out.setdefault(node.predicate.text, node.predicate)
     return out
 
 
@@ -296,7 +282,7 @@ def with_bits(plan: QueryPlan, stream, text: str = ""):
     F = functions_for(stream)
     spell = speller(hidden_columns(plan))
     trees = predicate_trees(plan)
-    predicate_sql = {key: spark_sql(tree, spell) for key, tree in trees.items()}
+    predicate_sql = {key: spark_sql(sql.tree, sql.source, spell) for key, sql in trees.items()}
     for predicate in spark_only_predicates(plan):
         expressions.check_builtins(stream.sparkSession, predicate, text)
         expressions.check_predicate(stream, F.expr(predicate_sql[predicate.text]), predicate, text,

@@ -72,7 +72,7 @@ def _with_derived(frames: dict[str, Any], derived, text: str) -> dict[str, Any]:
     a missing column; when no source can compute it, Spark's analysis error is the query's."""
     out = dict(frames)
     for name, bare, origin in derived:
-        sql = spark_sql(bare, lambda column: column)
+        sql = spark_sql(bare, origin.source, lambda column: column)
         kinds, first_error = {}, None
         for key, frame in out.items():
             try:

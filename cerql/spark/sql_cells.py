@@ -97,8 +97,8 @@ def _read_columns(plan: QueryPlan, derived=()) -> list[str]:
         read.update(canonical.get(col.name.lower(), col.name) for col in bare.find_all(exp.Column))
     read.difference_update(name for name, _, _ in derived)
     read.update(s.type_column for s in plan.sources if s.type_column)
-    for tree in predicate_trees(plan).values():
-        for col in tree.find_all(exp.Column):
+    for sql in predicate_trees(plan).values():
+        for col in sql.tree.find_all(exp.Column):
             read.add(canonical.get(col.name.lower(), col.name))
     for o in plan.outputs:
         read.update(c for _, c in o.expr_columns)
@@ -164,7 +164,7 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     masks = firing_masks(plan)
     struct = StructType(struct.fields + [StructField(name, from_arrow_type(full.field(name).type), True)
                                          for name, _, _ in derived])
-    key_sql = {name: spark_sql(bare, lambda column: column) for name, bare, _ in derived}
+    key_sql = {name: spark_sql(bare, origin.source, lambda column: column) for name, bare, origin in derived}
     return _Prepared(plan, task, read, pa.schema([arrow.field(c) for c in read]),
                      _output_schema(plan, task, struct), None if masks is None else tuple(masks),
                      text, tuple(derived), key_sql)
