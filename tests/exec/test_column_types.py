@@ -101,3 +101,15 @@ def test_nested_order_column_is_refused_naming_the_column(engine, values):
         cerql.run(query, {"s": pa.table(dict(BASE, k=values))}, engine=engine)
     assert err.value.error_class == "UNSUPPORTED_ORDER_COLUMN"
     assert "'k'" in err.value.message and err.value.column == query.index("BY k") + 4
+
+
+# --------------------------------------------------------------------------- function names
+def test_backquoted_function_name_is_a_ceql_error(engine):
+    """``SELECT `ab\\`(a.x)`` (item 6): the local engines refuse the call at its place with a
+    CeqlError, as Spark does (tests/spark/test_column_types_spark.py)."""
+    table = pa.table({"type": ["A", "B"], "ts": [0, 1], "x": [1, 2]})
+    query = "SELECT `ab\\`(a.x) FROM s WHERE A AS a ; B AS b ORDER BY ts"
+    with pytest.raises(UnsupportedError) as err:
+        cerql.run(query, {"s": table}, engine=engine)
+    assert err.value.error_class == "UNSUPPORTED_EXPRESSION"
+    assert err.value.column == query.index("`ab") + 1
