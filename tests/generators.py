@@ -10,7 +10,12 @@ an integer column ``v``.
 ``cases()`` draws a query (pattern, strategy, projection, window, PARTITION BY, CONSUME BY)
 first and builds the stream mostly from the pattern's own event types (plus, half the time, one
 noise type), which keeps about half of the examples non-empty; stream lengths are biased towards
-the maximum. ``cross_cases()`` puts a FILTER with predicates across variables in the pattern.
+the maximum. ``cross_cases()`` puts a FILTER with predicates across variables in the pattern. With
+``no_variable=n``, one query in about n has a SELECT list that reads no variable
+(``NO_VARIABLE_SELECTS``: ``SELECT match_id AS m``, ``SELECT 1 AS one``, ``SELECT match_start``,
+``SELECT match_end - match_start AS span`` on a numeric ORDER BY, ``SELECT k`` under PARTITION BY),
+which shows the results of ``SELECT *`` (``star_query``; issue 38 item 2: such a SELECT gave no
+row on every engine, so comparing engines alone could not see it).
 ``query_text`` prints a query and ``table_for`` gives the stream as the query wants it. Every
 property runs under ``derandomized(n)``: the same n examples every run.
 """
@@ -188,9 +193,27 @@ WINDOWS = st.one_of(
 )
 
 
+# SELECT lists that read no variable (issue 38 item 2): each shows the results of SELECT *
+NO_VARIABLE_SELECTS = [["match_id AS m"], ["1 AS one"], ["match_start"], ["match_end", "match_id AS m"],
+                       ["match_id AS m", "1 AS one"]]
+NUMERIC_SELECTS = [["match_end - match_start AS span"], ["1 AS one", "match_end - match_start AS span"]]
+PARTITION_SELECTS = [["k"], ["k AS key", "match_id AS m"]]
+
+
+def reads_no_variable(query) -> bool:
+    """Whether the query's SELECT list is one that reads no variable (``NO_VARIABLE_SELECTS``)."""
+    return query[2] is not None and not set(query[2]) & set(variables(query[0]))
+
+
+def star_query(query):
+    """The same query with ``SELECT *``."""
+    return (query[0], query[1], None) + tuple(query[3:])
+
+
 @st.composite
-def queries(draw, strategies=STRATEGIES):
-    """(pattern tree, strategy, projection or None, window, partitioned, consume)."""
+def queries(draw, strategies=STRATEGIES, no_variable: int = 0):
+    """(pattern tree, strategy, projection or None, window, partitioned, consume); with
+    ``no_variable=n``, about one projection in n reads no variable (a list of SELECT items)."""
     node = draw(patterns())
     if not variables(node):  # NOTs only: name them, or SELECT would select nothing
         node = ("as", node, draw(st.sampled_from(VARS)))
@@ -202,6 +225,10 @@ def queries(draw, strategies=STRATEGIES):
     window = draw(WINDOWS)
     partitioned = draw(st.booleans())
     consume = draw(st.sampled_from(["", "", "NONE", "PARTITION"] + ([] if partitioned else ["ANY"])))
+    if no_variable and draw(st.integers(1, no_variable)) == no_variable:
+        # the local engine subtracts numbers, not timestamps (time windows order by a TIMESTAMP)
+        projection = draw(st.sampled_from(NO_VARIABLE_SELECTS + (NUMERIC_SELECTS if window[0] != "time" else [])
+                                          + (PARTITION_SELECTS if partitioned else [])))
     return node, strategy, projection, window, partitioned, consume
 
 
@@ -215,9 +242,10 @@ def pattern_types(node) -> list[str]:
 
 
 @st.composite
-def cases(draw, strategies=STRATEGIES, max_size: int = 12):
-    """(query, stream): the stream's types are mostly the pattern's, so matches are common."""
-    query = draw(queries(strategies))
+def cases(draw, strategies=STRATEGIES, max_size: int = 12, no_variable: int = 0):
+    """(query, stream): the stream's types are mostly the pattern's, so matches are common;
+    ``no_variable``: see ``queries``."""
+    query = draw(queries(strategies, no_variable))
     alphabet = sorted(set(pattern_types(query[0])))
     if draw(st.booleans()):
         alphabet.append(draw(st.sampled_from(TYPES)))  # noise: a type the pattern may skip
