@@ -34,38 +34,29 @@ _MAX_GROWTH = 12                   # tokens a span may grow on each side while l
 def escape_doubled_quotes(text: str) -> str:
     """Spark reads ``'O''Brien'`` (and ``"a""b"``) as one string holding a quote; sqlglot reads two
     adjacent strings and concatenates them. Each doubled quote inside a string becomes ``\\'``
-    (``\\"``), which both read as the quote: same length, so positions hold."""
+    (``\\"``), which both read as the quote: same length, so positions hold. In a quoted name a
+    doubled backtick is a backtick, and a raw string (``r'...'``) has no escapes."""
     out = list(text)
     i, n = 0, len(text)
     while i < n:
-        ch = text[i]
-        if ch == "`":  # a quoted identifier: a doubled backtick is one backtick
-            i += 1
-            while i < n:
-                if text[i] == "`":
-                    if i + 1 < n and text[i + 1] == "`":
-                        i += 2
-                        continue
-                    break
-                i += 1
+        quote = text[i]
+        if quote not in "'\"`":
             i += 1
             continue
-        if ch in "'\"":
-            raw = i > 0 and text[i - 1] in "rR" and (i == 1 or not (text[i - 2].isalnum() or text[i - 2] == "_"))
-            i += 1
-            while i < n:
-                if text[i] == "\\" and not raw:
-                    i += 2
-                    continue
-                if text[i] == ch:
-                    if not raw and i + 1 < n and text[i + 1] == ch:
-                        out[i] = "\\"
-                        i += 2
-                        continue
-                    break
+        raw = quote != "`" and i > 0 and text[i - 1] in "rR" and (
+            i == 1 or not (text[i - 2].isalnum() or text[i - 2] == "_"))
+        i += 1
+        while i < n:
+            if text[i] == "\\" and quote != "`" and not raw:
+                i += 2
+            elif text[i] == quote and i + 1 < n and text[i + 1] == quote and not raw:
+                if quote != "`":
+                    out[i] = "\\"
+                i += 2
+            elif text[i] == quote:
+                break
+            else:
                 i += 1
-            i += 1
-            continue
         i += 1
     return "".join(out)
 
