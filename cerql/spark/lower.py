@@ -418,14 +418,23 @@ def output_schema(task: TaskPlan, schema):
 
 def _matcher(task: TaskPlan, names: list[str], results: list[str]):
     """The function ``mapInArrow`` runs: batches whose columns are renamed by position to
-    ``names`` (the real ones) through a MatchTask, results renamed by position to ``results``."""
+    ``names`` (the real ones) through a MatchTask, results renamed by position to ``results``.
+    A batch's results go back to the JVM in Arrow batches of at most ``CHUNK_ROWS`` rows and
+    about ``CHUNK_BYTES`` bytes (spark/ipc.py), as the streaming stages' values do: results
+    holding many events each (a Kleene variable over a long window) would otherwise be one
+    Arrow batch of gigabytes in the JVM's memory (issue 38 item 4)."""
+    from cerql.spark.ipc import CHUNK_BYTES, CHUNK_ROWS
+
+    max_rows, max_bytes = CHUNK_ROWS, CHUNK_BYTES  # read here, on the driver: sent with the function
+
     def cerql_match(batches):  # the name shows in Spark's plan
         import pyarrow as pa  # on the executor
 
         from cerql.spark.arrow_task import MatchTask
 
         def renamed(out):
-            for b in out.to_batches():
+            rows = max(1, min(max_rows, max_bytes * out.num_rows // max(1, out.nbytes)))
+            for b in out.to_batches(max_chunksize=rows):
                 yield pa.RecordBatch.from_arrays(b.columns, names=results)
 
         matcher = MatchTask(task)

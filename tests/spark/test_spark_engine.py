@@ -405,3 +405,16 @@ def test_sql_cell_select_that_reads_no_variable(spark, query, types, k):
     local = local_records(cerql.run(query, {"t": table}, engine="local"))
     assert canonical_rows(got, drop=("match_id", "m")) == canonical_rows(local, drop=("match_id", "m"))
     assert len(got) == 2 and all(r.get("m", r["match_id"]) == r["match_id"] for r in got)
+
+
+def test_results_of_many_events_go_back_in_bounded_batches(spark, monkeypatch):
+    """Issue 38 item 4 on Spark: a task's results go back to the JVM in Arrow batches of about
+    CHUNK_BYTES (spark/ipc.py), not one batch per input batch; at 1 byte every result is its
+    own batch, and the rows are still the local engine's."""
+    from cerql.spark import ipc
+
+    monkeypatch.setattr(ipc, "CHUNK_BYTES", 1)
+    types = ["A"] * 4 + ["B"] * 30 + ["C"] * 3
+    table = pa.table({"type": types, "ts": list(range(len(types)))})
+    rows = both_engines(spark, "SELECT MAX * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts", table)
+    assert len(rows) == 12 and all(len(r["b"]) == 30 for r in rows)
