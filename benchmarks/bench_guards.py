@@ -39,6 +39,13 @@ def random_rows(n: int, types: str, seed: int = 0, p=None) -> pd.DataFrame:
                          "ts": np.arange(n)})
 
 
+def repeated(n_blocks: int, n_b: int) -> pd.DataFrame:
+    """n_blocks blocks of A(x=0), n_b B's (x = 1..n_b), C(x=0)."""
+    block = (["A"] + ["B"] * n_b + ["C"], [0] + list(range(1, n_b + 1)) + [0])
+    n = n_blocks * (n_b + 2)
+    return pd.DataFrame({"type": block[0] * n_blocks, "x": block[1] * n_blocks, "ts": np.arange(n)})
+
+
 def alternating(n: int) -> pd.DataFrame:
     """A B A B ...: every A and B of the prefix in reach of each other (for ALL without WITHIN)."""
     return pd.DataFrame({"type": ["A", "B"] * (n // 2), "x": np.arange(n) % 7, "ts": np.arange(n)})
@@ -68,6 +75,8 @@ CASES = [
     # item 5: super-linear time
     ("i5_max_cross_w40", "SELECT MAX * FROM s WHERE A AS a ; B+ AS b ; C AS c FILTER b.x > a.x ORDER BY ts "
      "WITHIN 40 EVENTS", lambda: random_rows(800, "ABC", p=[0.05, 0.9, 0.05]), "90 s (3 s per end event)"),
+    ("i5_max_cross_blocks35", "SELECT MAX * FROM s WHERE A AS a ; B+ AS b ; C AS c FILTER b.x > a.x ORDER BY ts "
+     "WITHIN 40 EVENTS", lambda: repeated(35, 21), "3 s per end event (2^21 candidates), 800 rows: 90 s"),
     ("i5_next_sum_w640", "SELECT NEXT * FROM s WHERE A AS a ; B+ AS b ; C AS c FILTER sum(b.x) > 1000 "
      "ORDER BY ts WITHIN 640 EVENTS", lambda: random_rows(8000, "ABC", p=[0.1, 0.8, 0.1]), "102 s (LAST 7.7 s)"),
     ("i5_last_sum_w640", "SELECT LAST * FROM s WHERE A AS a ; B+ AS b ; C AS c FILTER sum(b.x) > 1000 "

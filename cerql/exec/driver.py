@@ -21,7 +21,8 @@ from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.aggregate import sum_overflow
 from cerql.exec.automaton import START, Automaton, Determinizer
-from cerql.exec.results import MatchChunk, Result, too_many_candidates, too_many_matches, too_many_runs
+from cerql.exec.results import (MatchChunk, Result, too_many_candidate_events, too_many_candidates, too_many_matches,
+                                too_many_runs, too_many_steps)
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan, TaskPlan
 from cerql.exec.bits import label_bits
@@ -53,7 +54,13 @@ class Run:
     """
 
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
-                 windowed: bool, amount, value_dtype, registers=None, bounds_starts: bool = False):
+                 windowed: bool, amount, value_dtype, registers=None, bounds_starts: bool = False,
+                 candidates: bool = False):
+        """``candidates``: the run enumerates candidates that are checked after it (the
+        post-filter's relaxed automaton, whose ``max_matches`` is already the candidate limit):
+        the events of one end event's candidates are bounded (kernel.candidate_events), as
+        they are for MAX with registers, and the results are taken out of the kernel's buffer
+        in parts of at most that many events (``feed_parts``)."""
         self.registers = registers if registers is not None else RegisterSpec.none()
 
         def right_side(other: Automaton) -> "Run":  # writes Events.bound instead of results
@@ -76,8 +83,15 @@ class Run:
         self.value_dtype = np.dtype(value_dtype)
         # the query's settings, as the kernel reads them (the amount in the window values' type)
         first_selected = all(t.label & ~START for t in automaton.transitions if t.label & START)
+        if candidates:
+            max_work = kernel.candidate_events(max_matches)
+        elif strategy == "MAX" and self.registers.count > 0:  # MAX compares every candidate
+            max_work = kernel.candidate_events(kernel.candidate_limit(max_matches))
+        else:
+            max_work = 0
+        self.candidates = candidates
         self.options = kernel.Options(windowed, self.value_dtype.type(amount), STRATEGY_CODES[strategy], consume,
-                                      max_matches, first_selected, bounds_starts)
+                                      max_matches, first_selected, bounds_starts, max_work)
         self.symbols: dict[int, int] = {}
         self.symbol_bits: list[int] = []
         self.inert_bits: list[bool] = []
@@ -226,8 +240,11 @@ class Run:
 
     def feed_parts(self, bits: np.ndarray, starts: np.ndarray, values: np.ndarray, sides=None, bound=None):
         """:meth:`feed`, yielding the batch's results as the kernel's buffer fills, each chunk
-        with every result of its end events and at most MAX_OUTPUT results and about
-        MAX_OUTPUT_LABELS label entries (more only for one event's results)."""
+        with every result of its end events. For a ``candidates`` run the buffer holds at most
+        about ``Options.max_work`` label entries (more only for one event's, which the kernel
+        bounds by the same budget), so a caller that checks each chunk and drops it holds that
+        many candidates, not the batch's."""
+        labels_cap = max(1 << 14, self.options.max_work // 2) if self.candidates else MAX_OUTPUT_LABELS
         if self.inside:
             self.reach = self._reach(bits, starts, values)
         if bound is None and self.unless:
@@ -259,7 +276,7 @@ class Run:
                 self._grow_active(max(int(st[kernel.BOUND]), 2 * len(self.runs.ds)))
             elif status == kernel.NEED_OUTPUT:
                 grow = st[kernel.NRES] == 0 or (len(self.out.end) < MAX_OUTPUT and
-                                                len(self.out.lab_pos) < MAX_OUTPUT_LABELS)
+                                                len(self.out.lab_pos) < labels_cap)
                 if st[kernel.NRES] > 0:
                     yield self._take()
                 if grow:
@@ -268,6 +285,11 @@ class Run:
                 raise too_many_matches(f"at least {int(st[kernel.COUNT]):,}", self.options.max_matches)
             elif status == kernel.TOO_MANY_CANDIDATES:
                 raise too_many_candidates(int(st[kernel.COUNT]), kernel.candidate_limit(self.options.max_matches))
+            elif status == kernel.TOO_MANY_STEPS:
+                raise too_many_steps(int(st[kernel.WORK]), kernel.search_steps(self.options.max_matches),
+                                     "NEXT" if self.options.strategy == kernel.NEXT else "LAST")
+            elif status == kernel.TOO_MANY_CANDIDATE_EVENTS:
+                raise too_many_candidate_events(int(st[kernel.WORK]), self.options.max_work)
             elif status == kernel.TOO_MANY_RUNS:
                 raise too_many_runs(int(st[kernel.COUNT]), self.options.max_matches)
             elif status == kernel.OVERFLOW:
@@ -528,18 +550,20 @@ class Matches:
         return out
 
 
-def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH, parts: bool = False):
+def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH, candidates: bool = False,
+                  parts: bool = False):
     """Run the automaton over the stream in batches of ``batch_size`` rows, yielding each
-    batch's results as :class:`Matches` (results ending in it, in stream order). With ``parts``
-    a batch's results come in several parts, as the kernel's buffer fills (each with every
-    result of its end events), for results its caller counts as they come (cerql.run's output
-    guards, exec/collect.py); only a batch's first part carries its ``reach``."""
+    batch's results as :class:`Matches` (results ending in it, in stream order). With
+    ``candidates`` (the post-filter's relaxed plan, see :class:`Run`) a batch's results come in
+    several parts, as the kernel's buffer fills (each with every result of its end events);
+    only a batch's first part carries its ``reach``. ``parts`` alone gives the parts too, for
+    results its caller counts as they come (cerql.run's output guards, exec/collect.py)."""
     automaton = plan.automaton
     n = stream.table.num_rows
     windowed, amount, values = window_setup(plan, stream)
     registers = RegisterSpec(plan.registers, automaton.labels)
     run = Run(automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
-              windowed, amount, values.dtype, registers)
+              windowed, amount, values.dtype, registers, candidates=candidates)
     bits = condition_bits(automaton, stream)
     sides = registers.sides(stream.table) if registers.count else None
     if sides is not None:
@@ -558,7 +582,7 @@ def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BAT
     for b0 in range(0, n, batch_size):
         b1 = min(n, b0 + batch_size)
         batch_sides = None if sides is None else kernel.Sides(*(a[b0:b1] for a in sides))
-        if not parts:
+        if not (candidates or parts):
             matches = of(run.feed(bits[b0:b1], starts[b0:b1], values[b0:b1], batch_sides))
             matches.reach = run.reach
             yield matches

@@ -29,9 +29,13 @@ stream it reads. Outside + and :+ :func:`prune` decides it on arrays, and withou
 and MAX :func:`chosen` applies the strategy on arrays too, so no candidate becomes an object.
 
 The cost is the relaxed pattern's: every ALL result it has is enumerated (up to
-``kernel.candidate_limit`` at one event) and the predicates are evaluated once per result and
-combination of the variables' events. A selective predicate over a broad pattern pays for the
-broad pattern; ``cerql.explain`` says so.
+``kernel.candidate_limit`` at one event, and candidates holding up to ``kernel.candidate_events``
+events: past either the query fails naming cerql.maxMatchesPerEvent) and the predicates are
+evaluated once per result and combination of the variables' events. A selective predicate over a
+broad pattern pays for the broad pattern; ``cerql.explain`` says so. The kernel hands the
+candidates over in parts of at most about half that budget of events (``driver.match_batches``
+with ``candidates``), each checked and dropped before the next, so what is held follows the
+budget, not the batch.
 """
 
 from __future__ import annotations
@@ -334,7 +338,7 @@ def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = BATCH):
     # results up to there (driver.Run.reach), as the stream's condition bits are held whole
     reach = np.full((len(plan.automaton.unless_inside), stream.table.num_rows), -1, np.int64)
     b0 = 0
-    for matches in driver.match_batches(relaxed(plan), stream, batch_size):
+    for matches in driver.match_batches(relaxed(plan), stream, batch_size, candidates=True):
         if matches.reach is not None:
             reach[:, b0:b0 + matches.reach.shape[1]] = matches.reach
             b0 += matches.reach.shape[1]

@@ -97,6 +97,41 @@ def too_many_candidates(count: int, limit: int) -> ExecutionError:
     )
 
 
+def too_many_candidate_events(count: int, limit: int) -> ExecutionError:
+    """Where candidates are enumerated and then checked (a FILTER the automaton takes as true,
+    an UNLESS inside the pattern, exec/post_filter.py) or compared (MAX with registers), their
+    size is bounded at one end event, not only their number: more than ``limit`` events in
+    them (kernel/state.py candidate_events) fails before they fill memory."""
+    return ExecutionError(
+        f"[TOO_MANY_CANDIDATES_PER_EVENT] One event's candidate matches hold {count:,} or more events, more "
+        f"than {limit:,} (20 x maxMatchesPerEvent, at least 200,000), before a FILTER across variables or "
+        f"aggregate, an UNLESS inside the pattern or MAX chooses among them",
+        error_class="TOO_MANY_CANDIDATES_PER_EVENT",
+        hint="a FILTER that compares variables or aggregates them (other than against a constant), an "
+        "UNLESS inside the pattern, and MAX with such a FILTER, enumerate every match of the pattern "
+        "without them and check each: add or shorten WITHIN, or bound the iteration (B+ has a candidate "
+        "for every subset of its events); raising the Spark conf cerql.maxMatchesPerEvent (or "
+        "max_matches_per_event= of cerql.run) raises the limit",
+        params={"count": count, "limit": limit, "conf": MAX_MATCHES_CONF},
+    )
+
+
+def too_many_steps(count: int, limit: int, strategy: str) -> ExecutionError:
+    """NEXT and LAST search their match on the partial matches at each end event
+    (exec/kernel/selection.py) in steps that grow with the window; past ``limit`` steps at one
+    event (kernel/state.py search_steps) the query fails instead of running for minutes."""
+    return ExecutionError(
+        f"[TOO_MANY_STEPS_PER_EVENT] {strategy}'s search for its match at one event took {count:,} or more "
+        f"steps over the partial matches, more than {limit:,} (100 x maxMatchesPerEvent, at least 1,000,000)",
+        error_class="TOO_MANY_STEPS_PER_EVENT",
+        hint="the search grows with the partial matches in the window: add or shorten WITHIN (without it the "
+        "window is the whole substream), or partition the stream (PARTITION BY); a FILTER sum or avg keeps "
+        "partial matches apart for every distinct value; raising the Spark conf cerql.maxMatchesPerEvent (or "
+        "max_matches_per_event= of cerql.run) raises the limit",
+        params={"count": count, "limit": limit, "conf": MAX_MATCHES_CONF},
+    )
+
+
 def too_many_runs(count: int, limit: int) -> ExecutionError:
     """Runs that carry different register values (exec/kernel/registers.py) cannot be merged;
     the automaton engine fails when one event leaves more than ``limit`` of them."""

@@ -118,7 +118,8 @@ class MatchTask:
             if RISING_COLUMN in table.column_names:
                 registers.rise(int(table.column(RISING_COLUMN)[0].as_py() or 0))
             self.run = Run(plan.automaton, run_plan.strategy, run_plan.consume != "NONE",
-                           run_plan.max_matches_per_event, windowed, amount, values.dtype, registers)
+                           run_plan.max_matches_per_event, windowed, amount, values.dtype, registers,
+                           candidates=self.check is not None)
         bits = table.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)  # same bits, unsigned
         sides = self.run.registers.sides(table) if plan.registers else None
         chunks = self.run.feed(bits, starts, values, sides)

@@ -886,14 +886,16 @@ def test_next_with_registers_searches_instead_of_enumerating_exponentially_many_
 def test_max_with_registers_fails_on_exponentially_many_candidates_instead_of_running_for_hours():
     # MAX keeps the candidates no other contains, and with a FILTER aggregate a superset may fail
     # where its subset holds, so MAX still compares them: B at 26 has 2**26 - 1. The automaton
-    # engine stops after candidate_limit of them with an error naming WITHIN. The reference
-    # evaluator has no such limit (and cannot run this input at all).
+    # engine stops once their events pass candidate_events (2,000,000, before candidate_limit's
+    # count) with an error naming WITHIN and the conf. The reference evaluator has no such limit
+    # (and cannot run this input at all).
     s = {"s": typed_stream("A " * 26 + "B", v=[0] * 27)}
     query = "SELECT MAX * FROM s WHERE A+ AS a ; B AS b FILTER sum(a.v) >= 0 ORDER BY ts"
     with pytest.raises(cerql.ExecutionError) as err:
         cerql.run(query, s, engine="local")
     assert err.value.error_class == "TOO_MANY_CANDIDATES_PER_EVENT"
-    assert "WITHIN" in err.value.hint and "aggregate" in err.value.hint and "1,000,000" in str(err.value)
+    assert "WITHIN" in err.value.hint and "aggregate" in err.value.hint and "2,000,000" in str(err.value)
+    assert "cerql.maxMatchesPerEvent" in err.value.hint and err.value.params["conf"] == "cerql.maxMatchesPerEvent"
     # with a window the same query runs: 2**4 - 1 candidates
     df = cerql.run(query + " WITHIN 4 EVENTS", s, engine="local")
     assert len(df) == 1

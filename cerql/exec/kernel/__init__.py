@@ -31,8 +31,9 @@ from cerql.exec.kernel.registers import (AGG_AVG, AGG_COUNT, AGG_COUNT_EVENTS, A
                                          OP_NE, REGISTER_COLUMNS, RegisterPlan, Sides)
 from cerql.exec.kernel.state import (ALL, ANY, ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, LAST, MAX, NACT,
                                      NEED_ACTIVE, NEED_ARENA, NEED_D, NEED_OUTPUT, NEED_S, NEED_TRANSITION, NEXT, NLAB,
-                                     NRES, OVERFLOW, POS, STATE_SIZE, STRICT, TOO_MANY, TOO_MANY_CANDIDATES,
-                                     TOO_MANY_RUNS, Options, candidate_limit)
+                                     NRES, OVERFLOW, POS, STATE_SIZE, STRICT, TOO_MANY, TOO_MANY_CANDIDATE_EVENTS,
+                                     TOO_MANY_CANDIDATES, TOO_MANY_RUNS, TOO_MANY_STEPS, WORK, Options,
+                                     candidate_events, candidate_limit, search_steps)
 from cerql.exec.kernel.stepping import Events, Runs, Transitions, run_batch
 from cerql.exec.kernel.strategies import INDEX
 
@@ -42,5 +43,6 @@ __all__ = [
     "ARENA", "BOUND", "INDEX", "COMPARE", "CONSUMED", "COUNT", "CURSOR", "DONE", "LAST", "MAX", "MAX_REGISTERS", "NACT",
     "NEED_ACTIVE", "NEED_ARENA", "NEED_D", "NEED_OUTPUT", "NEED_S", "NEED_TRANSITION", "NEXT", "NLAB", "NRES",
     "OP_EQ", "OP_GE", "OP_GT", "OP_LE", "OP_LT", "OP_NE", "OVERFLOW", "POS", "REGISTER_COLUMNS", "STATE_SIZE",
-    "STRICT", "TOO_MANY", "TOO_MANY_CANDIDATES", "TOO_MANY_RUNS", "candidate_limit", "compact", "run_batch",
+    "STRICT", "TOO_MANY", "TOO_MANY_CANDIDATE_EVENTS", "TOO_MANY_CANDIDATES", "TOO_MANY_RUNS", "TOO_MANY_STEPS",
+    "WORK", "candidate_events", "candidate_limit", "search_steps", "compact", "run_batch",
 ]

@@ -18,9 +18,10 @@ from numba import njit
 from cerql.exec.kernel.arena import alive
 from cerql.exec.kernel.registers import aggregates_hold, overflowed
 from cerql.exec.kernel.state import (ANY, CONSUMED, COUNT, FULL, LAST, MAX, NACT, NEED_OUTPUT, NEXT, NLAB, NRES, OK,
-                                     OVERFLOW, PHASE, POS, STRICT, TOO_MANY, TOO_MANY_CANDIDATES, candidate_limit)
-from cerql.exec.kernel.selection import (first_live_start, last_data_set, last_start_at, next_data_set, results_with,
-                                        write_result)
+                                     OVERFLOW, PHASE, POS, STEPS, STRICT, TOO_MANY, TOO_MANY_CANDIDATE_EVENTS,
+                                     TOO_MANY_CANDIDATES, TOO_MANY_STEPS, WORK, candidate_limit, search_steps)
+from cerql.exec.kernel.selection import (STOPPED, first_live_start, last_data_set, last_start_at, next_data_set,
+                                        results_with, write_result)
 from cerql.exec.kernel.strategies import admit
 
 
@@ -68,8 +69,10 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, prune_starts,
     branch that is a first event p, beside a branch that selects p after a live node, is not
     entered; every result through it is strictly inside a live one through the sibling, which
     ends here too (:func:`_starts_inside`). It spares MAX the candidates of every later start
-    of a Kleene closure (``A+ ; B``: one instead of one per A)."""
-    windowed, strategy, max_matches = options.windowed, options.strategy, options.max_matches
+    of a Kleene closure (``A+ ; B``: one instead of one per A). With ``options.max_work`` (the
+    post-filter's candidates, MAX with registers) the events of the event's candidates are
+    counted in st[WORK], and past that budget it returns TOO_MANY_CANDIDATE_EVENTS."""
+    windowed, strategy, max_matches, max_work = options.windowed, options.strategy, options.max_matches, options.max_work
     n_pos, n_a, n_maxpos, n_maxval = arena.pos, arena.a, arena.maxpos, arena.maxval
     stack_node, stack_len, path = arena.stack_node, arena.stack_len, arena.path
     lab_pos = out.lab_pos
@@ -105,6 +108,10 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, prune_starts,
         # a result: path[0..plen) from the last event back to the first
         if write_result(path, plen, i, pos, arena, out, st) != OK:
             return FULL
+        if max_work > 0:  # candidates to be checked or compared: their events are bounded
+            st[WORK] += plen + 1
+            if st[WORK] > max_work:
+                return TOO_MANY_CANDIDATE_EVENTS
         if strategy == STRICT:
             r = st[NRES] - 1
             lo, w = out.off[r], st[NLAB]
@@ -135,7 +142,7 @@ def _stopped(code, r0, l0, st):
         return NEED_OUTPUT
     if code == TOO_MANY:
         st[COUNT] = st[NRES] - r0
-    return code  # TOO_MANY_CANDIDATES: COUNT already holds the candidates
+    return code  # TOO_MANY_CANDIDATES: COUNT already holds the candidates; _EVENTS: WORK their events
 
 
 @njit(nogil=True, cache=True)
@@ -157,7 +164,8 @@ def _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, ru
     the results that start there (the automaton keeps one per start and state). With registers
     (the automaton keeps every candidate), or when the first event is not selected (the winner
     may start anywhere), it searches the winning data set first (``next_data_set``). Returns OK,
-    FULL, TOO_MANY or TOO_MANY_CANDIDATES (NEXT's admit counts what it compares)."""
+    FULL, TOO_MANY, TOO_MANY_CANDIDATES (NEXT's admit counts what it compares) or
+    TOO_MANY_STEPS (the searches' steps at the event, in st[WORK], passed search_steps)."""
     windowed = options.windowed
     roots = runs.new_node
     n_roots = 0
@@ -168,15 +176,22 @@ def _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, ru
     if n_roots == 0:
         return OK
     m, first, last = -1, -1, -1
+    st[STEPS] = search_steps(options.max_matches)
     if options.strategy == LAST:
         m = last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st)
+        if m == STOPPED:
+            return TOO_MANY_STEPS
     else:
         if options.first_selected:
             first = first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st)
+            if first == STOPPED:
+                return TOO_MANY_STEPS
             if first >= 0:
                 last = last_start_at(first, arena, st)
         if regs.count > 0 or first < 0:
             m = next_data_set(roots, n_roots, first, consumed, windowed, cutoff, arena, st)
+            if m == STOPPED:
+                return TOO_MANY_STEPS
             if m < 0:
                 return OK
     for q in range(n_roots):
@@ -206,6 +221,7 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
     r0 = st[NRES]
     l0 = st[NLAB]
     st[COUNT] = 0
+    st[WORK] = 0
     if n_regs > 0:  # a sum past BIGINT in any result fails the query, whichever ANY would pick
         for k in range(st[NACT]):
             if ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (

@@ -24,8 +24,11 @@ from __future__ import annotations
 from numba import njit
 
 from cerql.exec.kernel.arena import alive, chain_find
-from cerql.exec.kernel.state import (COUNT, FULL, LIVE, NEXT, NLAB, NRES, NSTART, OK, STAMP, START, TOO_MANY,
-                                     TOO_MANY_CANDIDATES, candidate_limit)
+from cerql.exec.kernel.state import (COUNT, FULL, LIVE, NEXT, NLAB, NRES, NSTART, OK, STAMP, START, STEPS, TOO_MANY,
+                                     TOO_MANY_CANDIDATES, TOO_MANY_STEPS, WORK, candidate_limit)
+
+# what a search returns when it took more than st[STEPS] steps at the event (st[WORK] counts them)
+STOPPED = -2
 from cerql.exec.kernel.strategies import admit, next_order
 
 
@@ -66,7 +69,8 @@ def _pop(heap, size, top):
 @njit(nogil=True, cache=True)
 def last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st):
     """The LAST winner among the live paths under ``roots[0:n_roots]`` (live nodes): its
-    positions, last event first, in ``arena.want``; returns how many."""
+    positions, last event first, in ``arena.want``; returns how many, or STOPPED past st[STEPS]
+    nodes searched at the event."""
     heap, frontier, following = arena.remap, arena.stack_node, arena.stack_len
     n_pos, n_label, n_a, n_b, top, seen = arena.pos, arena.label, arena.a, arena.b, arena.top, arena.seen
     n_maxpos, n_maxval, want = arena.maxpos, arena.maxval, arena.want
@@ -90,6 +94,9 @@ def last_data_set(roots, n_roots, consumed, windowed, cutoff, arena, st):
             if top[n] < best or top[n] < 0:
                 break  # nothing left can select best, or anything at all
             size = _pop(heap, size, top)
+            st[WORK] += 1
+            if st[WORK] > st[STEPS]:
+                return STOPPED
             if n_pos[n] < 0:  # union: its live branches
                 for c in (n_a[n], n_b[n]):
                     if seen[c] != stamp and alive(c, consumed, windowed, cutoff, n_maxpos, n_maxval):
@@ -133,7 +140,8 @@ def _positions(n, pick, n_pos, n_label, n_a, into):
 def next_data_set(roots, n_roots, first, consumed, windowed, cutoff, arena, st):
     """The NEXT winner among the live paths under ``roots[0:n_roots]`` (those from start number
     ``first`` only, when it is >= 0): its positions, last event first, in ``arena.want``;
-    returns how many, or -1 for no live path.
+    returns how many, -1 for no live path, or STOPPED when its steps (two per node up to the
+    greatest root, and the positions compared) pass st[STEPS].
 
     For runs with registers, where the automaton keeps every candidate (their FILTER decides at
     the end, so none can be dropped for another). Two paths through one node share what lies
@@ -154,6 +162,9 @@ def next_data_set(roots, n_roots, first, consumed, windowed, cutoff, arena, st):
     for q in range(n_roots):
         seen[roots[q]] = stamp
         high = max(high, roots[q])
+    st[WORK] += 2 * high
+    if st[WORK] > st[STEPS]:
+        return STOPPED
     for x in range(high, 0, -1):  # down: the nodes the roots reach
         if seen[x] != stamp:
             continue
@@ -183,6 +194,9 @@ def next_data_set(roots, n_roots, first, consumed, windowed, cutoff, arena, st):
             la = _positions(a, pick, n_pos, n_label, n_a, mine)
             lb = _positions(b, pick, n_pos, n_label, n_a, theirs)
             pick[x] = b if next_order(theirs, 0, lb, mine, 0, la) > 0 else a
+            st[WORK] += la + lb
+            if st[WORK] > st[STEPS]:
+                return STOPPED
         elif a_ok:
             pick[x] = a
         elif b_ok:
@@ -241,7 +255,8 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
     over their live children, entering a node only when its smallest start (``minpos``) is
     before the best found so far; each node once (``arena.seen``). The stepping loop builds
     dense nodes wherever every start reaches the same state (a Kleene closure's chains, a
-    sequence's), so the search mostly stops at the roots."""
+    sequence's), so the search mostly stops at the roots. Returns STOPPED past st[STEPS] nodes
+    searched at the event."""
     stack, n_pos, n_a, n_b, minpos, seen = arena.stack_node, arena.pos, arena.a, arena.b, arena.minpos, arena.seen
     n_maxpos, n_maxval, ming, dense, starts = arena.maxpos, arena.maxval, arena.ming, arena.dense, arena.starts
     live = st[LIVE]
@@ -260,6 +275,9 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
     while size > 0:
         size -= 1
         n = stack[size]
+        st[WORK] += 1
+        if st[WORK] > st[STEPS]:
+            return STOPPED
         if n == 0 or (best >= 0 and minpos[n] >= best):
             continue
         if dense[n]:  # its first live start: the first live one of its range (n is live)
@@ -306,8 +324,8 @@ def results_with(root, m, first, last, i, pos, r0, consumed, cutoff, options, ar
     still hold such a result (``top`` reaches D's next position; ``minpos`` is at most the
     start's position). A ``bare`` node that holds the start (``dense`` over its number) leads
     to it by unions only: the walk jumps to the start, instead of down a chain of starts.
-    Returns OK, FULL, TOO_MANY (more than max_matches results at the event) or
-    TOO_MANY_CANDIDATES."""
+    Returns OK, FULL, TOO_MANY (more than max_matches results at the event),
+    TOO_MANY_CANDIDATES or TOO_MANY_STEPS (past st[STEPS] nodes walked at the event)."""
     windowed, max_matches = options.windowed, options.max_matches
     n_pos, n_label, n_a, n_b, top, minpos = arena.pos, arena.label, arena.a, arena.b, arena.top, arena.minpos
     n_maxpos, n_maxval, want = arena.maxpos, arena.maxval, arena.want
@@ -326,6 +344,9 @@ def results_with(root, m, first, last, i, pos, r0, consumed, cutoff, options, ar
         top_ -= 1
         complete = False
         while True:
+            st[WORK] += 1
+            if st[WORK] > st[STEPS]:
+                return TOO_MANY_STEPS
             if n == 0:
                 complete = k == m or not by_data
                 break

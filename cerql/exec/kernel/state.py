@@ -26,6 +26,7 @@ class Options(NamedTuple):
     max_matches: int  # maxMatchesPerEvent
     first_selected: bool  # every result selects its first event (its start is its smallest position)
     bounds_starts: bool   # the run of an UNLESS right side: it writes Events.bound instead of results
+    max_work: int     # candidate events at one end event (candidate_events), 0: no such budget
 
 
 # How the phases run_batch calls per event are compiled. numba counts a reference to every array
@@ -45,6 +46,8 @@ TOO_MANY_CANDIDATES = 5  # NEXT, LAST or MAX has st[COUNT] > candidate_limit can
 NEED_ACTIVE = 6       # room for st[BOUND] active runs is needed (registers)
 TOO_MANY_RUNS = 7     # st[COUNT] > max_matches runs apart on register values after one event
 OVERFLOW = 8          # an integer sum in FILTER left the BIGINT range
+TOO_MANY_CANDIDATE_EVENTS = 9  # one end event's candidates hold st[WORK] > Options.max_work events
+TOO_MANY_STEPS = 10   # NEXT's or LAST's search at one end event took st[WORK] > st[STEPS] steps
 
 # strategy codes
 ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
@@ -71,7 +74,10 @@ NSTART = 17    # start nodes (first events of results) numbered so far in the su
 LIVE = 18      # no start numbered below this one is alive (NEXT's search moves it on)
 MSTAMP = 19    # MAX: the stamp of the end event's position index (Output.idx_stamp); only grows
 MINDEX = 20    # MAX: 1 while the index holds every position of the event's kept results
-STATE_SIZE = 21
+WORK = 21      # the events of the candidates enumerated at the event (Options.max_work), or
+               # the steps of NEXT's and LAST's search at the event (selection.py)
+STEPS = 22     # the steps NEXT's and LAST's search may take at one end event (search_steps)
+STATE_SIZE = 23
 
 # what enumeration reports (TOO_MANY and TOO_MANY_CANDIDATES are shared with the statuses)
 OK, FULL = 0, 1
@@ -85,3 +91,29 @@ MIN_CANDIDATES = 1_000_000
 @njit(nogil=True, cache=True)
 def candidate_limit(max_matches):
     return max(MIN_CANDIDATES, CANDIDATES_PER_MATCH * max_matches)
+
+
+# Where candidates are enumerated and then checked (the post-filter's relaxed automaton, MAX
+# with registers), what they cost is their size, not their number: a candidate of 20 events
+# takes ~20 times the kernel's buffer and, as the Python objects the post-filter checks,
+# ~500 bytes per event. So the events of one end event's candidates (each counts its path's
+# nodes plus one) are bounded too: a fifth of the candidate limit (20 x maxMatchesPerEvent, at
+# least 200 000: 2 000 000 by default, ~32 MB in the kernel's buffer, ~1 GB as Python objects).
+CANDIDATE_EVENTS_DIVISOR = 5
+
+
+@njit(nogil=True, cache=True)
+def candidate_events(limit):
+    """The events one end event's candidates may hold, for a candidate limit ``limit``
+    (:func:`candidate_limit` of maxMatchesPerEvent)."""
+    return limit // CANDIDATE_EVENTS_DIVISOR
+
+
+@njit(nogil=True, cache=True)
+def search_steps(max_matches):
+    """The steps (nodes visited, positions compared) NEXT's and LAST's search for their match
+    may take at one end event (kernel/selection.py): the candidate limit, 100 x
+    maxMatchesPerEvent, at least 1 000 000 (10 000 000 by default, some 10-100 ms). The search is
+    polynomial in the arena, which the window bounds; without WITHIN, or with a long one over
+    runs kept apart by their registers, one end event's search could otherwise take seconds."""
+    return candidate_limit(max_matches)
