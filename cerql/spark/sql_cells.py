@@ -19,6 +19,8 @@ and Python: 4-12x slower than ``cer_sql`` on the same rows (docs/benchmarks.md, 
 
 from __future__ import annotations
 
+import hashlib
+
 import dataclasses
 import functools
 import time
@@ -84,6 +86,22 @@ def _with_derived(prepared: "_Prepared", table: pa.Table) -> pa.Table:
     from cerql.api import with_derived
 
     return with_derived({"t": table}, prepared.derived, prepared.text)["t"] if prepared.derived else table
+
+
+def _substream_offset(plan: QueryPlan, table: pa.Table) -> int:
+    """Where an instance's ordinals start: Spark makes one instance per substream and each
+    counts its rows from zero, so without a part of the key two results of different substreams
+    could get one match_id (it hashes the rows' ordinals). A hash of the substream key's values
+    in the top bits keeps the ordinals distinct across substreams and in order within one (2**32
+    rows apart, far below int64's end), the same on every run."""
+    if not plan.substream_columns or table.num_rows == 0:
+        return 0
+    values = []
+    for column in plan.substream_columns:
+        value = table.column(column)[0].as_py()
+        values.append(0.0 if isinstance(value, float) and value == 0 else value)  # -0.0 is 0.0's substream
+    digest = hashlib.blake2b(repr(values).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") & 0x3FFF_FFFF_0000_0000
 
 
 def _read_columns(plan: QueryPlan, derived=()) -> list[str]:
@@ -228,6 +246,7 @@ class CerqlFunction:
         self.task = MatchTask(self.prepared.task)
         self.rows: list = []
         self.count = 0  # rows seen by this instance: the ordinal that stands in for a row id
+        self.offset: int | None = None  # its substream's share of the ordinals (``_substream_offset``)
 
     def eval(self, table, query: str):
         # A plain function, not a generator: Spark calls it once per row, and most calls
@@ -262,7 +281,10 @@ class CerqlFunction:
         table = _with_derived(p, table)
         n = table.num_rows
         table = table.append_column(SOURCE_COLUMN, pa.array(np.zeros(n, np.int32)))
-        table = table.append_column(ORDINAL_COLUMN, pa.array(np.arange(self.count, self.count + n, dtype=np.int64)))
+        if self.offset is None:
+            self.offset = _substream_offset(plan, table)
+        start = self.offset + self.count
+        table = table.append_column(ORDINAL_COLUMN, pa.array(np.arange(start, start + n, dtype=np.int64)))
         self.count += n
         table = drop_null_rows(plan, table)
         bits = condition_bits(plan.automaton, stream_of(plan, table))  # as the local engine's

@@ -219,3 +219,16 @@ def test_magic_errors_are_ceql_errors(shell, monkeypatch):
     with pytest.raises(cerql.CeqlError) as err:
         shell.run_cell_magic("ceql", "", "SELECT * FROM t WHERE A ORDER BY ts")
     assert err.value.error_class == "NO_SPARK_SESSION"
+
+
+def test_match_ids_are_unique_across_partitions(classic):
+    """Each PARTITION BY key is its own instance of the function, which numbers its rows from
+    zero; the key's part of the ordinals keeps two keys' results apart (they had one match_id)."""
+    rows = pd.DataFrame({"ts": [0, 1, 2, 3, 4, 5], "type": ["A", "B", "A", "B", "A", "B"], "k": [1, 1, 2, 2, 3, 3]})
+    classic.createDataFrame(rows).createOrReplaceTempView("keyed")
+    query = "SELECT * FROM s WHERE A AS a ; B AS b PARTITION BY [k] ORDER BY ts"
+    got = classic.sql("SELECT * FROM cerql(TABLE(keyed), :q)", args={"q": query}).collect()
+    assert sorted(r.k for r in got) == [1, 2, 3]
+    assert len({r.match_id for r in got}) == 3
+    again = classic.sql("SELECT * FROM cerql(TABLE(keyed), :q)", args={"q": query}).collect()
+    assert sorted((r.k, r.match_id) for r in again) == sorted((r.k, r.match_id) for r in got)
