@@ -55,12 +55,15 @@ class Run:
 
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
                  windowed: bool, amount, value_dtype, registers=None, bounds_starts: bool = False,
-                 candidates: bool = False):
+                 candidates: bool = False, unless_cut: tuple[int, int] | None = None):
         """``candidates``: the run enumerates candidates that are checked after it (the
         post-filter's relaxed automaton, whose ``max_matches`` is already the candidate limit):
         the events of one end event's candidates are bounded (kernel.candidate_events), as
         they are for MAX with registers, and the results are taken out of the kernel's buffer
-        in parts of at most that many events (``feed_parts``)."""
+        in parts of at most that many events (``feed_parts``). ``unless_cut`` (label bits, k):
+        such a run's k-th UNLESS inside the pattern, whose left side's events carry those bits,
+        is decided as candidates are enumerated (a path whose left side spans a result of the
+        right side is not followed, kernel/enumeration.py), as post_filter.prune would decide it."""
         self.registers = registers if registers is not None else RegisterSpec.none()
 
         def right_side(other: Automaton) -> "Run":  # writes Events.bound instead of results
@@ -90,8 +93,11 @@ class Run:
         else:
             max_work = 0
         self.candidates = candidates
+        self.unless_cut = unless_cut
+        self.no_reach = np.full(1, -1, np.int64)
         self.options = kernel.Options(windowed, self.value_dtype.type(amount), STRATEGY_CODES[strategy], consume,
-                                      max_matches, first_selected, bounds_starts, max_work)
+                                      max_matches, first_selected, bounds_starts, max_work,
+                                      unless_cut[0] if unless_cut else 0)
         self.symbols: dict[int, int] = {}
         self.symbol_bits: list[int] = []
         self.inert_bits: list[bool] = []
@@ -135,7 +141,7 @@ class Run:
                                   ("top", np.int64, -1), ("minpos", np.int64, -1), ("ming", np.int64, -1),
                                   ("maxg", np.int64, -1), ("dense", np.bool_, False), ("bare", np.bool_, False),
                                   ("starts", np.int64, -1), ("low", np.int64, -1), ("level", np.int64, 0),
-                                  ("jump", np.int64, -1)]:
+                                  ("jump", np.int64, -1), ("reach", np.int64, -1)]:
             nodes[name] = np.full(cap, fill, dtype) if old is None else _grow(getattr(old, name), cap, fill)
         self.arena = kernel.Arena(**nodes, stack_node=np.zeros(cap + 1, np.int64),
                                   stack_len=np.zeros(cap + 1, np.int64), path=np.zeros(cap + 1, np.int64),
@@ -256,9 +262,11 @@ class Run:
                 self.no_bound = np.full(len(bits), -1, np.int64)
             bound = self.no_bound
         sym = self._symbol_ids(np.ascontiguousarray(bits))
+        reach = np.ascontiguousarray(self.reach[self.unless_cut[1]]) if self.unless_cut else self.no_reach
         events = kernel.Events(sym, np.ascontiguousarray(starts, dtype=np.bool_),
                                np.ascontiguousarray(values, dtype=self.value_dtype),
-                               kernel.Sides(*sides) if sides is not None else self.registers.empty_sides(), bound)
+                               kernel.Sides(*sides) if sides is not None else self.registers.empty_sides(), reach,
+                               bound)
         st = self.st
         st[kernel.CURSOR] = 0
         while True:
@@ -551,7 +559,7 @@ class Matches:
 
 
 def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH, candidates: bool = False,
-                  parts: bool = False):
+                  parts: bool = False, unless_cut: tuple[int, int] | None = None):
     """Run the automaton over the stream in batches of ``batch_size`` rows, yielding each
     batch's results as :class:`Matches` (results ending in it, in stream order). With
     ``candidates`` (the post-filter's relaxed plan, see :class:`Run`) a batch's results come in
@@ -563,7 +571,7 @@ def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BAT
     windowed, amount, values = window_setup(plan, stream)
     registers = RegisterSpec(plan.registers, automaton.labels)
     run = Run(automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
-              windowed, amount, values.dtype, registers, candidates=candidates)
+              windowed, amount, values.dtype, registers, candidates=candidates, unless_cut=unless_cut)
     bits = condition_bits(automaton, stream)
     sides = registers.sides(stream.table) if registers.count else None
     if sides is not None:

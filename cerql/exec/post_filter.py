@@ -217,6 +217,20 @@ def prune(plan: TaskPlan, matches: "driver.Matches", table: pa.Table, rows: np.n
     return keep
 
 
+def unless_cut(plan: TaskPlan) -> tuple[int, int] | None:
+    """(label bits, k) of the first UNLESS inside the pattern not under + or :+, for the kernel
+    to decide as it enumerates (driver.Run's ``unless_cut``): a path whose left side's events
+    (the marker's label) span a result of the right side is not followed. It drops exactly the
+    candidates :func:`prune` would drop for that UNLESS, before they are written, so the
+    candidates follow the results of the pattern with the UNLESS, not those without it
+    (``A ; ((B ; B) UNLESS C)`` without WITHIN: every (A, B, B) triple before)."""
+    bit = label_bits(plan.automaton.labels)
+    for pf in plan.post_filters:
+        if pf.unless is not None and pf.first is None and pf.marker in bit:
+            return bit[pf.marker], pf.unless
+    return None
+
+
 def decided_by_prune(plan: TaskPlan) -> bool:
     """Whether :func:`prune` decides every check and the strategy can be applied on arrays:
     each check an UNLESS inside the pattern, not under + or :+, without CONSUME BY (which ties
@@ -338,7 +352,8 @@ def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = BATCH):
     # results up to there (driver.Run.reach), as the stream's condition bits are held whole
     reach = np.full((len(plan.automaton.unless_inside), stream.table.num_rows), -1, np.int64)
     b0 = 0
-    for matches in driver.match_batches(relaxed(plan), stream, batch_size, candidates=True):
+    for matches in driver.match_batches(relaxed(plan), stream, batch_size, candidates=True,
+                                        unless_cut=unless_cut(plan)):
         if matches.reach is not None:
             reach[:, b0:b0 + matches.reach.shape[1]] = matches.reach
             b0 += matches.reach.shape[1]

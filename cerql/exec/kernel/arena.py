@@ -45,6 +45,8 @@ class Arena(NamedTuple):
                          # the skip pointers that let NEXT reach one start's link in O(log) steps
     top: np.ndarray      # int64: the latest selected position that can come first under the node
                          # (the greatest first selected event over its paths), -1 for none
+    reach: np.ndarray    # int64: an output node marking its event with Options.unless_bit: the
+                         # latest start of the UNLESS's right side up to the event (Events.reach)
     stack_node: np.ndarray  # int64 scratch of enumeration: the union branches still to take ...
     stack_len: np.ndarray   # ... and the path length at each
     path: np.ndarray        # int64 scratch of enumeration: the output nodes of one result
@@ -238,6 +240,7 @@ def compact(st, runs, arena, windowed):
         n_maxpos[y] = n_maxpos[x]
         n_maxval[y] = n_maxval[x]
         arena.top[y] = arena.top[x]
+        arena.reach[y] = arena.reach[x]
         n_a[y] = remap[a] if a >= 0 else -1
         n_b[y] = remap[b] if b >= 0 else -1
         if y > 0:  # BOTTOM has no starts

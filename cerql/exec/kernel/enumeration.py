@@ -71,18 +71,26 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, prune_starts,
     ends here too (:func:`_starts_inside`). It spares MAX the candidates of every later start
     of a Kleene closure (``A+ ; B``: one instead of one per A). With ``options.max_work`` (the
     post-filter's candidates, MAX with registers) the events of the event's candidates are
-    counted in st[WORK], and past that budget it returns TOO_MANY_CANDIDATE_EVENTS."""
+    counted in st[WORK], and past that budget it returns TOO_MANY_CANDIDATE_EVENTS. With
+    ``options.unless_bit`` (a post-filtered run's UNLESS inside the pattern) a path is left as
+    soon as an event of the UNLESS's left side (read from its last event back) lies at or before
+    ``arena.reach`` of that last event: its left side spans a result of the right side, so no
+    completion of it passes (exec/post_filter.py ``unless_cut``)."""
     windowed, strategy, max_matches, max_work = options.windowed, options.strategy, options.max_matches, options.max_work
-    n_pos, n_a, n_maxpos, n_maxval = arena.pos, arena.a, arena.maxpos, arena.maxval
-    stack_node, stack_len, path = arena.stack_node, arena.stack_len, arena.path
+    unless_bit = options.unless_bit
+    n_pos, n_a, n_maxpos, n_maxval, n_label, n_reach = arena.pos, arena.a, arena.maxpos, arena.maxval, arena.label, arena.reach
+    stack_node, stack_len, path, stack_reach = arena.stack_node, arena.stack_len, arena.path, arena.depth
     lab_pos = out.lab_pos
     top = 0
     stack_node[0] = root
     stack_len[0] = 0
+    stack_reach[0] = -2  # the UNLESS's left side not met yet
     while top >= 0:
         n = stack_node[top]
         plen = stack_len[top]
+        reach = stack_reach[top]
         top -= 1
+        cut = False
         while True:
             if n == 0:
                 break
@@ -98,13 +106,22 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, prune_starts,
                         top += 1
                         stack_node[top] = b
                         stack_len[top] = plen
+                        stack_reach[top] = reach
                     else:
                         a = b
                 n = a
             else:
+                if n_label[n] & unless_bit:  # the UNLESS's left side, read from its last event back
+                    if reach == -2:
+                        reach = n_reach[n]  # the latest right-side start up to its last event
+                    if n_pos[n] <= reach:  # it spans a result of the right side: every completion fails
+                        cut = True
+                        break
                 path[plen] = n
                 plen += 1
                 n = n_a[n]
+        if cut:
+            continue
         # a result: path[0..plen) from the last event back to the first
         if write_result(path, plen, i, pos, arena, out, st) != OK:
             return FULL

@@ -27,6 +27,8 @@ class Options(NamedTuple):
     first_selected: bool  # every result selects its first event (its start is its smallest position)
     bounds_starts: bool   # the run of an UNLESS right side: it writes Events.bound instead of results
     max_work: int     # candidate events at one end event (candidate_events), 0: no such budget
+    unless_bit: int   # the label of the left side of the one UNLESS inside the pattern (not under
+                      # + or :+) of a post-filtered run, 0: none; enumeration cuts its failures
 
 
 # How the phases run_batch calls per event are compiled. numba counts a reference to every array

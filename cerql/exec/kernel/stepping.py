@@ -31,6 +31,9 @@ class Events(NamedTuple):
     starts: np.ndarray  # bool: the event starts a substream
     values: np.ndarray  # the event's window value (its position in the substream for n EVENTS)
     sides: Sides        # the registers' values of the event
+    reach: np.ndarray   # int64: with Options.unless_bit, the latest start of a result of that
+                        # UNLESS's right side ending at or before the event, -1 for none
+                        # (driver.Run.reach), kept on the nodes marking the event with the bit
     bound: np.ndarray   # int64: the latest start of a result of an UNLESS right side ending at or
                         # before the event, -1 for none; results of the query starting at or before
                         # it contain that result and are dropped (DESIGN.md 4.8). The right sides'
@@ -92,7 +95,7 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
     state.
     """
     sym, starts, vals, sides, bound = events.symbol, events.starts, events.values, events.sides, events.bound
-    bounds_starts = options.bounds_starts
+    bounds_starts, unless_bit = options.bounds_starts, options.unless_bit
     windowed, amount, consume, max_matches = options.windowed, options.amount, options.consume, options.max_matches
     # the arrays as locals: reading a bundle's field in the loop would count a reference each time
     tr_first, tr_count, tr_label, tr_target, inert = dfa.first, dfa.count, dfa.label, dfa.target, dfa.inert
@@ -144,6 +147,8 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
                     x = node
                     if lab != 0:
                         x = add_output_node(arena, used, pos, lab, node, v, st)
+                        if lab & unless_bit:
+                            arena.reach[x] = events.reach[i]
                         used += 1
                     if n_regs > 0:
                         key = run_key(d2, tmp_k, key_buf)
