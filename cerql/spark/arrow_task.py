@@ -35,7 +35,7 @@ from cerql.exec import kernel
 from cerql.exec.bits import inert_steps, label_bits
 from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec import output
-from cerql.exec.post_filter import CandidateFilter, chosen, decided_by_prune, group_by_substream, prune
+from cerql.exec.post_filter import CandidateFilter, chosen, decided_by_prune, group_by_substream, prune, unless_cut
 from cerql.exec.post_filter import relaxed as post_filter_relaxed
 from cerql.exec.reference import Substream
 from cerql.exec.results import MatchChunk
@@ -119,7 +119,8 @@ class MatchTask:
                 registers.rise(int(table.column(RISING_COLUMN)[0].as_py() or 0))
             self.run = Run(plan.automaton, run_plan.strategy, run_plan.consume != "NONE",
                            run_plan.max_matches_per_event, windowed, amount, values.dtype, registers,
-                           candidates=self.check is not None)
+                           candidates=self.check is not None,
+                           unless_cut=unless_cut(plan) if self.check is not None else None)
         bits = table.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)  # same bits, unsigned
         sides = self.run.registers.sides(table) if plan.registers else None
         chunks = self.run.feed(bits, starts, values, sides)
