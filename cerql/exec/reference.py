@@ -27,6 +27,10 @@ from cerql.exec.values import evaluate_predicate
 from cerql.plan import AGGREGATE_COLUMN, CrossPlan, QueryPlan, TaskPlan
 
 MAX_VALUATIONS = 2_000_000
+# label entries the evaluator may build while joining (each pair joined costs the labels of
+# both sides, duplicates included): what bounds its time and memory when few distinct
+# valuations hold many events each (a Kleene closure over a long run: 3 A, 13 B, 3 C took 93 s)
+MAX_LABEL_WORK = 10_000_000
 # the label of a position no variable names (NOT's event): a valuation's positions are its
 # labels' positions, and no variable is called "" (projection drops it)
 UNNAMED = ""
@@ -42,7 +46,7 @@ class Substream:
         self.known: dict[tuple, bool] = {}  # (predicate text, labels) -> value, filled by prepare_cross
         values = stream.window_values
         self.values = None if values is None else values[lo:hi]
-        self.count = 0
+        self.count = self.work = 0
         self.offset = 0  # the position of table's first row
         self.reach = None  # UNLESS inside the pattern, for exec/post_filter.py: set by its caller
 
@@ -55,6 +59,7 @@ class Substream:
         self = cls.__new__(cls)
         self.plan, self.n, self.atoms, self.preds, self.table = plan, None, {}, preds, table
         self.known, self.values, self.count, self.offset, self.reach = {}, None, 0, offset, reach
+        self.work = 0
         return self
 
     def within(self, start: int, end: int) -> bool:
@@ -64,6 +69,17 @@ class Substream:
         if w.kind == "events":
             return end - start <= w.amount
         return self.values[end] - self.values[start] <= w.amount
+
+    def _spend(self, labels: int) -> None:
+        """Count label entries built while joining, against MAX_LABEL_WORK."""
+        self.work += labels
+        if self.work > MAX_LABEL_WORK:
+            raise ExecutionError(
+                f"The reference evaluator stopped after building {MAX_LABEL_WORK:,} label entries",
+                error_class="REFERENCE_INPUT_TOO_LARGE",
+                hint="it is brute force, for tests on tiny inputs; add a WITHIN window, "
+                "shrink the input, or use engine='local'",
+            )
 
     def _guard(self, size: int) -> None:
         self.count += size
@@ -94,10 +110,13 @@ class Substream:
         out = set()
         for lv in left:
             starts = [lv.end + 1] if contiguous else [s for s in by_start if s > lv.end]
+            built = 0
             for s in starts:
                 for r in by_start.get(s, ()):
                     if self.within(lv.start, r.end):
                         out.add(Valuation(lv.start, r.end, lv.labels | r.labels))
+                        built += len(lv.labels) + len(r.labels)
+            self._spend(built)
         return out
 
     def _seq(self, node: ast.Seq) -> set[Valuation]:
@@ -147,6 +166,7 @@ class Substream:
                 start, end = min(lv.start, r.start), max(lv.end, r.end)
                 if self.within(start, end):
                     out.add(Valuation(start, end, lv.labels | r.labels))
+                    self._spend(len(lv.labels) + len(r.labels))
             self._guard(len(right))
         return out
 
@@ -276,8 +296,18 @@ def select_strategy(strategy: str, results: list[Result]) -> list[Result]:
                 best = r.data()
         return [r for r in results if r.data() == best]
     if strategy == "MAX":
+        # a data set is kept unless a strict superset is among them: checked against the
+        # maximal sets found so far, largest first (each set a bit mask), which is what makes
+        # thousands of results with one end position cheap enough
         datas = {r.data() for r in results}
-        return [r for r in results if not any(r.data() < d for d in datas)]
+        maximal: list[int] = []
+        kept = set()
+        for d in sorted(datas, key=len, reverse=True):
+            mask = sum(1 << p for p in d)
+            if not any(mask & m == mask for m in maximal):
+                maximal.append(mask)
+                kept.add(d)
+        return [r for r in results if r.data() in kept]
     if strategy == "STRICT":
         return [r for r in results if max(r.data()) - min(r.data()) + 1 == len(r.data())]
     raise ValueError(f"unknown strategy {strategy}")  # pragma: no cover - the grammar forbids it
