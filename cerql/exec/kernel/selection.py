@@ -259,6 +259,7 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
     searched at the event."""
     stack, n_pos, n_a, n_b, minpos, seen = arena.stack_node, arena.pos, arena.a, arena.b, arena.minpos, arena.seen
     n_maxpos, n_maxval, ming, dense, starts = arena.maxpos, arena.maxval, arena.ming, arena.dense, arena.starts
+    low, maxg = arena.low, arena.maxg
     live = st[LIVE]
     while live < st[NSTART] and not alive(starts[live], consumed, windowed, cutoff, n_maxpos, n_maxval):
         live += 1
@@ -286,6 +287,16 @@ def first_live_start(roots, n_roots, consumed, windowed, cutoff, arena, st):
                 best = n_pos[starts[g]]
                 best_g = g
             continue
+        if n_pos[n] < 0 and low[n] >= 0 and maxg[n] >= live:
+            # a chain link: its first live start is at or below the lowest link holding a start
+            # numbered from ``live`` on (every higher child passed holds later starts only); the
+            # skip pointers reach it in O(log) steps instead of a walk down the chain
+            c = chain_find(n, live, arena)
+            if c != n and seen[c] != stamp:
+                seen[c] = stamp
+                n = c
+            elif c != n:
+                continue
         if n_pos[n] < 0:  # union: its live children, the one with the smaller minpos on top
             a, b = n_a[n], n_b[n]
             if b >= 0 and a >= 0 and minpos[b] < minpos[a]:
