@@ -35,6 +35,12 @@ MAX_LABEL_WORK = 10_000_000
 # labels' positions, and no variable is called "" (projection drops it)
 UNNAMED = ""
 
+def _too_large(what: str) -> ExecutionError:
+    return ExecutionError(f"The reference evaluator stopped after {what}", error_class="REFERENCE_INPUT_TOO_LARGE",
+                          hint="it is brute force, for tests on tiny inputs; add a WITHIN window, "
+                          "shrink the input, or use engine='local'")
+
+
 class Substream:
     """Evaluation of the pattern over one substream (rows lo:hi of the stream)."""
 
@@ -74,22 +80,12 @@ class Substream:
         """Count label entries built while joining, against MAX_LABEL_WORK."""
         self.work += labels
         if self.work > MAX_LABEL_WORK:
-            raise ExecutionError(
-                f"The reference evaluator stopped after building {MAX_LABEL_WORK:,} label entries",
-                error_class="REFERENCE_INPUT_TOO_LARGE",
-                hint="it is brute force, for tests on tiny inputs; add a WITHIN window, "
-                "shrink the input, or use engine='local'",
-            )
+            raise _too_large(f"building {MAX_LABEL_WORK:,} label entries")
 
     def _guard(self, size: int) -> None:
         self.count += size
         if self.count > MAX_VALUATIONS:
-            raise ExecutionError(
-                f"The reference evaluator stopped after {MAX_VALUATIONS:,} partial matches",
-                error_class="REFERENCE_INPUT_TOO_LARGE",
-                hint="it is brute force, for tests on tiny inputs; add a WITHIN window, "
-                "shrink the input, or use engine='local'",
-            )
+            raise _too_large(f"{MAX_VALUATIONS:,} partial matches")
 
     def eval(self, node) -> set[Valuation]:
         out = getattr(self, "_" + type(node).__name__.lower())(node)
