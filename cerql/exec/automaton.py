@@ -6,7 +6,7 @@ kernel reads. A transition fires on an event when the event has every condition 
 is START (the first event of the match, which fixes the interval start), bit k+1 is the k-th
 selected variable. A label of 0 leaves the event out of the result (a gap, or an event bound only
 to variables the query does not select), so runs that differ only in unselected variables give
-the same output and are merged by determinization: that is projection (DESIGN.md 4.2).
+the same output and are merged by determinization: that is projection (docs/language.md, "SELECT").
 
 :class:`Determinizer` builds the deterministic automaton on the fly (seed 001, section 4; seed
 000, section 6): a deterministic state is a set of CEA states, and the successors of a state on a
@@ -42,7 +42,7 @@ class Automaton:
     conditions: tuple
     labels: tuple[str, ...]
     # the right sides of a top-level ``p UNLESS q``, on the same conditions: a result of this
-    # automaton is dropped when one of theirs lies inside its interval (DESIGN.md 4.8)
+    # automaton is dropped when one of theirs lies inside its interval (docs/semantics.md, "Negation and conjunction")
     unless: tuple["Automaton", ...] = ()
     # the right sides of the UNLESS inside the pattern (planner/rules.py, in post-filter order),
     # on the same conditions: their runs tell, per event, the latest start of a result of
@@ -136,9 +136,9 @@ class Determinizer:
     - ``"MAX"``: U holds the runs whose output is a strict superset of the current one. If the
       current output selects the event, those runs must select it too; if not, they may do
       either, and the current runs that select it become superset runs themselves.
-    - ``"NEXT"``: U holds the runs whose output is ``<next``-greater (DESIGN.md 4.3: the least
-      position where two outputs differ is in the greater). That holds forever once it holds,
-      since later events only add greater positions: the runs of U stay in U whatever they do,
+    - ``"NEXT"``: U holds the runs whose output is ``<next``-greater (docs/language.md,
+      "Selection strategies": the least position where two outputs differ is in the greater).
+      That holds forever once it holds, since later events only add greater positions: the runs of U stay in U whatever they do,
       and when the current output skips the event, the current runs that select it join U. So
       of the outputs with one first event that reach one CEA state, only the ``<next``-greatest
       goes on: NEXT keeps one run per start where ALL keeps one per subset (``SELL ; BUY ;

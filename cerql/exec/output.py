@@ -1,4 +1,4 @@
-"""Results as rows of the output schema (DESIGN.md section 5), built with Arrow for every engine.
+"""Results as rows of the output schema (docs/language.md, "The output schema"), built with Arrow for every engine.
 
 Input: the rows results refer to (an Arrow table with the plan's columns, ``__cerql_ordinal``
 and, unless a Spark task has one source, ``__cerql_source``) and each result as row indices
@@ -180,7 +180,7 @@ def _structs(rows: pa.Table, o, plan, at: np.ndarray) -> pa.StructArray:
 
 
 def _limit_order(plan, rows, order_col, end_row, start_row, ids, limit) -> np.ndarray:
-    """The results' order by DESIGN.md 4.6, its first ``limit`` when given."""
+    """The results' order by LIMIT's rule (docs/language.md, "LIMIT"), its first ``limit`` when given."""
     from cerql.exec.stream import spark_sort_indices
 
     keys = {c: rows.column(c).take(end_row) for c in plan.partition_columns}

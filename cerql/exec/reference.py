@@ -1,11 +1,11 @@
-"""The reference evaluator: DESIGN.md section 4, literally, by brute force.
+"""The reference evaluator: the semantics of docs/language.md and docs/semantics.md, literally, by brute force.
 
 Input: a :class:`cerql.plan.QueryPlan` and the :class:`cerql.exec.stream.Stream` it reads.
 Output: the results, as :class:`Result` values (substream, interval, selected positions).
 It is the oracle every faster engine is tested against, so it is written to be obviously
 right: each pattern operator is a set operation on valuations (interval plus variable ->
 set of positions), then WITHIN, CONSUME BY, projection and the strategy are applied per end
-position in the order of DESIGN.md 4.3. Its only shortcut is sound: a valuation wider than
+position in that order (docs/language.md, "Selection strategies"). Its only shortcut is sound: a valuation wider than
 the window is dropped as soon as it exists, since every valuation built from it is wider
 still. It refuses inputs whose valuations outgrow ``MAX_VALUATIONS``.
 """
@@ -247,8 +247,8 @@ class Substream:
 
     def cross_holds(self, cross: CrossPlan, v: Valuation) -> bool:
         """A predicate across variables holds for every combination of the events of the
-        variables it reads outside aggregates (x.col means each event of x, DESIGN.md 4.1 and
-        4.7), so vacuously when one of them has no event here; an aggregate is one value over
+        variables it reads outside aggregates (x.col means each event of x, docs/semantics.md,
+        "Predicates across variables"), so vacuously when one of them has no event here; an aggregate is one value over
         all of its variable's events here (cerql.exec.aggregate). NULL is false, as in WHERE."""
         events_of = {}
         for name, p in sorted(v.labels, key=lambda label: label[1]):
@@ -271,7 +271,7 @@ class Substream:
         return bool(evaluate_predicate(cross.fn, table).all())
 
 
-# ------------------------------------------------------------------ strategies (DESIGN.md 4.3)
+# ------------------------------------ strategies (docs/language.md, "Selection strategies")
 def _next_greater(d1: frozenset, d2: frozenset, pick) -> bool:
     """d1 < d2 in the order whose deciding position is pick(d1 ^ d2) (min: NEXT, max: LAST)."""
     diff = d1 ^ d2
@@ -310,7 +310,7 @@ def select_strategy(strategy: str, results: list[Result]) -> list[Result]:
 
 
 def choose(plan: TaskPlan, k: int, by_end: dict[int, list[Valuation]]) -> list[Result]:
-    """CONSUME BY, the projection and the strategy, end by end (DESIGN.md 4.3), over the
+    """CONSUME BY, the projection and the strategy, end by end (docs/language.md, "Selection strategies"), over the
     valuations of substream k grouped by end position."""
     return choose_from(plan, k, by_end, -1)[0]
 
@@ -339,8 +339,9 @@ def choose_from(plan: TaskPlan, k: int, by_end: dict[int, list[Valuation]],
 
 
 def evaluate(plan: QueryPlan, stream: Stream) -> list[Result]:
-    """Every result of the query, per DESIGN.md 4.3: pattern, WITHIN, CONSUME BY, projection,
-    strategy, in increasing end position within each substream."""
+    """Every result of the query, in the order docs/language.md ("Selection strategies")
+    gives: pattern, WITHIN, CONSUME BY, projection, strategy, in increasing end position within
+    each substream."""
     results: list[Result] = []
     for k, (lo, hi) in enumerate(stream.bounds):
         sub = Substream(plan, stream, lo, hi)

@@ -18,10 +18,10 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from cerql.plan import MAX_REGISTERS
 
 # Registers (seed 002): a FILTER comparison ``f(x) op g(y)`` holds when it holds for every pair of
-# events of x and y (DESIGN.md 4.7). The kernel checks it as events are bound: a run carries, per
-# comparison and per side, whether the side has events, whether one of them makes every pair
-# fail (NULL; two different values under =), and the one value a later event of
-# the other side must be compared with (for >, >= the least f of x and the greatest g of y; for
+# events of x and y (docs/semantics.md, "Predicates across variables"). The kernel checks it as
+# events are bound: a run carries, per comparison and per side, whether the side has events,
+# whether one of them makes every pair fail (NULL; two different values under =), and the one
+# value a later event of the other side must be compared with (for >, >= the least f of x and the greatest g of y; for
 # <, <= the reverse; for = and != the value). An event bound to x is compared with y's value when
 # y has events, then joins x's side; likewise for y. Runs merge only when their deterministic
 # state and registers are equal. Between single-event variables the comparison is done once both
