@@ -138,8 +138,9 @@ class Determinizer:
       either, and the current runs that select it become superset runs themselves.
     - ``"NEXT"``: U holds the runs whose output is ``<next``-greater (docs/language.md,
       "Selection strategies": the least position where two outputs differ is in the greater).
-      That holds forever once it holds, since later events only add greater positions: the runs of U stay in U whatever they do,
-      and when the current output skips the event, the current runs that select it join U. So
+      That holds forever once it holds, since later events only add greater positions: the
+      runs of U stay in U whatever they do, and when the current output skips the event, the
+      current runs that select it join U. So
       of the outputs with one first event that reach one CEA state, only the ``<next``-greatest
       goes on: NEXT keeps one run per start where ALL keeps one per subset (``SELL ; BUY ;
       SELL``: the first BUY after each SELL, not every one).

@@ -5,8 +5,8 @@ Why: ``strategies.admit`` picks a winner among every result ALL would give, and 
 exponentially many (``A ; B+ ; C`` over a run of B's) although LAST keeps one data set D per
 end event. D1 <last D2 when the greatest position of D1 Δ D2 is in D2 (docs/language.md,
 "Selection strategies"), that is when D2, read from its last event back, is lexicographically
-greater (an extension of D1 by earlier positions is greater too). Every path of the arena from a final run's node to BOTTOM is
-one result, read from its last event back, and whether it is alive (inside the window, after
+greater (an extension of D1 by earlier positions is greater too). Every path of the arena
+from a final run's node to BOTTOM is one result, read from its last event back, and whether it is alive (inside the window, after
 CONSUME BY) depends only on where it starts. So the winner is found level by level: from the
 nodes the paths that agree with the winner so far continue at, a best-first search over
 ``arena.top`` (the greatest first selected position under a node, an upper bound for its live
