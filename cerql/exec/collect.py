@@ -162,7 +162,7 @@ class Collector:
                 raise too_many_output_rows(self.max_rows)
             if self.limit is None and self.events + len(results.label_pos) > self.max_events:
                 raise too_many_output_events(self.max_events)
-            for part in event_slices(results, OBJECT_EVENTS):  # objects of a few events at a time
+            for part in results.event_slices(OBJECT_EVENTS):  # objects of a few events at a time
                 if self.limit is not None and (self.cutoff or self.closed):
                     part = part.subset(self._before_cutoff(part))
                 self._add(part.results())
@@ -234,21 +234,3 @@ class Collector:
             last_key = key(k)
             before += len(self.by_substream[k])
 
-
-def event_slices(matches, events: int):
-    """``matches`` (a ``driver.Matches``) in consecutive parts of at most ``events`` label
-    entries each (or of one result, when it alone holds more), as array views."""
-    total = len(matches.label_pos)
-    if total <= events:
-        yield matches
-        return
-    ends = matches.offset + matches.length  # results' label entries are consecutive, in order
-    lo, n = 0, len(matches)
-    while lo < n:
-        first = int(matches.offset[lo])
-        hi = max(lo + 1, int(np.searchsorted(ends, first + events, side="right")))
-        last = int(ends[hi - 1])
-        yield type(matches)(matches.automaton, matches.substream[lo:hi], matches.end_row[lo:hi],
-                            matches.end[lo:hi], matches.start[lo:hi], matches.offset[lo:hi] - first,
-                            matches.length[lo:hi], matches.label_pos[first:last], matches.label_mask[first:last])
-        lo = hi

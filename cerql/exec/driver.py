@@ -527,12 +527,28 @@ class Matches:
         """The results in parts of at most ``size`` (array views), so that a caller can turn a
         part into Python objects, and drop it, before the next."""
         for lo in range(0, len(self), size):
-            hi = min(len(self), lo + size)
-            first = int(self.offset[lo])
-            last = int(self.offset[hi - 1] + self.length[hi - 1])
-            yield Matches(self.automaton, self.substream[lo:hi], self.end_row[lo:hi], self.end[lo:hi],
-                          self.start[lo:hi], self.offset[lo:hi] - first, self.length[lo:hi],
-                          self.label_pos[first:last], self.label_mask[first:last])
+            yield self._view(lo, min(len(self), lo + size))
+
+    def event_slices(self, events: int):
+        """The results in consecutive parts of at most ``events`` label entries each (or of one
+        result, when it alone holds more), as array views."""
+        if len(self.label_pos) <= events:
+            yield self
+            return
+        ends = self.offset + self.length  # results' label entries are consecutive, in order
+        lo = 0
+        while lo < len(self):
+            hi = max(lo + 1, int(np.searchsorted(ends, int(self.offset[lo]) + events, side="right")))
+            yield self._view(lo, hi)
+            lo = hi
+
+    def _view(self, lo: int, hi: int) -> "Matches":
+        """Results ``lo`` to ``hi`` (not included) with their labels, as array views."""
+        first = int(self.offset[lo])
+        last = int(self.offset[hi - 1] + self.length[hi - 1])
+        return Matches(self.automaton, self.substream[lo:hi], self.end_row[lo:hi], self.end[lo:hi],
+                       self.start[lo:hi], self.offset[lo:hi] - first, self.length[lo:hi],
+                       self.label_pos[first:last], self.label_mask[first:last])
 
     def subset(self, keep: np.ndarray) -> "Matches":
         """The results where ``keep`` is True, with their labels."""

@@ -150,7 +150,6 @@ def test_post_filtered_output_events_are_guarded_too():
 @pytest.mark.parametrize("events", [1, 5, 40, 10_000])
 def test_event_slices_are_the_whole_results(events):
     from cerql.exec import driver
-    from cerql.exec.collect import event_slices
     from cerql.exec.stream import as_arrow, build_stream
     from cerql.planner.resolve import resolve
 
@@ -158,6 +157,6 @@ def test_event_slices_are_the_whole_results(events):
     q = "SELECT * FROM s WHERE A AS a ; B+ AS b PARTITION BY [k] ORDER BY ts WITHIN 5 [ts]"
     plan = resolve(cerql.analyze(q), {"s": s.schema})
     matches = driver.match_arrays(plan, build_stream(plan, {"s": s}))
-    parts = list(event_slices(matches, events))
+    parts = list(matches.event_slices(events))
     assert all(len(p.label_pos) <= events or len(p) == 1 for p in parts)
     assert [r for p in parts for r in p.results()] == matches.results()
