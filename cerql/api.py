@@ -27,7 +27,7 @@ from cerql.parser.depth import room_to_recurse
 from cerql.plan import MAX_MATCHES_PER_EVENT, Evaluation
 from cerql.planner.analyze import Analysis, analyze as _analyze, check_view
 from cerql.planner import rules
-from cerql.planner.arrow_expr import SUPPORTED, ExprError, compile_expr, guard
+from cerql.planner.arrow_expr import ExprError, compile_expr, guard, refuse_call
 from cerql.planner.derived import derive_columns
 from cerql.planner.resolve import resolve
 from cerql.parser import written
@@ -108,10 +108,9 @@ def with_derived(tables: dict[str, pa.Table], derived, text: str) -> dict[str, p
     out = dict(tables)
     for name, bare, origin in derived:
         call = written.unsupported_call(bare, origin.source)
-        if call is not None:  # sqlglot may read it as another function (parser/written.py)
-            raise UnsupportedError.at(text, origin.offset + call[1], f"'{call[0]}' is not supported by cerql's local "
-                                      "engine (cerql.run); spark.cer_sql runs it", "UNSUPPORTED_EXPRESSION",
-                                      f"supported: {SUPPORTED}")
+        if call is not None:
+            err = refuse_call(call[0], origin.offset + call[1])
+            raise err.cls.at(text, err.offset, err.message, err.error_class, err.hint)
         values, missing = {}, []
         for key, table in out.items():
             lowered = {c.lower(): c for c in table.column_names}

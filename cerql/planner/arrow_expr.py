@@ -71,9 +71,11 @@ def _now_zone() -> str:
 class ExprError(Exception):
     """Raised by the compiler; the caller turns it into a positioned CeqlError."""
 
-    def __init__(self, cls, message: str, node: exp.Expression, error_class: str, hint: str | None = None):
+    def __init__(self, cls, message: str, node: exp.Expression, error_class: str, hint: str | None = None,
+                 offset: int | None = None):
         super().__init__(message)
         self.cls, self.message, self.node, self.error_class, self.hint = cls, message, node, error_class, hint
+        self.offset = offset  # where in the query, when ``node`` cannot say (a call's name as written)
 
 
 class LocalTypeRefusal(TypeError):
@@ -86,6 +88,14 @@ def _unsupported(node: exp.Expression, what: str | None = None, hint: str | None
     name = what or f"'{node.sql(dialect='spark')}'"
     return ExprError(UnsupportedError, f"{name} is not supported by cerql's local engine (cerql.run); "
                      "spark.cer_sql runs it", node, "UNSUPPORTED_EXPRESSION", hint or f"supported: {SUPPORTED}")
+
+
+def refuse_call(name: str, offset: int) -> ExprError:
+    """A call written with a name the local engine does not evaluate (parser/written.py:
+    sqlglot may read it as another function), at ``offset`` in the query."""
+    err = _unsupported(None, f"'{name}'")
+    err.offset = offset
+    return err
 
 
 def _refuse_type(node: exp.Expression, *kinds: pa.DataType) -> TypeError:

@@ -30,7 +30,7 @@ from cerql.plan import (AGGREGATE_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, 
                         OutputPlan, QueryPlan, RegisterCheck, SourcePlan, WindowPlan, shown_columns)
 from cerql.planner import aggregates, rules
 from cerql.planner.analyze import MATCH_COLUMNS, Analysis, OutputVar, bare_reference, find_name
-from cerql.planner.arrow_expr import SUPPORTED, ExprError, LocalTypeRefusal, compile_expr, guard
+from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, compile_expr, guard, refuse_call
 from cerql.planner.equality import keyable_type
 from cerql.planner.registers import Candidate
 
@@ -218,18 +218,13 @@ class _Resolver:
         evaluates itself), an expression the local engine cannot run is None: Spark's analyzer
         checks it instead (spark/expressions.py). Names are resolved either way."""
         def positioned(err: ExprError) -> CeqlError:
-            offset = getattr(err, "offset", None)
             return self.error(err.message, err.error_class, err.hint,
-                              offset=expr_position(sql, err.node) if offset is None else offset, cls=err.cls)
+                              offset=expr_position(sql, err.node) if err.offset is None else err.offset, cls=err.cls)
 
         try:
             call = written.unsupported_call(sql.tree, sql.source)
-            if call is not None:  # sqlglot may read it as another function (parser/written.py)
-                name, at = call
-                err = ExprError(UnsupportedError, f"'{name}' is not supported by cerql's local engine (cerql.run); "
-                                "spark.cer_sql runs it", None, "UNSUPPORTED_EXPRESSION", f"supported: {SUPPORTED}")
-                err.offset = sql.offset + at
-                raise err
+            if call is not None:
+                raise refuse_call(call[0], sql.offset + call[1])
             return guard(compile_expr(sql.tree, resolve, self.time_zone), positioned)  # errors while evaluating
         except ExprError as err:
             if spark_may_run and self.spark and err.cls is not AnalysisError:

@@ -53,7 +53,8 @@ class Arena(NamedTuple):
     remap: np.ndarray       # int64 scratch of compact: each node's new index
     seen: np.ndarray        # int64 scratch of selection.py: the search that last reached the node
     want: np.ndarray        # int64 scratch of selection.py: the winning data set, last event first
-    depth: np.ndarray       # int64 scratch of selection.py: how much of it a branch has matched
+    depth: np.ndarray       # int64 scratch of selection.py (how much of it a branch has matched)
+                            # and of enumeration.py (the UNLESS reach at each branch still to take)
 
 
 @njit(nogil=True, cache=True)

@@ -6,8 +6,8 @@ exponentially many (``A ; B+ ; C`` over a run of B's) although LAST keeps one da
 end event. D1 <last D2 when the greatest position of D1 Δ D2 is in D2 (docs/language.md,
 "Selection strategies"), that is when D2, read from its last event back, is lexicographically
 greater (an extension of D1 by earlier positions is greater too). Every path of the arena
-from a final run's node to BOTTOM is one result, read from its last event back, and whether it is alive (inside the window, after
-CONSUME BY) depends only on where it starts. So the winner is found level by level: from the
+from a final run's node to BOTTOM is one result, read from its last event back, and whether it
+is alive (inside the window, after CONSUME BY) depends only on where it starts. So the winner is found level by level: from the
 nodes the paths that agree with the winner so far continue at, a best-first search over
 ``arena.top`` (the greatest first selected position under a node, an upper bound for its live
 paths) finds the greatest position any live path selects next, and the nodes selecting it are
@@ -26,10 +26,10 @@ from numba import njit
 from cerql.exec.kernel.arena import alive, chain_find
 from cerql.exec.kernel.state import (COUNT, FULL, LIVE, NEXT, NLAB, NRES, NSTART, OK, STAMP, START, STEPS, TOO_MANY,
                                      TOO_MANY_CANDIDATES, TOO_MANY_STEPS, WORK, candidate_limit)
+from cerql.exec.kernel.strategies import admit, next_order
 
 # what a search returns when it took more than st[STEPS] steps at the event (st[WORK] counts them)
 STOPPED = -2
-from cerql.exec.kernel.strategies import admit, next_order
 
 
 @njit(nogil=True, cache=True)
