@@ -55,7 +55,8 @@ class Run:
 
     def __init__(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int,
                  windowed: bool, amount, value_dtype, registers=None, bounds_starts: bool = False,
-                 candidates: bool = False, unless_cut: tuple[int, int] | None = None):
+                 candidates: bool = False, unless_cut: tuple[int, int] | None = None,
+                 order: tuple[str, int] | None = None):
         """``candidates``: the run enumerates candidates that are checked after it (the
         post-filter's relaxed automaton, whose ``max_matches`` is already the candidate limit):
         the events of one end event's candidates are bounded (kernel.candidate_events), as
@@ -63,7 +64,12 @@ class Run:
         in parts of at most that many events (``feed_parts``). ``unless_cut`` (label bits, k):
         such a run's k-th UNLESS inside the pattern, whose left side's events carry those bits,
         is decided as candidates are enumerated (a path whose left side spans a result of the
-        right side is not followed, kernel/enumeration.py), as post_filter.prune would decide it."""
+        right side is not followed, kernel/enumeration.py), as post_filter.prune would decide it.
+        ``order`` (strategy, label bits of the selected variables): such a run's check decides
+        among the candidates under NEXT or LAST; an end event with many candidates has them
+        handed over in that strategy's order, a chunk at a time, each part ending with one
+        (``open_end``, kernel/ordered.py) until its caller :meth:`settle` s that the check
+        found the event's match."""
         self.registers = registers if registers is not None else RegisterSpec.none()
 
         def right_side(other: Automaton) -> "Run":  # writes Events.bound instead of results
@@ -97,7 +103,12 @@ class Run:
         self.no_reach = np.full(1, -1, np.int64)
         self.options = kernel.Options(windowed, self.value_dtype.type(amount), STRATEGY_CODES[strategy], consume,
                                       max_matches, first_selected, bounds_starts, max_work,
-                                      unless_cut[0] if unless_cut else 0)
+                                      unless_cut[0] if unless_cut else 0, STRATEGY_CODES[order[0]] if order else 0,
+                                      order[1] if order else ~START, kernel.ORDER_PLAIN,
+                                      kernel.ORDER_CHUNK)
+        self.open_end = -1  # a part's event whose best data sets end it (order), else -1 ...
+        self.open_pos = -1  # ... and its position in its substream
+        self.found = False  # what the caller settled for it
         self.symbols: dict[int, int] = {}
         self.symbol_bits: list[int] = []
         self.inert_bits: list[bool] = []
@@ -289,6 +300,13 @@ class Run:
                     yield self._take()
                 if grow:
                     self._alloc_output(2 * len(self.out.end), 2 * len(self.out.lab_pos))
+            elif status == kernel.NEED_CHECK:  # the best data sets of an event: checked before any more
+                self.open_end, self.open_pos, self.found = int(st[kernel.CURSOR]), int(st[kernel.POS]), False
+                if st[kernel.NRES] > 0:
+                    yield self._take()
+                if self.found:
+                    st[kernel.ORDER] = kernel.DECIDED
+                self.open_end = self.open_pos = -1
             elif status == kernel.TOO_MANY:
                 raise too_many_matches(f"at least {int(st[kernel.COUNT]):,}", self.options.max_matches)
             elif status == kernel.TOO_MANY_CANDIDATES:
@@ -302,6 +320,11 @@ class Run:
                 raise too_many_runs(int(st[kernel.COUNT]), self.options.max_matches)
             elif status == kernel.OVERFLOW:
                 raise sum_overflow(" in a FILTER")
+
+    def settle(self, found: bool) -> None:
+        """Say whether the check found a result ending at ``open_end`` in the part it was just
+        given (an ``order`` run): if so, nothing more is enumerated there."""
+        self.found = found
 
     def _reach(self, bits, starts, values) -> np.ndarray:
         """Per UNLESS inside the pattern, per event of the batch: the latest start (a position
@@ -507,6 +530,8 @@ class Matches:
     def __init__(self, automaton, substream, end_row, end, start, offset, length, label_pos, label_mask):
         self.automaton = automaton
         self.reach = None  # match_batches sets the batch's Run.reach (UNLESS inside the pattern)
+        self.open_row = self.open_pos = -1  # match_batches with ``order``: an event with more to come
+        self.settle = None
         self.substream, self.end_row, self.end, self.start = substream, end_row, end, start
         self.offset, self.length, self.label_pos, self.label_mask = offset, length, label_pos, label_mask
 
@@ -575,19 +600,23 @@ class Matches:
 
 
 def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH, candidates: bool = False,
-                  parts: bool = False, unless_cut: tuple[int, int] | None = None):
+                  parts: bool = False, unless_cut: tuple[int, int] | None = None,
+                  order: tuple[str, int] | None = None):
     """Run the automaton over the stream in batches of ``batch_size`` rows, yielding each
     batch's results as :class:`Matches` (results ending in it, in stream order). With
     ``candidates`` (the post-filter's relaxed plan, see :class:`Run`) a batch's results come in
     several parts, as the kernel's buffer fills (each with every result of its end events);
     only a batch's first part carries its ``reach``. ``parts`` alone gives the parts too, for
-    results its caller counts as they come (cerql.run's output guards, exec/collect.py)."""
+    results its caller counts as they come (cerql.run's output guards, exec/collect.py). With
+    ``order`` (see :class:`Run`) a part may end with the best candidates of an event that has
+    more (``open_row``, its stream row, and ``open_pos``, its position, else -1): its caller
+    calls the part's ``settle`` with whether its check found a result ending there."""
     automaton = plan.automaton
     n = stream.table.num_rows
     windowed, amount, values = window_setup(plan, stream)
     registers = RegisterSpec(plan.registers, automaton.labels)
     run = Run(automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
-              windowed, amount, values.dtype, registers, candidates=candidates, unless_cut=unless_cut)
+              windowed, amount, values.dtype, registers, candidates=candidates, unless_cut=unless_cut, order=order)
     bits = condition_bits(automaton, stream)
     sides = registers.sides(stream.table) if registers.count else None
     if sides is not None:
@@ -616,6 +645,8 @@ def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BAT
             matches = of([chunk])
             if first:  # the reach is computed before the kernel runs the batch
                 matches.reach, first = run.reach, False
+            if run.open_end >= 0:
+                matches.open_row, matches.open_pos, matches.settle = run.open_end + b0, run.open_pos, run.settle
             yield matches
         if first:
             matches = of([])

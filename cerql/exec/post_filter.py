@@ -231,6 +231,16 @@ def unless_cut(plan: TaskPlan) -> tuple[int, int] | None:
     return None
 
 
+def search_order(plan: TaskPlan) -> tuple[str, int] | None:
+    """(strategy, label bits of the selected variables) for a NEXT or LAST plan, whose kernel
+    run hands an end event's many candidates over in the strategy's order, best data set first,
+    so that the check stops at the first that passes (driver.Run's ``order``, kernel/ordered.py);
+    None for the other strategies, which choose among them all."""
+    bit = label_bits(plan.automaton.labels)
+    selected = sum(bit[v] for v in plan.selected if v in bit)
+    return (plan.strategy, selected) if plan.strategy in ("NEXT", "LAST") and selected else None
+
+
 def decided_by_prune(plan: TaskPlan) -> bool:
     """Whether :func:`prune` decides every check and the strategy can be applied on arrays:
     each check an UNLESS inside the pattern, not under + or :+, without CONSUME BY (which ties
@@ -353,17 +363,21 @@ def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = BATCH):
     reach = np.full((len(plan.automaton.unless_inside), stream.table.num_rows), -1, np.int64)
     b0 = 0
     for matches in driver.match_batches(relaxed(plan), stream, batch_size, candidates=True,
-                                        unless_cut=unless_cut(plan)):
+                                        unless_cut=unless_cut(plan), order=search_order(plan)):
         if matches.reach is not None:
             reach[:, b0:b0 + matches.reach.shape[1]] = matches.reach
             b0 += matches.reach.shape[1]
+        open_row, settle = matches.open_row, matches.settle
         # a label entry's stream row: its result's end row, less the positions between them
         entry_end = np.repeat(matches.end_row - matches.end, matches.length)
         matches = matches.subset(prune(plan, matches, stream.table, entry_end + matches.label_pos, reach))
         if decided:
-            yield from chosen(plan, matches).slices(driver.RESULT_SLICE)
+            results = chosen(plan, matches)
+            if settle is not None:
+                settle(bool((results.end_row == open_row).any()))
+            yield from results.slices(driver.RESULT_SLICE)
             continue
-        results: list[Result] = []
+        results = []
         for k, by_end in group_by_substream(matches.results()).items():
             if k not in views:
                 views.clear()  # substreams come in order: an earlier one has no candidates left
@@ -371,6 +385,9 @@ def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = BATCH):
                 views[k] = reference.Substream(plan, stream, lo, hi)
                 views[k].reach = reach[:, lo:hi]
             results.extend(check.choose(k, views[k], by_end))
+        if settle is not None:
+            k_open = int(np.searchsorted([lo for lo, _ in stream.bounds], open_row, side="right")) - 1
+            settle(any(r.substream == k_open and r.end == open_row - stream.bounds[k_open][0] for r in results))
         yield results
 
 

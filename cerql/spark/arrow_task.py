@@ -27,6 +27,8 @@ and the window is measured on the real positions as values.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,7 +37,8 @@ from cerql.exec import kernel
 from cerql.exec.bits import inert_steps, label_bits
 from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec import output
-from cerql.exec.post_filter import CandidateFilter, chosen, decided_by_prune, group_by_substream, prune, unless_cut
+from cerql.exec.post_filter import (CandidateFilter, chosen, decided_by_prune, group_by_substream, prune, search_order,
+                                    unless_cut)
 from cerql.exec.post_filter import relaxed as post_filter_relaxed
 from cerql.exec.reference import Substream
 from cerql.exec.results import MatchChunk
@@ -120,10 +123,12 @@ class MatchTask:
             self.run = Run(plan.automaton, run_plan.strategy, run_plan.consume != "NONE",
                            run_plan.max_matches_per_event, windowed, amount, values.dtype, registers,
                            candidates=self.check is not None,
-                           unless_cut=unless_cut(plan) if self.check is not None else None)
+                           unless_cut=unless_cut(plan) if self.check is not None else None,
+                           order=search_order(plan) if self.check is not None else None)
         bits = table.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)  # same bits, unsigned
         sides = self.run.registers.sides(table) if plan.registers else None
-        chunks = self.run.feed(bits, starts, values, sides)
+        parts = self.run.feed_parts(bits, starts, values, sides)
+        first = next(parts, None)  # the run computes the reach before its first part
         if self.run.reach is not None:  # kept with the rows, for the check of later results
             for k, reach in enumerate(self.run.reach):
                 table = table.append_column(f"{REACH_COLUMN}{k}", pa.array(reach, pa.int64()))
@@ -131,8 +136,20 @@ class MatchTask:
         kept = self.kept if (self.kept is not None and not starts[0]) else None
         n_kept = kept.num_rows if kept is not None else 0
         combined = pa.concat_tables([kept, table.select(kept.column_names)]) if kept is not None else table
-        if self.check is not None:
-            chunks = self._post_filter(combined, n_kept, starts, sub_start, chunks)
+        begun = self.substreams
+        self.substreams += int(starts.sum())
+        chunks = []
+        for part in itertools.chain([] if first is None else [first], parts):
+            if self.check is None:
+                chunks.append(part)
+                continue
+            # each part checked as it comes, the kernel's buffer dropped after it; a part that
+            # ends with the best candidates of an event with more (NEXT, LAST) is settled at once
+            open_end = self.run.open_end
+            checked = self._post_filter(combined, n_kept, sub_start, begun, starts, [part])
+            if open_end >= 0:
+                self.run.settle(any(bool((c.end_row == open_end).any()) for c in checked))
+            chunks.extend(checked)
         out = self._results(plan, combined, n_kept, sub_start, chunks)
         self._keep(table, combined, n_kept, starts, sub_start, values)
         self.next_pos = int(self.run.st[kernel.POS])
@@ -140,12 +157,11 @@ class MatchTask:
         return out
 
     # -- FILTER predicates across variables: candidates checked as they end (exec/post_filter.py)
-    def _post_filter(self, combined, n_kept, starts, sub_start, chunks) -> list:
-        """The results among the relaxed automaton's candidates of this batch, in the kernel's
-        layout. A candidate's rows are in ``combined`` (the kept rows, then the batch), so the
-        check reads them there: nothing beyond the window is held."""
-        begun = self.substreams
-        self.substreams += int(starts.sum())
+    def _post_filter(self, combined, n_kept, sub_start, begun, starts, chunks) -> list:
+        """The results among the relaxed automaton's candidates in ``chunks`` (a part of this
+        batch's), in the kernel's layout. A candidate's rows are in ``combined`` (the kept rows,
+        then the batch), so the check reads them there: nothing beyond the window is held.
+        ``begun``: the substreams the task had begun before the batch."""
         end, endpos, start, off, length, lab_pos, lab_mask = concat_chunks(chunks)
         if not len(end):
             return chunks

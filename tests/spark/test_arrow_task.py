@@ -222,3 +222,21 @@ def test_dropped_inert_rows_on_random_queries_that_count_positions(case, batch):
     assume(gap_masks(plan) is not None)
     got, expected, _, _ = gapped_task_rows(text, table, batch)
     assert records(got) == records(expected), text
+
+
+@pytest.mark.parametrize("text", [t for t in POST_FILTERED if "NEXT" in t or "LAST" in t])
+@pytest.mark.parametrize("batch", [1, 7, 1000])
+def test_post_filtered_task_hands_candidates_over_in_order(text, batch, monkeypatch):
+    """Issue 38 item 3: NEXT and LAST behind a check search their winner, each end event's
+    candidates handed over in the strategy's order a few at a time (kernel/ordered.py), the task
+    settling each part as it checks it. With the kernel's thresholds lowered so that every end
+    event with more than one candidate takes that path: the local engine's rows, taken as the
+    candidates come."""
+    from cerql.exec import kernel
+
+    expected_task, expected, _ = post_filtered_rows(text, stock(300, seed=11), batch)
+    monkeypatch.setattr(kernel, "ORDER_PLAIN", 0)
+    monkeypatch.setattr(kernel, "ORDER_CHUNK", 1)
+    got, _, _ = post_filtered_rows(text, stock(300, seed=11), batch)
+    assert len(got) == len(expected) > 0
+    assert records(got) == records(expected) == records(expected_task)

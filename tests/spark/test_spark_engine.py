@@ -418,3 +418,15 @@ def test_results_of_many_events_go_back_in_bounded_batches(spark, monkeypatch):
     table = pa.table({"type": types, "ts": list(range(len(types)))})
     rows = both_engines(spark, "SELECT MAX * FROM s WHERE A AS a ; B+ AS b ; C AS c ORDER BY ts", table)
     assert len(rows) == 12 and all(len(r["b"]) == 30 for r in rows)
+
+
+@pytest.mark.parametrize("strategy", ["NEXT", "LAST"])
+def test_next_and_last_behind_a_check_search_their_winner(spark, strategy):
+    """Issue 38 item 3 on Spark: A(x=0), 20 B's (x=1), C with avg(b.x) > a.x has 2**20 - 1
+    candidates at C (a MemoryError once, then TOO_MANY_CANDIDATES); the task hands them over in
+    the strategy's order and the first passes: one row, every B, as the local engine."""
+    n = 20
+    table = pa.table({"type": ["A"] + ["B"] * n + ["C"], "x": [0] + [1] * (n + 1), "ts": list(range(n + 2))})
+    q = f"SELECT {strategy} * FROM s WHERE A AS a ; B+ AS b ; C AS c FILTER avg(b.x) > a.x ORDER BY ts WITHIN 100 EVENTS"
+    rows = both_engines(spark, q, table)
+    assert len(rows) == 1 and [e["ts"] for e in rows[0]["b"]] == list(range(1, n + 1))

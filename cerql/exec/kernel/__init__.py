@@ -29,20 +29,22 @@ from cerql.exec.kernel.enumeration import Output
 from cerql.exec.kernel.registers import (AGG_AVG, AGG_COUNT, AGG_COUNT_EVENTS, AGG_MAX, AGG_MIN, AGG_SUM,
                                          AGG_SUM_RISING, COMPARE, MAX_REGISTERS, OP_EQ, OP_GE, OP_GT, OP_LE, OP_LT,
                                          OP_NE, REGISTER_COLUMNS, RegisterPlan, Sides)
-from cerql.exec.kernel.state import (ALL, ANY, ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, LAST, MAX, NACT,
-                                     NEED_ACTIVE, NEED_ARENA, NEED_D, NEED_OUTPUT, NEED_S, NEED_TRANSITION, NEXT, NLAB,
-                                     NRES, OVERFLOW, POS, STATE_SIZE, STRICT, TOO_MANY, TOO_MANY_CANDIDATE_EVENTS,
+from cerql.exec.kernel.state import (ALL, ANY, ARENA, BOUND, CONSUMED, COUNT, CURSOR, DECIDED, DONE, LAST, MAX, NACT,
+                                     NEED_ACTIVE, NEED_ARENA, NEED_CHECK, NEED_D, NEED_OUTPUT, NEED_S,
+                                     NEED_TRANSITION, NEXT, NLAB, NRES, ORDER, ORDER_CHUNK, ORDER_PLAIN, OVERFLOW,
+                                     POS, STATE_SIZE, STRICT, TOO_MANY, TOO_MANY_CANDIDATE_EVENTS,
                                      TOO_MANY_CANDIDATES, TOO_MANY_RUNS, TOO_MANY_STEPS, WORK, Options,
                                      candidate_events, candidate_limit, search_steps)
 from cerql.exec.kernel.stepping import Events, Runs, Transitions, run_batch
 from cerql.exec.kernel.strategies import INDEX
 
 __all__ = [
-    "Arena", "Events", "Options", "Output", "RegisterPlan", "Runs", "Sides", "Transitions",
-    "AGG_AVG", "AGG_COUNT", "AGG_COUNT_EVENTS", "AGG_MAX", "AGG_MIN", "AGG_SUM", "AGG_SUM_RISING", "ALL", "ANY",
-    "ARENA", "BOUND", "INDEX", "COMPARE", "CONSUMED", "COUNT", "CURSOR", "DONE", "LAST", "MAX", "MAX_REGISTERS", "NACT",
-    "NEED_ACTIVE", "NEED_ARENA", "NEED_D", "NEED_OUTPUT", "NEED_S", "NEED_TRANSITION", "NEXT", "NLAB", "NRES",
-    "OP_EQ", "OP_GE", "OP_GT", "OP_LE", "OP_LT", "OP_NE", "OVERFLOW", "POS", "REGISTER_COLUMNS", "STATE_SIZE",
-    "STRICT", "TOO_MANY", "TOO_MANY_CANDIDATE_EVENTS", "TOO_MANY_CANDIDATES", "TOO_MANY_RUNS", "TOO_MANY_STEPS",
-    "WORK", "candidate_events", "candidate_limit", "search_steps", "compact", "run_batch",
+    "Arena", "Events", "Options", "Output", "RegisterPlan", "Runs", "Sides", "Transitions", "AGG_AVG", "AGG_COUNT",
+    "AGG_COUNT_EVENTS", "AGG_MAX", "AGG_MIN", "AGG_SUM", "AGG_SUM_RISING", "ALL", "ANY", "ARENA", "BOUND", "INDEX",
+    "COMPARE", "CONSUMED", "COUNT", "CURSOR", "DECIDED", "DONE", "LAST", "MAX", "MAX_REGISTERS", "NACT",
+    "NEED_ACTIVE", "NEED_ARENA", "NEED_CHECK", "NEED_D", "NEED_OUTPUT", "NEED_S", "NEED_TRANSITION", "NEXT", "NLAB",
+    "NRES", "OP_EQ", "OP_GE", "OP_GT", "OP_LE", "OP_LT", "OP_NE", "ORDER", "ORDER_CHUNK", "ORDER_PLAIN", "OVERFLOW",
+    "POS", "REGISTER_COLUMNS", "STATE_SIZE", "STRICT", "TOO_MANY", "TOO_MANY_CANDIDATE_EVENTS", "TOO_MANY_CANDIDATES",
+    "TOO_MANY_RUNS", "TOO_MANY_STEPS", "WORK", "candidate_events", "candidate_limit", "search_steps", "compact",
+    "run_batch",
 ]

@@ -17,9 +17,11 @@ from numba import njit
 
 from cerql.exec.kernel.arena import alive
 from cerql.exec.kernel.registers import aggregates_hold, overflowed
-from cerql.exec.kernel.state import (ANY, CONSUMED, COUNT, FULL, LAST, MAX, NACT, NEED_OUTPUT, NEXT, NLAB, NRES, OK,
-                                     OVERFLOW, PHASE, POS, STEPS, STRICT, TOO_MANY, TOO_MANY_CANDIDATE_EVENTS,
-                                     TOO_MANY_CANDIDATES, TOO_MANY_STEPS, WORK, candidate_limit, search_steps)
+from cerql.exec.kernel.ordered import hand_over
+from cerql.exec.kernel.state import (ANY, CONSUMED, COUNT, DECIDED, FULL, HANDED, LAST, MAX, NACT, NEED_CHECK,
+                                     NEED_OUTPUT, NEXT, NLAB, NRES, OK, OPEN, ORDER, OVERFLOW, PHASE, POS,
+                                     ROUND, STEPS, STRICT, TOO_MANY, TOO_MANY_CANDIDATE_EVENTS, TOO_MANY_CANDIDATES,
+                                     TOO_MANY_STEPS, WORK, candidate_limit, search_steps)
 from cerql.exec.kernel.selection import (STOPPED, first_live_start, last_data_set, last_start_at, next_data_set,
                                         results_with, write_result)
 from cerql.exec.kernel.strategies import admit
@@ -128,7 +130,9 @@ def enumerate_results(root, i, pos, r0, consumed, cutoff, options, prune_starts,
         if max_work > 0:  # candidates to be checked or compared: their events are bounded
             st[WORK] += plen + 1
             if st[WORK] > max_work:
-                return TOO_MANY_CANDIDATE_EVENTS
+                return OPEN if options.ordered else TOO_MANY_CANDIDATE_EVENTS
+        if options.ordered and st[NRES] - r0 > options.plain:
+            return OPEN  # handed over in the strategy's order instead (kernel/ordered.py)
         if strategy == STRICT:
             r = st[NRES] - 1
             lo, w = out.off[r], st[NLAB]
@@ -216,6 +220,80 @@ def _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, ru
         if code != OK:
             return code
     return OK
+
+
+@njit(nogil=True, cache=True)
+def report_ordered(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
+    """:func:`report_results` for a run whose check decides among the candidates under NEXT or
+    LAST (``options.ordered``). Its walks allocate (kernel/ordered.py), so it is compiled with
+    numba's runtime, unlike the phases; only post-filtered NEXT and LAST runs call it. The
+    candidates at event i come as they do for ALL when there are at most ``options.plain`` of them holding at
+    most ``options.max_work`` events; else their data sets in the strategy's order, best first,
+    a chunk at a time (kernel/ordered.py ``hand_over``): NEED_CHECK after each chunk but the
+    last, the driver setting st[ORDER] to DECIDED when the check found the event's match among
+    them. The events handed over at one event are bounded by ``options.max_work`` in all
+    (TOO_MANY_CANDIDATE_EVENTS), as the candidates as they come are. Returns OK, NEED_CHECK, or
+    the code that stops the batch (as :func:`report_results`)."""
+    windowed, ds_final = options.windowed, dfa.final
+    consumed = st[CONSUMED]
+    pos = st[POS]
+    r0 = st[NRES]
+    l0 = st[NLAB]
+    st[COUNT] = 0
+    st[WORK] = 0
+    if regs.count > 0:  # a sum past BIGINT in any result fails the query, as report_results
+        for k in range(st[NACT]):
+            if ds_final[runs.ds[k]] and alive(runs.node[k], consumed, windowed, cutoff, arena.maxpos,
+                                              arena.maxval) and overflowed(k, regs, runs.rk):
+                return OVERFLOW
+    code = _ordered(i, pos, r0, l0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final)
+    if code == NEED_CHECK or code == OK:
+        return code
+    return _stopped(code, r0, l0, st)
+
+
+@njit(nogil=True, cache=True)
+def _ordered(i, pos, r0, l0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final):
+    """report_ordered's candidates at event i (see there)."""
+    windowed = options.windowed
+    roots = runs.new_node
+    n_roots = 0
+    for k in range(st[NACT]):
+        if _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final):
+            roots[n_roots] = runs.node[k]
+            n_roots += 1
+    if n_roots == 0 or st[ORDER] == DECIDED:
+        st[ORDER] = 0
+        return OK
+    if st[ORDER] == 0:  # as they come
+        code = OK
+        for q in range(n_roots):
+            code = enumerate_results(roots[q], i, pos, r0, consumed, cutoff, options, False, arena, out, st)
+            if code != OK:
+                break
+        if code != OPEN:
+            return code
+        st[NRES] = r0  # too many: in order instead
+        st[NLAB] = l0
+        st[ORDER] = 1
+        st[ROUND] = 0
+        st[HANDED] = 0
+    st[WORK] = 0
+    st[STEPS] = options.max_matches  # search_steps of the query's maxMatchesPerEvent
+    code, passed = hand_over(roots, n_roots, options.ordered, st[ORDER] - 1, options.chunk << min(st[ROUND], 20),
+                             i, pos, r0, consumed, cutoff, options, arena, out, st)
+    if code != OK and code != OPEN:
+        return code
+    st[HANDED] += st[NLAB] - l0 + st[NRES] - r0
+    if st[HANDED] > options.max_work:
+        st[WORK] = st[HANDED]
+        return TOO_MANY_CANDIDATE_EVENTS
+    if code == OK:  # every data set is handed over: the check decides among them as they come
+        st[ORDER] = 0
+        return OK
+    st[ORDER] = passed + 1
+    st[ROUND] += 1
+    return NEED_CHECK
 
 
 @njit(**PHASE)

@@ -337,7 +337,7 @@ def results_with(root, m, first, last, i, pos, r0, consumed, cutoff, options, ar
     to it by unions only: the walk jumps to the start, instead of down a chain of starts.
     Returns OK, FULL, TOO_MANY (more than max_matches results at the event),
     TOO_MANY_CANDIDATES or TOO_MANY_STEPS (past st[STEPS] nodes walked at the event)."""
-    windowed, max_matches = options.windowed, options.max_matches
+    windowed, max_matches, sel = options.windowed, options.max_matches, options.selected
     n_pos, n_label, n_a, n_b, top, minpos = arena.pos, arena.label, arena.a, arena.b, arena.top, arena.minpos
     n_maxpos, n_maxval, want = arena.maxpos, arena.maxval, arena.want
     bare, dense, ming, maxg, starts, low = arena.bare, arena.dense, arena.ming, arena.maxg, arena.starts, arena.low
@@ -390,7 +390,7 @@ def results_with(root, m, first, last, i, pos, r0, consumed, cutoff, options, ar
                     a = b
                 n = a
             else:
-                if by_data and n_label[n] & ~START:
+                if by_data and n_label[n] & sel:
                     if k == m or n_pos[n] != want[k]:
                         break  # selects another position than the winner's
                     k += 1

@@ -29,6 +29,12 @@ class Options(NamedTuple):
     max_work: int     # candidate events at one end event (candidate_events), 0: no such budget
     unless_bit: int   # the label of the left side of the one UNLESS inside the pattern (not under
                       # + or :+) of a post-filtered run, 0: none; enumeration cuts its failures
+    ordered: int      # NEXT or LAST: a post-filtered run whose check decides among its candidates
+                      # under that strategy (kernel/ordered.py), 0: none
+    selected: int     # the label bits of the selected variables: the positions a data set holds
+    plain: int        # Options.ordered: an end event with more candidates than this (or holding more
+                      # than max_work events) hands them over in the strategy's order instead ...
+    chunk: int        # ... this many first, then twice as many each time none passed
 
 
 # How the phases run_batch calls per event are compiled. numba counts a reference to every array
@@ -50,6 +56,9 @@ TOO_MANY_RUNS = 7     # st[COUNT] > max_matches runs apart on register values af
 OVERFLOW = 8          # an integer sum in FILTER left the BIGINT range
 TOO_MANY_CANDIDATE_EVENTS = 9  # one end event's candidates hold st[WORK] > Options.max_work events
 TOO_MANY_STEPS = 10   # NEXT's or LAST's search at one end event took st[WORK] > st[STEPS] steps
+NEED_CHECK = 11       # Options.ordered: the buffer ends with the best data sets of event st[CURSOR]
+                      # not handed over yet; the driver has them checked, and sets st[ORDER] to
+                      # DECIDED when one passed (kernel/ordered.py)
 
 # strategy codes
 ALL, ANY, NEXT, LAST, MAX, STRICT = 0, 1, 2, 3, 4, 5
@@ -79,10 +88,20 @@ MINDEX = 20    # MAX: 1 while the index holds every position of the event's kept
 WORK = 21      # the events of the candidates enumerated at the event (Options.max_work), or
                # the steps of NEXT's and LAST's search at the event (selection.py)
 STEPS = 22     # the steps NEXT's and LAST's search may take at one end event (search_steps)
-STATE_SIZE = 23
+HANDED = 23    # Options.ordered: the events of the candidates handed over at the event so far
+ORDER = 24     # Options.ordered, at the event: 0 while its candidates are enumerated as they come;
+               # k + 1 once k of its data sets (in the strategy's order) are handed over; DECIDED
+ROUND = 25     # Options.ordered: how many times the event's data sets were handed over
+STATE_SIZE = 26
+DECIDED = -1   # st[ORDER]: the check found the event's match: nothing more is written for it
 
 # what enumeration reports (TOO_MANY and TOO_MANY_CANDIDATES are shared with the statuses)
 OK, FULL = 0, 1
+OPEN = NEED_CHECK  # Options.ordered: more candidates at the event than Options.plain
+# Options.plain: as they come, candidates cost least (no walk of the trie, no round trip to the
+# check), so only an event whose candidates pass the events budget hands them over in order
+ORDER_PLAIN = 1 << 62
+ORDER_CHUNK = 1024  # Options.chunk: few enough that a check of them costs milliseconds
 # NEXT, LAST and MAX choose among every result ALL would give at an end event. That number can
 # grow exponentially with the events in reach (no WITHIN); past this many candidates per event
 # (scaled by maxMatchesPerEvent) the run fails with an error instead of running for hours.

@@ -17,7 +17,7 @@ from numba import njit, types
 from numba.typed import Dict
 
 from cerql.exec.kernel.arena import add_output_node, add_union_node, alive
-from cerql.exec.kernel.enumeration import report_results
+from cerql.exec.kernel.enumeration import report_ordered, report_results
 from cerql.exec.kernel.registers import KEY, KEY_SIZE, REGISTER_COLUMNS, Sides, run_key, step_registers
 from cerql.exec.kernel.state import (ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, FINALS, LIVE, MOVING, NACT,
                                      NEED_ACTIVE, NEED_ARENA, NEED_D, NEED_S, NEED_TRANSITION, NRES, NSTART, OK,
@@ -192,6 +192,10 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
         r0 = st[NRES]
         if st[FINALS] > 0 and bounds_starts:
             bound_starts(i, cutoff, bound, windowed, dfa.final, st, runs, arena)
+        elif st[FINALS] > 0 and options.ordered:
+            status = report_ordered(i, cutoff, options, events, dfa, regs, st, runs, arena, out)
+            if status != OK:
+                return status
         elif st[FINALS] > 0:  # else no run ends a result here, and the call would cost more than the event
             status = report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out)
             if status != OK:
