@@ -68,6 +68,10 @@ CASES = [
      "MemoryError at 8.2 GB"),
     ("i3_avg_all20", f"SELECT * FROM s WHERE {AVG} ORDER BY ts WITHIN 100 EVENTS", lambda: chain(20),
      "fails after 74 s"),
+    ("i3_avg_last20", f"SELECT LAST * FROM s WHERE {AVG} ORDER BY ts WITHIN 100 EVENTS", lambda: chain(20),
+     "- (as NEXT)"),
+    ("i3_avg_next19_none", f"SELECT NEXT * FROM s WHERE {AVG} + 5 ORDER BY ts WITHIN 100 EVENTS", lambda: chain(19),
+     "- (no candidate passes)"),
     ("i3_unless_next24", "SELECT NEXT * FROM s WHERE A AS a ; ((B+ AS b ; C AS c) UNLESS D) ORDER BY ts "
      "WITHIN 100 EVENTS", lambda: chain(24), "numpy MemoryError"),
     ("i3_unless_random5k", "SELECT NEXT * FROM s WHERE A AS a ; ((B AS b ; B AS c) UNLESS C) ORDER BY ts",
