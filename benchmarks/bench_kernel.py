@@ -194,9 +194,10 @@ def build_cases(windows, lengths, enum_points) -> list[Case]:
     # while the results that start at its start grow with the window (every b after a). MAX
     # stops at 10^3: every (a, b) pair is maximal, 10^5 results per closing event at 10^4.
     cases += _strategy_sweep("seq", "S3 ", "SELL AS a ; BUY AS b ; SELL AS c", windows, max_window_for_max=1_000)
-    # Negation and conjunction (issue 20, DESIGN.md 4.8) without output, against the plain
-    # sequence of the same length: UNLESS runs a second automaton ahead of the query's, AND and
-    # ALL are products of two automata; all four closed by an event that never occurs.
+    # Negation and conjunction (issue 20; docs/language.md, "Negation and conjunction") without
+    # output, against the plain sequence of the same length: UNLESS runs a second automaton ahead
+    # of the query's, AND and ALL are products of two automata; all four closed by an event that
+    # never occurs.
     names = "a[name = 'INTC'] AND b[name = 'RIMM'] AND c[name = 'NotExists']"
     negation = {
         "S3'": f"SELECT * FROM stock WHERE SELL AS a ; BUY AS b ; SELL AS c FILTER {names}",

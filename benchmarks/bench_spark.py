@@ -8,7 +8,7 @@ stdout and, with ``--json PATH``, every figure as JSON.
 Every variant is forced with ``df.write.format("noop").mode("overwrite").save()`` and timed in
 wall seconds, best of ``--repeat``. The rounds are interleaved (round r runs every variant once),
 so a burst of load from other processes hits all of them, and each query is also given as a
-ratio to its JVM-only baseline measured in the same round (DESIGN.md 7: at least 70 % of the
+ratio to its JVM-only baseline measured in the same round (docs/benchmarks.md, "Targets": at least 70 % of the
 throughput of a bare repartition + sort of the same rows). For each run the CPU seconds of the
 JVM and of the Python workers (``/proc``, the descendants of this process) are recorded too.
 
@@ -108,7 +108,7 @@ QUERIES = {
         "SELECT s[price], b[price] FROM stock WHERE SELL AS s ; BUY AS b "
         "PARTITION BY [name] WITHIN 1 SECOND"),
 }
-# The groups of the targets in docs/benchmarks.md (DESIGN.md 7: at least 0.7x the bare shuffle).
+# The groups of the targets in docs/benchmarks.md ("Targets": at least 0.7x the bare shuffle).
 FILTERED = ("seq_part", "kleene_part", "seq_one")
 POSITIONED = ("kleene_events", "contig_part", "strict_part")
 # seq_part returning only the prices: cerql shuffles name, ts, price (and its own three

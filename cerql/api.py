@@ -1,11 +1,11 @@
 """The public entry points that need no Spark: ``parse``, ``analyze``, ``run``, ``explain``.
 
 Input: CEQL text (and, for ``run``, tables by name). Output: an AST, an analysis, a pandas
-DataFrame of matches, or an explanation. Each function runs the stages of DESIGN.md section 6 in
-order (parse -> analyze -> resolve, whose plan planner/rules.py completes -> evaluate -> render)
-and lets every CeqlError through with the query text attached. ``explain`` prints the plan that
-runs: with a Spark session the one ``cer_sql`` builds; without one, having no schemas, the rules'
-choices with names as written.
+DataFrame of matches, or an explanation. Each function runs the stages in the order of
+docs/architecture.md, "The data path" (parse -> analyze -> resolve, whose plan planner/rules.py
+completes -> evaluate -> render) and lets every CeqlError through with the query text attached.
+``explain`` prints the plan that runs: with a Spark session the one ``cer_sql`` builds; without
+one, having no schemas, the rules' choices with names as written.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def parse(text: str) -> ast.Query:
 
 @_deep
 def analyze(text: str) -> Analysis:
-    """Parse and check a query without data (DESIGN.md section 8)."""
+    """Parse and check a query without data: a bad query raises a CeqlError with its position and a hint."""
     return analyzed(text)[0]
 
 
@@ -161,7 +161,7 @@ def run(
         event and output-linear enumeration. ``"reference"`` is the brute-force oracle of the
         tests, for tiny inputs only.
     max_matches_per_event : int
-        A single event completing more results than this fails the query (DESIGN.md 4.6).
+        A single event completing more results than this fails the query (docs/semantics.md, "Limits").
     max_output_rows : int
         A query with more results than this (after LIMIT) fails with TOO_MANY_OUTPUT_ROWS
         instead of filling memory (``cerql.maxOutputRows``, default 1 000 000).

@@ -125,8 +125,8 @@ class Filter(_Node):
 @dataclass(frozen=True, slots=True)
 class Not(_Node):
     """``NOT (T)`` or ``NOT (T FILTER T[p])``: one event that the atom (with its filter) does not
-    match (DESIGN.md 4.8). It is in the result's interval but binds no variable, not even the
-    type (an ``AS`` around it names it)."""
+    match (docs/language.md, "Negation and conjunction"). It is in the result's interval but
+    binds no variable, not even the type (an ``AS`` around it names it)."""
 
     atom: Atom
     condition: "Condition | None" = None
@@ -178,7 +178,8 @@ class VarPredicate(_Node):
 
 @dataclass(frozen=True, slots=True)
 class CrossPredicate(_Node):
-    """A predicate over qualified columns of several variables (DESIGN.md 4.7)."""
+    """A predicate over qualified columns of several variables: docs/semantics.md,
+    "Predicates across variables"."""
 
     expr: SqlExpr
     span: Span | None = _span()
@@ -303,7 +304,7 @@ CONSUME_POLICIES = ("NONE", "PARTITION", "ANY")
 
 @dataclass(frozen=True, slots=True)
 class Select(_Node):
-    """One CEQL query (DESIGN.md section 2)."""
+    """One CEQL query (docs/language.md, "The shape of a query")."""
 
     projection: Star | tuple[SelectItem, ...]
     sources: tuple[Source, ...]

@@ -94,7 +94,8 @@ class OutputPlan:
 @dataclass(frozen=True)
 class CrossPlan:
     """A FILTER predicate across variables (``b.price > a.price``), compiled over a table of
-    "var.col" columns with one row per combination of the variables' events (DESIGN.md 4.7)."""
+    "var.col" columns with one row per combination of the variables' events (docs/semantics.md,
+    "Predicates across variables")."""
 
     fn: Callable
     columns: tuple[tuple[str, str], ...]    # (var, column) pairs it reads outside aggregates

@@ -1,6 +1,6 @@
 -- Heavy buying runs: after a SELL of a stock, one or more BUYs of it with nothing of that stock
 -- in between, adding up to at least 1500 shares. The FILTER's sum is over the run's buys
--- (DESIGN.md 4.7).
+-- (docs/language.md, "Predicates across variables and aggregates").
 SELECT s.price AS sell_price, count(b) AS buys, sum(b.volume) AS volume
 FROM stock
 WHERE SELL AS s : BUY :+ AS b

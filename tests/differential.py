@@ -1,7 +1,7 @@
 """Running one query on the local engine and on the reference evaluator, and comparing them.
 
-The reference evaluator (cerql/exec/reference.py) is DESIGN.md section 4 written as set
-operations; the property tests of tests/exec, tests/planner and tests/spark check the engines
+The reference evaluator (cerql/exec/reference.py) is the semantics (docs/language.md) written as
+set operations; the property tests of tests/exec, tests/planner and tests/spark check the engines
 against it. ``run_reference`` skips an input the oracle refuses as too large
 (``REFERENCE_INPUT_TOO_LARGE``); both runners return the error class a query failed with, so an
 error is compared like a result.

@@ -52,7 +52,7 @@ def variables(node) -> list[str]:
     kind = node[0]
     if kind == "atom":
         return [node[1]]
-    if kind == "not":  # binds nothing (DESIGN.md 4.8)
+    if kind == "not":  # binds nothing (docs/language.md, "Negation and conjunction")
         return []
     if kind == "unless":  # q's variables are its own
         return variables(node[1])
@@ -126,7 +126,7 @@ def conditions(draw, names: list[str], depth: int = 2):
 
 # operator -> weight; binary operators split the leaf budget, unary ones wrap a subpattern
 OPERATORS = ["seq"] * 4 + ["colon"] * 2 + ["or"] * 3 + ["plus"] * 3 + ["cplus"] * 2 + ["as"] * 4 + ["filter"] * 2
-PRODUCTS = ["and"] * 2 + ["all"] * 2  # DESIGN.md 4.8
+PRODUCTS = ["and"] * 2 + ["all"] * 2  # docs/language.md, "Negation and conjunction"
 BINARY = ("seq", "colon", "or", "and", "all")
 
 

@@ -1,8 +1,8 @@
 """Building small streams and reading results back, for tests of every package.
 
 ``typed_stream("A B A")`` writes a stream by its event types (ts = position), and
-``match_sets(df)`` turns a result DataFrame into the sets D of DESIGN.md section 9 (the
-positions of the matched events), so tests compare exact match sets. ``plan_of`` is the plan
+``match_sets(df)`` turns a result DataFrame into its sets D (the positions of the matched
+events), so tests compare exact match sets. ``plan_of`` is the plan
 cerql resolves for a query over one stream ``s``.
 """
 

@@ -4,7 +4,7 @@ A ``Case`` holds one query in cerql's CEQL and, where the engine can run it with
 meaning, in CORE's CEQL and as a Flink ``MATCH_RECOGNIZE`` clause. The texts differ only where
 the engines do (docs/benchmarks.md, "Where the engines differ"):
 
-- CORE and Flink keep a match when end - start < n, cerql (seed 001, DESIGN.md 4.4) when
+- CORE and Flink keep a match when end - start < n, cerql (seed 001; docs/language.md, "WITHIN") when
   end - start <= n, so on the integer ``ts`` they are given n + 1;
 - CORE needs a window, so a cerql query without one (``ORDER BY ts``) gets ``NO_WINDOW`` there;
 - Flink matches consecutive rows only, so it gets the contiguous (``:``) queries, whose every

@@ -1,4 +1,4 @@
-"""The ``cerql`` command line (DESIGN.md section 1): ``demo``, ``run`` and ``explain``.
+"""The ``cerql`` command line: ``demo``, ``run`` and ``explain`` (docs/semantics.md, "Surfaces").
 
 Input: the arguments. Output: text on stdout, result files, and an exit code: 0 on success,
 2 for a query error (a :class:`cerql.CeqlError`, also one raised inside a Spark task, printed as

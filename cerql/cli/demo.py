@@ -314,9 +314,9 @@ def spark_tables(spark, tables: Mapping[str, pd.DataFrame]) -> dict:
 
 
 def _first_matches(table, limit: int) -> pd.DataFrame:
-    """The first ``limit`` rows of a result (either engine's, as Arrow) in the order of DESIGN.md
-    4.6 (partition columns, match_end, match_start, match_id), as plain Python values (dicts,
-    lists of dicts)."""
+    """The first ``limit`` rows of a result (either engine's, as Arrow) in LIMIT's order
+    (docs/language.md, "LIMIT": partition columns, match_end, match_start, match_id), as plain
+    Python values (dicts, lists of dicts)."""
     names = table.column_names
     keys = names[: names.index("match_id")] + ["match_end", "match_start", "match_id"]
     first = table.sort_by([(k, "ascending") for k in keys]).slice(0, limit)

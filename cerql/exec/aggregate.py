@@ -8,7 +8,7 @@ min and max, as Spark orders it. A sum of integers is a BIGINT that must not ove
 (ANSI mode) raises ARITHMETIC_OVERFLOW when an addition in stream order leaves the BIGINT range,
 and so does this module (Python's integers would otherwise grow past what Arrow can hold).
 
-A sum or avg of DECIMAL(p, s) is exact (DESIGN.md 4.7, docs/semantics.md "Decimal aggregates"):
+A sum or avg of DECIMAL(p, s) is exact (docs/semantics.md, "Aggregates over a variable's events in SELECT"):
 the values are added as integers of unit 10**-s into Spark's sum type DECIMAL(min(38, p + 10),
 s), ARITHMETIC_OVERFLOW when a running sum in stream order leaves it (the same point where
 Spark's higher-order ``aggregate`` of ``cer_sql`` fails); avg divides that sum by the count and

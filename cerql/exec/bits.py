@@ -1,9 +1,9 @@
 """Which rows of a stream can take part in a match, and what a result's label bits stand for.
 
-Every engine drops the same rows before matching (DESIGN.md 3 and 6.2), each in its own
-medium: the local engine and the SQL-cell function on Arrow tables (``cerql.exec.stream``),
-Spark in column expressions (``cerql.spark.lower.kept_rows``). This module says which rows,
-once for all of them:
+Every engine drops the same rows before matching (docs/semantics.md, "Rows that take no part"
+and "On Spark"), each in its own medium: the local engine and the SQL-cell function on Arrow
+tables (``cerql.exec.stream``), Spark in column expressions (``cerql.spark.lower.kept_rows``).
+This module says which rows, once for all of them:
 
 - a row with a NULL in one of :func:`non_null_columns` (the first ordering column and the
   partition keys) is in no substream and has no place in the order;

@@ -19,7 +19,7 @@ engines' label entries count them) are counted too, part by part as they come, a
 ``max_output_events`` (``cerql.maxOutputEvents``, default 10 000 000, about 1 GB rendered at
 four columns: ~90 bytes an event) the query fails with TOO_MANY_OUTPUT_EVENTS before anything
 is rendered. With LIMIT n only results that can
-still be among the first n (DESIGN.md 4.6: PARTITION BY columns, match_end, match_start,
+still be among the first n (docs/language.md, "LIMIT": PARTITION BY columns, match_end, match_start,
 match_id) are held, so a LIMIT bounds memory whatever the query would otherwise return; the
 engine's arrays become Python objects a few thousand events at a time, so that results of
 many events are dropped before they are all made objects.

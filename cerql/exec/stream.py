@@ -4,8 +4,8 @@ Input: a :class:`cerql.plan.QueryPlan` and ``{table key: pyarrow.Table}``. Outpu
 :class:`Stream`: the union of the sources by column name, without the rows that can take part
 in no match (NULL first ordering column, NULL partition key), sorted by (partition key, ordering
 columns, source position in FROM, row ordinal in the source), cut into substreams, with one
-boolean per row for each atom and each unary predicate and the window values (DESIGN.md 3).
-Every engine reads the same Stream, so they see the same order.
+boolean per row for each atom and each unary predicate and the window values (docs/language.md,
+"Events and the stream"). Every engine reads the same Stream, so they see the same order.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Running compiled expressions on Arrow tables.
 
 Input: a function from planner/arrow_expr.py (``table -> value``) and a table. Output: a whole
-Arrow array, or a NumPy bool array for predicates (NULL counts as false, DESIGN.md 4.1).
+Arrow array, or a NumPy bool array for predicates (NULL counts as false: docs/language.md, "NULL").
 """
 
 from __future__ import annotations

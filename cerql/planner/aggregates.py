@@ -1,4 +1,4 @@
-"""Aggregates over a variable's events in SELECT (DESIGN.md 4.7): what is accepted and its types.
+"""Aggregates over a variable's events in SELECT: what is accepted and its types.
 
 Input: sqlglot trees of SELECT expressions. Output: the aggregate calls they make, checked
 (``check``), typed (``result_type``), and written as Spark SQL over the hidden column that holds
@@ -10,7 +10,8 @@ An aggregate reads one column of one pattern variable, ``sum(b.volume)``, or cou
 stream order: ``sum``, ``avg``, ``min``, ``max`` and ``count(b.col)`` skip NULLs (NULL, or 0 for
 count, when nothing is left), ``first``/``last`` take the first/last event's value as it is,
 ``collect_list`` the non-NULL values in order. A variable without events in a result gives the
-value of no rows. Single-event variables count as sets of zero or one event.
+value of no rows. Single-event variables count as sets of zero or one event (docs/semantics.md,
+"Aggregates over a variable's events in SELECT").
 """
 
 from __future__ import annotations

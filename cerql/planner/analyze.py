@@ -1,10 +1,11 @@
 """Static analysis: what a query means before any data is seen.
 
 Input: a parsed :class:`cerql.ast.Query` and its text. Output: an :class:`Analysis` with the
-variables, their scopes and cardinalities, what ``SELECT`` selects, and the checks of DESIGN.md
-section 8 that need no schema: FILTER variables bound in the filtered pattern, CONSUME BY ANY
-without PARTITION BY, variable names that clash with output columns, known sources in ``S>T``.
-Errors are :class:`cerql.errors.AnalysisError` (or ``UnsupportedError``) with a position.
+variables, their scopes and cardinalities, what ``SELECT`` selects, and the query errors that
+need no schema (docs/architecture.md, "The packages"): FILTER variables bound in the filtered
+pattern, CONSUME BY ANY without PARTITION BY, variable names that clash with output columns,
+known sources in ``S>T``. Errors are :class:`cerql.errors.AnalysisError` (or
+``UnsupportedError``) with a position.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ def find_name(text: str, name: str, start: int = 0) -> int | None:
 
 def pattern_variables(node) -> list[str]:
     """Variables a pattern defines and shows outside it: atom types and AS names, in order of
-    appearance. The atom of ``NOT (T)`` binds nothing (DESIGN.md 4.8), and the variables of
-    UNLESS's right side are its own."""
+    appearance. The atom of ``NOT (T)`` binds nothing, and the variables of UNLESS's right side
+    are its own (docs/language.md, "Negation and conjunction")."""
     out: list[str] = []
 
     def visit(n) -> None:
@@ -134,8 +135,9 @@ def _cardinality(node, var: str) -> int:
 
 
 def _star_variables(node, under_as: bool = False) -> list[str]:
-    """``*``: every AS variable plus the type of each atom under no AS (DESIGN.md 4.2); not
-    the atom of a NOT, nor what UNLESS's right side binds (DESIGN.md 4.8)."""
+    """``*``: every AS variable plus the type of each atom under no AS (docs/language.md,
+    "SELECT"); not the atom of a NOT, nor what UNLESS's right side binds (docs/language.md,
+    "Negation and conjunction")."""
     if isinstance(node, ast.Atom):
         return [] if under_as else [node.type]
     if isinstance(node, ast.Not):
@@ -380,7 +382,7 @@ def analyze(query: ast.Query, text: str) -> Analysis:
 
     outputs = _outputs(select, variables, cardinality, text)
     # Reserved names compare case-insensitively (Spark's default); outputs among themselves
-    # compare exactly, so `A AS a ; A` selects both a and A (DESIGN.md 4.2).
+    # compare exactly, so `A AS a ; A` selects both a and A (docs/semantics.md, "Results").
     reserved = {c.lower() for c in partition_names(select)} | set(MATCH_COLUMNS)
     seen: set[str] = set()
     for out in outputs:

@@ -23,7 +23,7 @@ The construction is Thompson's, one fragment per operator, then epsilon removal:
 A fresh initial state with a TRUE self-loop lets a match start anywhere; the transitions leaving
 it mark START. Marks of unselected variables are dropped (projection), and states are paired with
 a flag "some selected variable is marked" so that a result selecting nothing never reaches a final
-state (DESIGN.md 4.2). States that cannot reach a final state are removed.
+state (docs/semantics.md, "Results"). States that cannot reach a final state are removed.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Name resolution: an analyzed query against the schemas of its sources.
 
 Input: an :class:`~cerql.planner.analyze.Analysis` and ``{source name: pyarrow.Schema}``.
-Output: a :class:`cerql.plan.QueryPlan`. This is where DESIGN.md section 3 is decided: which
-table each source is, its type column, what each atom matches, the ordering column, the window
-kind, and every column a predicate or SELECT item reads. Unknown names, impossible event types
-and wrong types are :class:`cerql.errors.AnalysisError` with a position, before any data is read.
+Output: a :class:`cerql.plan.QueryPlan`. This is where the stream is decided (docs/language.md,
+"Events and the stream"): which table each source is, its type column, what each atom matches,
+the ordering column, the window kind, and every column a predicate or SELECT item reads. Unknown
+names, impossible event types and wrong types are :class:`cerql.errors.AnalysisError` with a
+position, before any data is read.
 
 How the automaton engines then evaluate the query (partitioning, registers, the automaton,
 post-filters) is not decided here: ``resolve`` hands the query's

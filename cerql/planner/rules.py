@@ -141,11 +141,12 @@ def first_marker(k: int) -> str:
 def rebound_variables(pattern) -> dict[int, frozenset[str]]:
     """Per FILTER (by id): the variables its condition reads that its pattern binds and an AS
     around it binds again, as in ``((A AS a ; A AS c) FILTER a.ts < c.ts) AS a``. The FILTER
-    holds on its own valuation (DESIGN.md 4.1), where a is the first A only, but a result's
-    labels give a both A's, from the AS around; so the relaxed automaton gives these variables
-    a private label inside the FILTER (``private_label``). Labels at a position come from its
-    atom and the AS's around that atom, so only an AS around the FILTER can add to them, or the
-    other side of an AND or ALL, whose variables label the events both sides take."""
+    holds on its own valuation (docs/semantics.md, "Predicates across variables"), where a is
+    the first A only, but a result's labels give a both A's, from the AS around; so the relaxed
+    automaton gives these variables a private label inside the FILTER (``private_label``).
+    Labels at a position come from its atom and the AS's around that atom, so only an AS around
+    the FILTER can add to them, or the other side of an AND or ALL, whose variables label the
+    events both sides take."""
     out: dict[int, frozenset[str]] = {}
 
     def visit(node, around: frozenset[str]) -> None:

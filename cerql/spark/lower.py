@@ -1,8 +1,8 @@
-"""Lowering a resolved query to a Spark DataFrame (DESIGN.md section 6.2).
+"""Lowering a resolved query to a Spark DataFrame (docs/semantics.md, "On Spark").
 
 Input: a :class:`cerql.plan.QueryPlan` and one Spark DataFrame per FROM source (keyed like the
 schemas the plan was resolved against). Output: a lazy DataFrame of results in the schema of
-DESIGN.md section 5. The pipeline, in order:
+docs/language.md, "The output schema". The pipeline, in order:
 
 1. each source gets its position in FROM and a row ordinal (``monotonically_increasing_id``,
    taken before any shuffle), its columns renamed to the stream's spelling and cast to the
@@ -24,7 +24,7 @@ column ``a.b``, or outputs ``a`` and ``A`` (``SELECT * ... WHERE A AS a ; A``) c
 referred to by name. The plan never does: the sources' columns are renamed by position
 (``toDF``) to ``__cerql_c<k>``, the task sees the real names again (its batches are renamed by
 position), its results come back as ``__cerql_r<k>``, and only the last select names the
-columns as DESIGN.md section 5 does.
+columns (docs/language.md, "The output schema").
 """
 
 from __future__ import annotations
@@ -186,7 +186,8 @@ def shown_names(plan: QueryPlan) -> dict[str, str]:
 def source_field(name: str, fields: list, columns) -> int | None:
     """The index among a source's ``fields`` of the stream column ``name`` (one of ``columns``):
     the field spelled exactly so, else the one field equal to it case-insensitively when no
-    other stream column is (the union is by name, case-insensitively, DESIGN.md 3)."""
+    other stream column is (the union is by name, case-insensitively: docs/semantics.md,
+    "Names and sources")."""
     exact = [k for k, f in enumerate(fields) if f.name == name]
     if exact:
         return exact[0]
@@ -232,7 +233,8 @@ def _hashable(data_type) -> bool:
 
 
 def union_frames(plan: QueryPlan, frames: Mapping):
-    """The stream of DESIGN.md section 3 as one DataFrame, with source and ordinal columns."""
+    """The stream (docs/language.md, "Events and the stream") as one DataFrame, with source and
+    ordinal columns."""
     from pyspark.sql.pandas.types import from_arrow_type
 
     def spark_type(t: pa.DataType):

@@ -1,4 +1,4 @@
-"""``%%ceql``: a notebook cell that is a CEQL query (DESIGN.md section 1).
+"""``%%ceql``: a notebook cell that is a CEQL query (docs/semantics.md, "SQL cells").
 
 Input: the cell text, the user's namespace and the active Spark session. Output: the result
 DataFrame of ``cerql.cer_sql``, returned so Jupyter displays it, and stored under the name given

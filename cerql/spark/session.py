@@ -1,11 +1,12 @@
 """CEQL on a Spark session: ``cerql.cer_sql(spark, text)`` and ``spark.cer_sql(text)``.
 
 Input: a classic or Spark Connect session, CEQL text, and optionally DataFrames by name.
-Output: a lazy DataFrame of results (DESIGN.md section 5); ``CREATE [OR REPLACE] TEMP VIEW v AS``
-registers it as a temp view instead. The stages run in the order of DESIGN.md section 6: parse and
-analyze (no Spark), find the sources (keyword DataFrames first, then tables, temp views and
-catalog names), resolve names against their schemas, and lower to a Spark plan. Every query error
-is a CeqlError raised before Spark runs anything.
+Output: a lazy DataFrame of results (docs/language.md, "The output schema"); ``CREATE [OR REPLACE]
+TEMP VIEW v AS`` registers it as a temp view instead. The stages run in the order of
+docs/architecture.md, "The data path": parse and analyze (no Spark), find the sources (keyword
+DataFrames first, then tables, temp views and catalog names), resolve names against their
+schemas, and lower to a Spark plan. Every query error is a CeqlError raised before Spark runs
+anything.
 
 ``import cerql`` adds ``cer_sql`` to the classic session class, and to the Spark Connect one
 when it is imported (it is a separate class, not a subclass), only where the attribute is absent.

@@ -1,8 +1,8 @@
-"""The SQL-cell surface: a table function ``cerql(TABLE(t), 'query')`` (DESIGN.md section 1).
+"""The SQL-cell surface: a table function ``cerql(TABLE(t), 'query')`` (docs/semantics.md, "SQL cells").
 
 Input: a Spark session to register on; then, per call, one TABLE argument and the CEQL text as
-a constant (a literal or a named parameter marker). Output: the results of DESIGN.md section 5,
-one row per match, as rows of a SQL relation.
+a constant (a literal or a named parameter marker). Output: the results, in the columns of
+docs/language.md, "The output schema", one row per match, as rows of a SQL relation.
 
 Why a row-based Python UDTF: a table function whose output columns depend on the query needs a
 static ``analyze()``, and Spark's vectorized ``arrow_udtf`` has none (SPARK-53286). ``analyze``
@@ -124,8 +124,9 @@ def _read_columns(plan: QueryPlan, derived=()) -> list[str]:
 
 
 def _output_schema(plan: QueryPlan, task: TaskPlan, struct):
-    """DESIGN.md section 5 as a Spark StructType: variables from the task's schema, expressions
-    from the Arrow type their compiled function gives on an empty table."""
+    """The output schema (docs/language.md, "The output schema") as a Spark StructType:
+    variables from the task's schema, expressions from the Arrow type their compiled function
+    gives on an empty table."""
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType
 

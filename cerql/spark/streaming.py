@@ -1,9 +1,10 @@
-"""CEQL over Structured Streaming: ``cer_sql`` on streaming sources (DESIGN.md 6.4).
+"""CEQL over Structured Streaming: ``cer_sql`` on streaming sources (docs/streaming.md).
 
-Input: the rows of the stream of DESIGN.md section 3 as spark/lower.py builds them (hidden
-columns, source, ordinal, condition bits, inert rows dropped), from streaming sources, and the
-plan. Output: a streaming DataFrame of result rows in the schema the batch task gives, to be
-written in append mode; spark/lower.py names its columns as for a batch query.
+Input: the rows of the stream (docs/language.md, "Events and the stream") as spark/lower.py
+builds them (hidden columns, source, ordinal, condition bits, inert rows dropped), from
+streaming sources, and the plan. Output: a streaming DataFrame of result rows in the schema the
+batch task gives, to be written in append mode; spark/lower.py names its columns as for a batch
+query.
 
 Why this shape:
 

@@ -1,4 +1,5 @@
-"""Aggregates over a variable's events in SELECT (DESIGN.md 4.7), on both local engines.
+"""Aggregates over a variable's events in SELECT, on both local engines (docs/semantics.md,
+"Aggregates over a variable's events in SELECT").
 
 Each value is Spark's aggregate of that column over the variable's events in the result (so
 tests/spark/test_spark_engine.py checks cer_sql against the same code): sum, avg, min, max and

@@ -3,8 +3,9 @@ exact expected results.
 
 WITHIN, PARTITION BY, ORDER BY and the stream order, FROM unions and event types, TYPED BY,
 ``S>T``, CONSUME BY, LIMIT, FILTER, projection, the output schema, the maxMatchesPerEvent guard,
-empty inputs and unicode names (DESIGN.md sections 3, 4 and 5). Every expected value is derived
-by hand from DESIGN.md; comments show the derivation where it is not immediate.
+empty inputs and unicode names, as docs/language.md and docs/semantics.md state them. Every
+expected value is derived by hand from those rules; comments show the derivation where it is not
+immediate.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""FILTER predicates across variables (DESIGN.md 4.7): the reference evaluator and the local engine.
+"""FILTER predicates across variables: the reference evaluator and the local engine.
 
-A predicate over qualified columns holds for a valuation of the filtered pattern when it holds
-for every combination of the named variables' events (x.col means each event of x, as in 4.1);
-so vacuously when one of them has no event, and never when it is NULL. Strategies, WITHIN and
-CONSUME BY then work on the results that passed, because the filter is part of the pattern.
-Every expected set is derived by hand in the comment above it, and each case also runs on the
-local engine, which must give the same rows (exec/post_filter.py). Positions = ts.
+A predicate over qualified columns (docs/semantics.md, "Predicates across variables") holds for
+a valuation of the filtered pattern when it holds for every combination of the named variables'
+events (x.col means each event of x, as in a bracket ``x[...]``); so vacuously when one of them
+has no event, and never when it is NULL. Strategies, WITHIN and CONSUME BY then work on the
+results that passed, because the filter is part of the pattern. Every expected set is derived by
+hand in the comment above it, and each case also runs on the local engine, which must give the
+same rows (exec/post_filter.py). Positions = ts.
 """
 
 from __future__ import annotations
@@ -200,11 +201,11 @@ def test_variable_bound_again_outside_the_filter():
 
 
 # Issue 15: an AS around a FILTER binds again a variable the FILTER reads. The FILTER holds on
-# its own valuation (DESIGN.md 4.1), where the variable has only the events the FILTER's pattern
-# gives it; the result's labels add the AS's events. On A@0 A@1 the FILTER's own a is {0}
-# (c = {1}): 0 < 1, count(a) = 1 and max(a.ts) = 0 all hold, then the AS gives a = {0, 1}. Read
-# from the result's a = {0, 1}, all three fail (the bug: no row). One result, D = {0, 1}
-# contiguous, so every strategy keeps it.
+# its own valuation (docs/semantics.md, "Predicates across variables"), where the variable has
+# only the events the FILTER's pattern gives it; the result's labels add the AS's events. On
+# A@0 A@1 the FILTER's own a is {0} (c = {1}): 0 < 1, count(a) = 1 and max(a.ts) = 0 all hold,
+# then the AS gives a = {0, 1}. Read from the result's a = {0, 1}, all three fail (the bug: no
+# row). One result, D = {0, 1} contiguous, so every strategy keeps it.
 STRATEGY_NAMES = ["ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT"]
 REBOUND = [("((A AS a ; A AS c) FILTER a.ts < c.ts) AS a", {"a": [0, 1], "c": [1]}),
            ("((A AS a ; A) FILTER count(a) = 1) AS a", {"a": [0, 1]}),

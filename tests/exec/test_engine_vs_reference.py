@@ -1,7 +1,7 @@
 """Differential tests: the automaton engine ("local") against the brute-force oracle ("reference").
 
-The reference evaluator (cerql/exec/reference.py) is DESIGN.md section 4 written as set
-operations on valuations; the local engine (planner/compile.py -> exec/automaton.py ->
+The reference evaluator (cerql/exec/reference.py) is the semantics (docs/language.md) written as
+set operations on valuations; the local engine (planner/compile.py -> exec/automaton.py ->
 the exec/kernel package, fed by exec/driver.py) computes the same results by a lazily determinized
 automaton over an enumerable structure. Hypothesis generates random nested patterns over event
 types A, B, C, D (every operator: ``;`` ``:`` ``+`` ``:+`` OR, AS with repeated variables, FILTERs
@@ -225,10 +225,11 @@ def test_run_renders_the_same_frame_from_both_engines(case):
 # --------------------------------------------------------------------------- FILTERs bound again
 # Issue 15: ``((A AS a ; A AS c) FILTER a.ts < c.ts) AS a`` over A A lost its result, because the
 # check on enumerated results read a's events from the AS around (both A's) instead of the
-# FILTER's own valuation (a = the first A; DESIGN.md 4.1). These patterns put an AS around a
-# FILTER across variables that binds again a variable the FILTER reads: with other events under
-# the AS, nested (the filtered pattern holds such a FILTER itself), under + or :+, in a sequence
-# or an OR, and sometimes under a FILTER over the whole pattern (registers, partitioning).
+# FILTER's own valuation (a = the first A; docs/semantics.md, "Predicates across variables").
+# These patterns put an AS around a FILTER across variables that binds again a variable the
+# FILTER reads: with other events under the AS, nested (the filtered pattern holds such a FILTER
+# itself), under + or :+, in a sequence or an OR, and sometimes under a FILTER over the whole
+# pattern (registers, partitioning).
 
 
 @st.composite

@@ -1,9 +1,10 @@
-"""NOT, AND, ALL and UNLESS (DESIGN.md 4.8, seed 003 section 5): hand-checked cases on both engines.
+"""NOT, AND, ALL and UNLESS (seed 003 section 5): hand-checked cases on both engines.
 
 Each case gives the results as (match_end, D) pairs, D the set of selected positions, on a
 stream whose ts is the position. The random differential tests (test_engine_vs_reference.py,
-tests/spark) draw these operators too; these are the cases whose answers are written down in
-DESIGN.md 4.8 and in seed 003's digest (G10-G12, K13-K15, K18, K19, K27).
+tests/spark) draw these operators too; these are cases whose answers are worked out by hand from
+docs/language.md and docs/semantics.md ("Negation and conjunction" in both, whose examples are
+among them) and from seed 003's digest (G10-G12, K13-K15, K18, K19, K27).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def run(query: str, stream, engine: str):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_all_takes_both_sides_in_any_order(engine):
-    # DESIGN.md 4.8: stream A B A C, (A AS a ALL C AS c) gives {0,3} and {2,3}
+    # docs/language.md, "Negation and conjunction": stream A B A C, (A AS a ALL C AS c) gives {0,3} and {2,3}
     df = run("* FROM s WHERE A AS a ALL C AS c", typed_stream("A B A C"), engine)
     assert ends_and_sets(df) == [(3, (0, 3)), (3, (2, 3))]
     df = run("* FROM s WHERE C AS c ALL A AS a", typed_stream("C B A"), engine)
@@ -77,7 +78,7 @@ def test_all_under_a_filter_across_variables(engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_and_takes_the_same_positions(engine):
-    # DESIGN.md 4.8: (A AS a ; C AS c) AND (A : C) on A B A C gives a={2}, c={3}
+    # docs/language.md, "Negation and conjunction": (A AS a ; C AS c) AND (A : C) on A B A C gives a={2}, c={3}
     df = run("a, c FROM s WHERE (A AS a ; C AS c) AND (A : C)", typed_stream("A B A C"), engine)
     assert df[["match_start", "match_end"]].values.tolist() == [[2, 3]]
     assert [(r["a"]["ts"], r["c"]["ts"]) for r in df.to_dict("records")] == [(2, 3)]
@@ -89,14 +90,14 @@ def test_and_takes_the_same_positions(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_and_unites_the_variables_of_both_sides(engine):
     # Seed 003 asks for the same valuation on both sides (K13 gives nothing); cerql unites them
-    # (DESIGN.md 4.8), so one side names what the other leaves unnamed
+    # (docs/semantics.md, "Negation and conjunction"), so one side names what the other leaves unnamed
     df = run("X, Y FROM s WHERE (T AS X) AND (T AS Y)", typed_stream("T T"), engine)
     assert sorted((r["X"]["ts"], r["Y"]["ts"]) for r in df.to_dict("records")) == [(0, 0), (1, 1)]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_not_is_one_event_in_the_interval_that_binds_nothing(engine):
-    # DESIGN.md 4.8: NOT (A) ; C AS c on A B A C gives c={3} with interval [1, 3]
+    # docs/language.md, "Negation and conjunction": NOT (A) ; C AS c on A B A C gives c={3} with interval [1, 3]
     df = run("* FROM s WHERE NOT (A) ; C AS c", typed_stream("A B A C"), engine)
     assert df[["match_start", "match_end"]].values.tolist() == [[1, 3]]
     assert list(df.columns) == ["match_id", "match_start", "match_end", "c"]
@@ -142,12 +143,12 @@ def test_a_filter_across_variables_inside_an_operand_holds_on_that_operand(engin
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_unless_drops_results_whose_interval_holds_one_of_the_right_side(engine):
-    # DESIGN.md 4.8: stream A B C, (A AS a ; C AS c) UNLESS B and UNLESS A give nothing
-    # (A lies inside [0, 2]: ends included)
+    # docs/language.md, "Negation and conjunction": stream A B C, (A AS a ; C AS c) UNLESS B
+    # and UNLESS A give nothing (A lies inside [0, 2]: ends included)
     for right in ("B", "A", "C"):
         assert len(run(f"* FROM s WHERE (A AS a ; C AS c) UNLESS {right}", typed_stream("A B C"), engine)) == 0
     assert len(run("* FROM s WHERE (A AS a ; C AS c) UNLESS D", typed_stream("A B C"), engine)) == 1
-    # seed 003 K18 and K19, the span reading DESIGN.md chose
+    # seed 003 K18 and K19, the span reading cerql chose (docs/semantics.md, "Negation and conjunction")
     assert ends_and_sets(run("* FROM s WHERE (A ; B) UNLESS C", typed_stream("C A B"), engine)) == [(2, (1, 2))]
     assert ends_and_sets(run("* FROM s WHERE (A ; B) UNLESS C", typed_stream("A C B A B"), engine)) == [(4, (3, 4))]
 

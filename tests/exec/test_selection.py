@@ -5,9 +5,10 @@ NEXT searches for the earliest live start before it enumerates. The results equa
 evaluator's.
 
 Hand cases from seed 000 (2-foundations.pdf, section 4, with erratum E1's corrected direction)
-and DESIGN.md 4.3; random queries of every shape under each strategy, with windows, PARTITION BY
-and CONSUME BY, against the reference; and queries whose candidates cannot be counted (which
-``strategies.admit`` refused with TOO_MANY_CANDIDATES_PER_EVENT) now finish.
+and docs/language.md, "Selection strategies"; random queries of every shape under each
+strategy, with windows, PARTITION BY and CONSUME BY, against the reference; and queries whose
+candidates cannot be counted (which ``strategies.admit`` refused with
+TOO_MANY_CANDIDATES_PER_EVENT) now finish.
 """
 
 from __future__ import annotations

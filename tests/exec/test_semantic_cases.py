@@ -1,10 +1,12 @@
-"""Semantic cases, run under every engine (the reference evaluator and the automaton): DESIGN.md
-section 9, seed 000's corner cases re-derived under set-valued variables (DESIGN.md 4.1), and
-seed 001's stock queries Q1-Q3.
+"""Semantic cases, run under every engine (the reference evaluator and the automaton): the
+reference cases of ``DESIGN_9`` (streams, patterns and every strategy's results), seed 000's
+corner cases re-derived under set-valued variables (docs/language.md, "Patterns"), and seed
+001's stock queries Q1-Q3.
 
-Every expected value below is derived by hand from DESIGN.md; a comment shows the derivation
-wherever it is not a plain reading of the section 9 table. Positions are 0-based and, unless
-said otherwise, equal to the ``ts`` column (``typed_stream`` sets ts = position).
+Every expected value below is derived by hand from the rules of docs/language.md and
+docs/semantics.md; a comment shows the derivation wherever it is not a plain reading of the
+``DESIGN_9`` table. Positions are 0-based and, unless said otherwise, equal to the ``ts`` column
+(``typed_stream`` sets ts = position).
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ DESIGN_9 = [
     Case("design9-contiguous-kleene", "A A A", "A :+ AS a", {"ALL": CONTIGUOUS_6}),
 ]
 
-# Seed 000's section 8.2, re-derived with set-valued variables (DESIGN.md 4.1). Cases that need
+# Seed 000's section 8.2, re-derived with set-valued variables (docs/language.md, "Patterns"). Cases that need
 # binary predicates (C20, C24) or nested selectors (C27) are outside the core and left out.
 SEED_000 = [
     Case("seed000-C1-with-attributes", "A B A B", "A AS a ; B AS b", {
@@ -178,8 +180,9 @@ SEED_000 = [
     Case("seed000-C16-kleene-of-as-then-B", "A A B", "(A AS a)+ ; B AS b", {
         "ALL": [(0, 1, 2), (0, 2), (1, 2)], "STRICT": [(0, 1, 2), (1, 2)], "NEXT": [(0, 1, 2)],
         "LAST": [(0, 1, 2)], "MAX": [(0, 1, 2)]}),
-    # C18 differs: with a and b selected the two valuations stay two results (DESIGN 9);
-    # selecting only the type variable A makes them equal, hence one result.
+    # C18 differs: with a and b selected the two valuations stay two results (as in DESIGN_9);
+    # selecting only the type variable A makes them equal, hence one result (docs/language.md,
+    # "SELECT": results equal after projection are one).
     Case("seed000-C18-equal-after-projection-is-one", "A", "(A AS a) OR (A AS b)",
          {"ALL": [(0,)]}, select="A"),
     Case("seed000-C19-double-kleene", "A A A", "((A AS a)+)+", {"ALL": ALL_7_SUBSETS}),
@@ -235,7 +238,7 @@ def test_any_picks_one_result_of_all_per_end_position(case, engine):
     assert_any_is_one_result_of_all_per_end(any_df, all_df, case.expected["ALL"])
 
 
-# --------------------------------------------------------------------------- section 9 details
+# --------------------------------------------------------------------------- DESIGN_9 details
 def test_or_of_same_type_gives_one_result_per_variable(engine):
     df = cerql.run("SELECT * FROM s WHERE (A AS a) OR (A AS b) ORDER BY ts", {"s": typed_stream("A")},
                    engine=engine)
@@ -266,7 +269,8 @@ def test_next_keeps_every_result_with_the_winning_data(engine):
 
 
 def test_star_with_type_under_as_shows_both_events_of_the_bare_type(engine):
-    # DESIGN 4.2: `A AS a ; A` gives a and A; A holds both A events, since types are variables.
+    # docs/semantics.md, "Results": `A AS a ; A` gives a and A; A holds both A events, since types are
+    # variables (docs/language.md, "Patterns").
     df = cerql.run("SELECT * FROM s WHERE A AS a ; A ORDER BY ts", {"s": typed_stream("A A")},
                    engine=engine)
     assert result_keys(df) == [((), 0, 1, (("a", (0,)), ("A", (0, 1))))]

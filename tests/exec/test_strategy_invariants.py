@@ -1,11 +1,12 @@
 """Property tests: the selection strategies, WITHIN, CONSUME BY and PARTITION BY against ALL.
 
 Random small patterns (atoms A/B/C with ``;``, ``:``, ``+``, ``:+``, OR, AS and unary FILTERs),
-printed as fully parenthesised CEQL, run on random streams of up to 7 events. The invariants are
-DESIGN.md 4.3-4.5: NEXT, LAST ⊆ MAX ⊆ ALL, STRICT ⊆ ALL, one D per end for NEXT and LAST, ANY
-one result of ALL per end, WITHIN n EVENTS = ALL restricted to end - start <= n, CONSUME BY NONE
-= ALL. Where DESIGN.md defines a strategy exactly, the test also rebuilds it from ALL's results
-with its definition (not with the evaluator's code) and compares.
+printed as fully parenthesised CEQL, run on random streams of up to 7 events. The invariants
+follow from docs/language.md ("Selection strategies", "WITHIN", "CONSUME BY"): NEXT, LAST ⊆ MAX
+⊆ ALL, STRICT ⊆ ALL, one D per end for NEXT and LAST, ANY one result of ALL per end, WITHIN n
+EVENTS = ALL restricted to end - start <= n, CONSUME BY NONE = ALL. Where those sections define a
+strategy exactly, the test also rebuilds it from ALL's results with its definition (not with the
+evaluator's code) and compares.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def by_end(ks):
 
 
 def next_greater(d1: frozenset, d2: frozenset, pick) -> bool:
-    """d1 <next d2 (pick=min) or d1 <last d2 (pick=max), DESIGN.md 4.3."""
+    """d1 <next d2 (pick=min) or d1 <last d2 (pick=max): docs/language.md, "Selection strategies"."""
     diff = d1 ^ d2
     return bool(diff) and pick(diff) in d2
 
@@ -113,7 +114,7 @@ def best(ds, pick) -> frozenset:
 
 
 def expected_strategy(strategy: str, all_keys: list[tuple]) -> set:
-    """DESIGN.md 4.3 applied to ALL's results, per end position."""
+    """docs/language.md, "Selection strategies", applied to ALL's results, per end position."""
     out = set()
     for group in by_end(all_keys).values():
         ds = {data(k) for k in group}
@@ -207,7 +208,7 @@ def test_consume_by_none_is_no_consumption(query, events, strategy):
 @SETTINGS
 @given(queries(), streams)
 def test_consume_by_partition_keeps_results_that_start_after_the_last_output(query, events):
-    # DESIGN.md 4.5 walked end by end over ALL's results (no strategy, no window).
+    # docs/language.md, "CONSUME BY", walked end by end over ALL's results (no strategy, no window).
     pattern, projection = query
     df = frame(events)
     all_keys = keys(run(q("", projection, pattern), df))

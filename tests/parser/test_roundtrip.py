@@ -1,4 +1,4 @@
-"""CEQL text -> AST -> canonical CEQL (DESIGN.md section 2, STYLE.md item 11).
+"""CEQL text -> AST -> canonical CEQL (the syntax of docs/language.md, STYLE.md item 11).
 
 Golden files in tests/fixtures:
 
@@ -229,7 +229,7 @@ def test_keywords_can_name_types_and_variables():
 
 
 def test_negation_and_conjunction_precedence():
-    # DESIGN.md 4.8, tightest first: ; > : > AND > ALL > OR > UNLESS > FILTER
+    # docs/language.md, "Precedence and parentheses", tightest first: ; > : > AND > ALL > OR > UNLESS > FILTER
     assert pattern("A ; B AND C : D") == ast.And(ast.Seq(A, B), ast.Contiguous(C, D))
     assert pattern("A AND B ALL C AND D") == ast.All(ast.And(A, B), ast.And(C, D))
     assert pattern("A ALL B OR C ALL D") == ast.Or(ast.All(A, B), ast.All(C, D))

@@ -1,5 +1,5 @@
 """Bad queries: every error is a CeqlError subclass with a stable error class, the position of
-the offending token, a caret under it and a hint (DESIGN.md section 8, STYLE.md item 7).
+the offending token, a caret under it and a hint (docs/architecture.md, "Rules of the house"; STYLE.md item 7).
 
 Each case names the stage that must reject the query:
 
@@ -144,7 +144,7 @@ CASES = [
     ("plus_after_filter", "parse",
      "SELECT * FROM stock WHERE SELL FILTER SELL[price > 1] +",
      P, "PATTERN_AFTER_FILTER", 1, 55),
-    # DESIGN.md 2: "a pattern OR after a FILTER needs parentheses"
+    # docs/language.md, "Precedence and parentheses": a pattern OR after a FILTER needs parentheses
     ("pattern_or_after_filter", "analyze",
      "SELECT * FROM stock WHERE SELL FILTER SELL[price > 1] OR BUY",
      P, "PATTERN_AFTER_FILTER", 1, 55),

@@ -1,4 +1,4 @@
-"""The Spark surfaces of DESIGN.md section 1: ``spark.cer_sql`` on classic and Connect sessions,
+"""The Spark surfaces (docs/semantics.md, "On Spark"): ``spark.cer_sql`` on classic and Connect sessions,
 ``cerql.cer_sql``, sources by keyword, temp view and catalog name, CREATE TEMP VIEW, the
 maxMatchesPerEvent guard, ``cerql.explain`` with a session, and query errors raised before Spark
 runs anything."""

@@ -1,4 +1,4 @@
-"""Spark results equal the local engine's (issue 5, DESIGN.md 3 and 6).
+"""Spark results equal the local engine's (issue 5; docs/semantics.md, "On Spark").
 
 Each case runs one query with ``cerql.cer_sql`` on the session-scoped Spark session and with
 ``cerql.run(engine="local")`` on the same generated rows, and compares the result rows as
@@ -6,9 +6,10 @@ multisets. The data has many partition keys, ties on the ordering column, NULL a
 ordering values and NULL types; the queries cover every strategy, every window kind, CONSUME BY,
 LIMIT, several sources, source-name atoms, TYPED BY and SELECT expressions.
 
-match_id: Spark numbers the rows of a source with ``monotonically_increasing_id`` (DESIGN.md 3),
-which equals the local row index only when the source has one partition. The cases compare
-match_id exactly on single-partition inputs and check it is unique on the others.
+match_id: Spark numbers the rows of a source with ``monotonically_increasing_id``
+(docs/semantics.md, "On Spark"), which equals the local row index only when the source has one
+partition. The cases compare match_id exactly on single-partition inputs and check it is unique
+on the others.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def data():
 
 def _spark_frames(spark, data, partitions):
     """The tables as Spark DataFrames of ``partitions`` partitions that keep the row order, so
-    ties on the ordering column are broken the same way by both engines (DESIGN.md 3)."""
+    ties on the ordering column are broken the same way by both engines (docs/language.md, "ORDER BY")."""
     frames = {}
     for name, pdf in data.items():
         pdf = pdf.astype({"k": "float64"}).assign(__row=np.arange(len(pdf)))
@@ -157,7 +158,8 @@ CASES = {
                  "PARTITION BY [k] ORDER BY ts WITHIN 12 [ts]",
     "registers_then_filter": "SELECT LAST a, c FROM s WHERE (A AS a OR D AS d) ; C AS c FILTER c.price < a.price "
                              "AND c.g = d.g AND c.price + d.price > 50 ORDER BY ts WITHIN 3 [ts]",
-    # NOT, AND, ALL (DESIGN.md 4.8): NOT's condition is computed in Spark as locally, NULL types included
+    # NOT, AND, ALL (docs/semantics.md, "Negation and conjunction"): NOT's condition is computed
+    # in Spark as locally, NULL types included
     "not_filtered": "SELECT * FROM s WHERE A AS a ; NOT (B FILTER B[price > 50]) AS n ; C AS c PARTITION BY [k] "
                     "ORDER BY ts WITHIN 6 EVENTS",
     "and": "SELECT * FROM s WHERE (A AS a ; B AS b) AND (A : B) PARTITION BY [k] ORDER BY ts WITHIN 6 EVENTS",
@@ -257,7 +259,7 @@ def _one_partition_frame(spark, table: pa.Table):
 
 def both_engines(spark, query: str, table: pa.Table) -> list[dict]:
     """The rows of ``query`` over ``s = table``, checked equal (match_id included) on Spark and
-    on the local engine; in the local engine's order (LIMIT's order, DESIGN.md 4.6)."""
+    on the local engine; in the local engine's order (LIMIT's order: docs/language.md, "LIMIT")."""
     local = cerql.run(query, {"s": table}, engine="local")
     on_spark = cerql.cer_sql(spark, query, s=_one_partition_frame(spark, table))
     want = local_records(local)
@@ -282,7 +284,8 @@ def test_columns_named_with_a_dot_or_a_backtick(spark):
 
 def test_outputs_differing_only_in_case_are_two_columns(spark):
     table = pa.table({"type": ["A", "A"], "ts": [0, 1]})
-    rows = both_engines(spark, "SELECT * FROM s WHERE A AS a ; A ORDER BY ts", table)  # DESIGN.md 4.2
+    # `A AS a ; A` gives both a and A (docs/semantics.md, "Results")
+    rows = both_engines(spark, "SELECT * FROM s WHERE A AS a ; A ORDER BY ts", table)
     assert [(r["a"], r["A"]) for r in rows] == [({"type": "A", "ts": 0}, [{"type": "A", "ts": 0}, {"type": "A", "ts": 1}])]
     rows = both_engines(spark, "SELECT a, A, count(a) AS n, count(A) AS m FROM s WHERE A AS a ; A ORDER BY ts LIMIT 5",
                         table)

@@ -1,4 +1,4 @@
-"""The SQL-cell surfaces (DESIGN.md section 1): ``cerql(TABLE(t), 'query')`` and ``%%ceql``.
+"""The SQL-cell surfaces (docs/semantics.md, "SQL cells"): ``cerql(TABLE(t), 'query')`` and ``%%ceql``.
 
 The table function's rows are compared with ``cerql.run(engine="local")`` on the same generated
 stream, as multisets of every column except match_id: the function has no row ordinal of the
