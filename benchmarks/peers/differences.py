@@ -43,7 +43,7 @@ EXAMPLES = [
     Example("window bound", [("SELL", 0), ("BUY", 10)], "SELECT * FROM stock WHERE SELL AS s ; BUY AS b WITHIN 10 [ts]",
             "SELECT * FROM S WHERE SELL AS s ; BUY AS b WITHIN 10 [ts]",
             flink_clause([("S", SELL), ("B", BUY)], "S B", within_ms=10),
-            "cerql keeps end - start <= n (seed 001, DESIGN.md 4.4), CORE and Flink end - start < n: "
+            "cerql keeps end - start <= n (seed 001; docs/language.md, "WITHIN"), CORE and Flink end - start < n: "
             "their queries say n + 1"),
     Example("selection strategy", ALTERNATING, "SELECT NEXT * FROM stock WHERE SELL AS s ; BUY AS b WITHIN 10 [ts]",
             "SELECT NEXT * FROM S WHERE SELL AS s ; BUY AS b WITHIN 10 [ts]", None,

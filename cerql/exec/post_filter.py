@@ -1,5 +1,6 @@
-"""The automaton engines for queries with FILTER predicates across variables (DESIGN.md 4.7) or
-with UNLESS inside the pattern (DESIGN.md 4.8).
+"""The automaton engines for queries with FILTER predicates across variables (docs/semantics.md,
+"Predicates across variables") or with UNLESS inside the pattern (docs/language.md, "Negation and
+conjunction").
 
 Input: a :class:`cerql.plan.QueryPlan` whose automaton was compiled with those predicates taken
 as true and with every variable their FILTERs read marked (planner/rules.py), and the
@@ -15,7 +16,7 @@ variables on one side, FILTERs inside the pattern or under +) the relaxed automa
 every valuation that satisfies the rest of the pattern (strategy ALL, no CONSUME BY, WITHIN
 applied), each result is kept when every such FILTER holds on its events (the reference
 evaluator's own check, so the two cannot drift apart), and CONSUME BY, the projection and the
-strategy are then applied end by end as DESIGN.md 4.3 orders them. The filter is part of the
+strategy are then applied end by end as docs/language.md ("Selection strategies") orders them. The filter is part of the
 pattern, so strategies choose among results that pass. A FILTER under + or :+ is checked on
 each repetition, which the relaxed automaton marks by its first event (``_owns``).
 
@@ -308,7 +309,7 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(
 def projected(plan: TaskPlan, matches: "driver.Matches") -> "driver.Matches":
     """The candidates as results: the labels of unselected variables (the markers) dropped,
     then the entries left with no label, then the candidates left with no entry (they select
-    nothing, DESIGN.md 4.2), and candidates that became equal kept once. Equal candidates are
+    nothing, docs/semantics.md, "Results"), and candidates that became equal kept once. Equal candidates are
     found by an order-free hash of their entries, then compared exactly."""
     keep_bits = sum(label_bits(matches.automaton.labels)[v] for v in plan.selected if v in matches.automaton.labels)
     n = len(matches)

@@ -66,7 +66,7 @@ class MatchChunk(NamedTuple):
 
 
 def too_many_matches(count: str, limit: int) -> ExecutionError:
-    """The maxMatchesPerEvent failure of DESIGN.md 4.6, shared by every engine. The message
+    """The maxMatchesPerEvent failure (docs/semantics.md, "Limits"), shared by every engine. The message
     starts with the error class in brackets, as Spark's do, because on Spark it reaches the
     driver only as the text of a failed task."""
     return ExecutionError(

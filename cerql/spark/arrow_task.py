@@ -8,14 +8,14 @@ the row satisfies ``plan.automaton.conditions[k]``), and, when Spark dropped the
 query that counts positions (``cerql.exec.bits.gap_masks``), in ``__cerql_pos`` a number that
 grows by one from row to row of the task's sorted input (dropped rows included), so that the
 difference between two rows of a substream is their distance in it. Output: per batch, an Arrow table of the
-results that end in it, in the output schema of DESIGN.md section 5, without SELECT expressions
+results that end in it, in the output schema (docs/language.md, "The output schema"), without SELECT expressions
 (the caller evaluates them on the result, as Spark does).
 
 This is what ``mapInArrow`` runs on Spark (the function itself imports no pyspark). The kernel
 reports positions within substreams; the task maps them to rows of the current batch or of the
 rows it kept from earlier batches. It keeps only the rows a later result can still reference:
 those of the current substream from the window edge on (and after the last consumed position),
-so memory is bounded by the window, not by the partition (DESIGN.md 6.2).
+so memory is bounded by the window, not by the partition (docs/semantics.md, "On Spark").
 
 Gaps: where positions jump over dropped rows, the task puts back at most
 ``cerql.exec.bits.inert_steps`` inert events (copies of the next row with no condition bit,

@@ -36,8 +36,9 @@ class Events(NamedTuple):
                         # (driver.Run.reach), kept on the nodes marking the event with the bit
     bound: np.ndarray   # int64: the latest start of a result of an UNLESS right side ending at or
                         # before the event, -1 for none; results of the query starting at or before
-                        # it contain that result and are dropped (DESIGN.md 4.8). The right sides'
-                        # runs (Options.bounds_starts) write it, the query's run reads it
+                        # it contain that result and are dropped (docs/language.md, "Negation and
+                        # conjunction"). The right sides' runs (Options.bounds_starts) write it,
+                        # the query's run reads it
 
 
 class Transitions(NamedTuple):

@@ -1,5 +1,5 @@
 """Selection strategies at one end event: the results NEXT and MAX keep among those written
-(DESIGN.md 4.3).
+(docs/language.md, "Selection strategies").
 
 Enumeration writes candidate results of an event to the output buffer
 (:class:`cerql.exec.kernel.enumeration.Output`); :func:`admit` decides on each one as it is
@@ -24,7 +24,8 @@ INDEX = 1 << 16
 def next_order(x, off_x, len_x, y, off_y, len_y):
     """-1, 0 or 1 as the data set x[off_x, off_x + len_x) is <next-less than, equal to or
     <next-greater than y[off_y, off_y + len_y) (both stored descending, last event first): the
-    least position where they differ is in the greater (DESIGN.md 4.3), and an extension by
+    least position where they differ is in the greater (docs/language.md, "Selection strategies"), and an
+    extension by
     later positions is greater."""
     i, j = off_x + len_x - 1, off_y + len_y - 1
     while i >= off_x and j >= off_y:
@@ -152,7 +153,7 @@ def admit(strategy, r0, out, st):
 
     The results kept so far for the event are always the winners among those seen, so memory
     holds the output, not every candidate: for NEXT they share one D, the greatest seen; for
-    MAX they are the D no other seen D strictly contains (DESIGN.md 4.3).
+    MAX they are the D no other seen D strictly contains (docs/language.md, "Selection strategies").
 
     MAX tests a result against the kept ones only where it can matter: a result can be
     strictly inside a kept one only if some kept result holds its first position, and can
