@@ -1,4 +1,4 @@
-"""CEQL text -> AST -> canonical CEQL (the syntax of docs/language.md, STYLE.md item 11).
+"""CEQL text -> AST -> canonical CEQL (the syntax of docs/language.md).
 
 Golden files in tests/fixtures:
 

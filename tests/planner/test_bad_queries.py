@@ -1,5 +1,5 @@
 """Bad queries: every error is a CeqlError subclass with a stable error class, the position of
-the offending token, a caret under it and a hint (docs/architecture.md, "Rules of the house"; STYLE.md item 7).
+the offending token, a caret under it and a hint (docs/architecture.md, "Rules of the house").
 
 Each case names the stage that must reject the query:
 
