@@ -10,6 +10,7 @@ known sources in ``S>T``. Errors are :class:`cerql.errors.AnalysisError` (or
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -400,11 +401,31 @@ def analyze(query: ast.Query, text: str) -> Analysis:
         # results keep SELECT *'s variables for their identity, and SELECT only picks columns.
         selected = tuple(dict.fromkeys(_star_variables(select.pattern)))
     if not selected:
-        raise AnalysisError.at(text, start_of(select.span), "The pattern binds no variable, so it has no results",
-                               "EMPTY_SELECT",
-                               "a result is the events its variables bind, and the atom of NOT (T) binds "
-                               "nothing: match at least one event, e.g. NOT (A) ; B")
+        # A pattern that binds no variable (WHERE NOT (A)) still has matches, and SELECT *
+        # promises every match: its results are the events the match covers, as CORE returns
+        # them, under a hidden variable no SELECT item shows (docs/language.md, "SELECT").
+        hidden = match_variable(select.pattern)
+        select = dataclasses.replace(select, pattern=ast.As(select.pattern, hidden, select.pattern.span))
+        variables += (hidden,)
+        cardinality[hidden] = max(ONE, _positions(select.pattern.pattern))
+        selected = (hidden,)
     return Analysis(text, select, view, variables, cardinality, selected, outputs)
+
+
+#: The hidden variable of a pattern that binds none (``match_variable``).
+MATCH_VARIABLE = "__match"
+
+
+def match_variable(pattern) -> str:
+    """A name for the hidden variable that holds every event of a match of a pattern that
+    binds no variable: ``__match``, unless a name inside the pattern (UNLESS's right side,
+    which hides its variables) is already that."""
+    taken = {n.var for n in ast.walk(pattern) if isinstance(n, ast.As)} | {
+        n.type for n in ast.walk(pattern) if isinstance(n, ast.Atom)}
+    name, k = MATCH_VARIABLE, 1
+    while name in taken:
+        name, k = f"{MATCH_VARIABLE}{k}", k + 1
+    return name
 
 
 def _definition_offset(select: ast.Select, out, text: str) -> int:
