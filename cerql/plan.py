@@ -129,6 +129,10 @@ class RegisterCheck:
     # count/sum/avg/min/max of ``left`` over x's events (x == y), compared with the constant
     # ``right``; count_events for count(x), whose ``left`` is unused
     aggregate: str | None = None
+    # a comparison in a FILTER repeated by + or :+ (``(A AS a ; B AS b FILTER b.x > a.x)+``) holds
+    # in each repetition: the automaton marks the first event of each with this label, where the
+    # kernel forgets the check's values (planner/rules.py ``registers_alone``); None: the whole pattern
+    reset: str | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,7 @@ class Evaluation:
     # automaton's runs (the post-filter checks every FILTER again).
     registers: tuple[RegisterCheck, ...] = ()
     register_leaves: tuple[ast.CrossPredicate, ...] = ()
+    register_scopes: tuple = ()             # per check, the + or :+ it holds in (``RegisterCheck.reset``)
     automaton: Automaton | None = None      # None until planner/rules.py chooses it
     # With predicates across variables left, the automaton is relaxed (they count as true) and
     # the local engine checks these on each enumerated result (exec/post_filter.py)

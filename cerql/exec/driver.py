@@ -91,7 +91,8 @@ class Run:
         self.det = Determinizer(automaton, dominance=dominance)
         self.value_dtype = np.dtype(value_dtype)
         # the query's settings, as the kernel reads them (the amount in the window values' type)
-        first_selected = all(t.label & ~START for t in automaton.transitions if t.label & START)
+        resets = int(np.bitwise_or.reduce(self.registers.resets))  # marks no result (kernel output_bits)
+        first_selected = all(t.label & ~(START | resets) for t in automaton.transitions if t.label & START)
         if candidates:
             max_work = kernel.candidate_events(max_matches)
         elif strategy == "MAX" and self.registers.count > 0:  # MAX compares every candidate
@@ -386,9 +387,11 @@ class RegisterSpec:
         self.kinds = np.array([self.KINDS[c.aggregate] for c in self.checks] or [0], np.int64)
         self.floats = np.array([c.floating for c in self.checks] or [False], np.bool_)
         self.singles = np.array([c.single for c in self.checks] or [False], np.bool_)
+        self.resets = np.array([bit[c.reset] if getattr(c, "reset", None) else 0 for c in self.checks] or [0],
+                               np.int64)
         # what the kernel reads: the same arrays (``rise`` changes kinds in place)
         self.plan = kernel.RegisterPlan(self.count, self.kinds, self.x_bits, self.y_bits, self.ops, self.floats,
-                                        self.singles)
+                                        self.singles, self.resets)
 
     @classmethod
     def none(cls) -> "RegisterSpec":

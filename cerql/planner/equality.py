@@ -138,6 +138,12 @@ def top_filters(pattern) -> list:
     return out
 
 
+def without_conjuncts(condition, dropped: set[int]):
+    """A FILTER condition without the conjuncts in ``dropped`` (by identity); None when none is
+    left."""
+    return _without(condition, dropped)
+
+
 def without(node, dropped: set[int]):
     """The pattern with the conjuncts in ``dropped`` (by identity) removed from its top FILTERs."""
     if not isinstance(node, ast.Filter):

@@ -34,11 +34,21 @@ least/greatest value, and how many values it has; a count compared with k stops 
 k + 1, which every later event leaves on the same side of k), and the kernel compares it with the
 constant when the run reaches a final state; the variable may hold any number of events.
 
+A comparison in a FILTER repeated by ``+`` or ``:+``, ``(A AS a ; B AS b FILTER b.x > a.x)+``, holds
+in each repetition on that repetition's events (docs/semantics.md, "Predicates across
+variables"). It is one too (``repeated_candidates``) when the FILTER is the body of the
+repetition (or a FILTER of it, inward) and both its variables are bound there and nowhere else
+in the pattern: the automaton marks the first event of each repetition, where the kernel clears
+the check's registers before that event binds anything, so each repetition is compared on its
+own events. Runs then meet again after each repetition, where enumerating every split of a
+result into repetitions and checking each grew exponentially with the window.
+
 At most ``plan.MAX_REGISTERS`` per query; the others stay with the post-filter.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -67,6 +77,7 @@ class Candidate:
     aggregate: str | None = None            # count/sum/avg/min/max of ``left`` over x (x == y),
                                             # compared with the constant ``right``; ``left`` is
                                             # None for count(x)
+    scope: object = None                    # the + or :+ whose repetitions it holds in, else None
 
 
 def _only_variable(side: exp.Expression) -> str | None:
@@ -98,26 +109,79 @@ def _aggregate(tree: exp.Expression, op: str, leaf) -> Candidate | None:
     return None
 
 
-def candidates(pattern, single: set[str]) -> list[Candidate]:
-    """The comparisons of the top FILTERs the kernel can check (see the module docstring);
-    ``single``: the variables that hold at most one event."""
-    out = []
-    for f in top_filters(pattern):
+def _comparisons(filters):
+    """(leaf, tree, op) of each AND-conjunct of ``filters`` that is a comparison."""
+    for f in filters:
         for leaf in conjuncts(f.condition):
             if not isinstance(leaf, ast.CrossPredicate):
                 continue
             tree = leaf.expr.tree
             while isinstance(tree, exp.Paren):
                 tree = tree.this
-            if type(tree) not in OPS:
-                continue
-            op = OPS[type(tree)]
-            found = _aggregate(tree, op, leaf)
-            if found is not None:
-                out.append(found)
+            if type(tree) in OPS:
+                yield leaf, tree, OPS[type(tree)]
+
+
+def candidates(pattern, single: set[str]) -> list[Candidate]:
+    """The comparisons of the top FILTERs the kernel can check (see the module docstring),
+    then those of FILTERs repeated by + or :+ (``repeated_candidates``); ``single``: the
+    variables that hold at most one event."""
+    out = []
+    for leaf, tree, op in _comparisons(top_filters(pattern)):
+        found = _aggregate(tree, op, leaf)
+        if found is not None:
+            out.append(found)
+            continue
+        x, y = _only_variable(tree.this), _only_variable(tree.expression)
+        if x is None or y is None or x == y or (op == "!=" and not (x in single and y in single)):
+            continue
+        out.append(Candidate(leaf, op, x, y, tree.this, tree.expression, x in single and y in single))
+    return (out + repeated_candidates(pattern))[:MAX_REGISTERS]
+
+
+def _binders(node) -> Counter:
+    """How many atoms and ASs under ``node`` bind each variable (not a NOT's atom, nor what
+    an UNLESS's right side binds, which bind nothing in a result)."""
+    out: Counter = Counter()
+    if isinstance(node, ast.Not):
+        return out
+    if isinstance(node, ast.Atom):
+        out[node.type] += 1
+        return out
+    if isinstance(node, ast.As):
+        out[node.var] += 1
+    if isinstance(node, ast.Unless):
+        return _binders(node.left)
+    if isinstance(node, ast.Filter):
+        return out + _binders(node.pattern)
+    for child in ast.children(node):
+        out += _binders(child)
+    return out
+
+
+def repeated_candidates(pattern) -> list[Candidate]:
+    """The comparisons of FILTERs repeated by + or :+ that the kernel can check per repetition
+    (see the module docstring): in the top FILTERs of a repetition's body, between two
+    variables the body binds and nothing else in the pattern does, without aggregates (they are
+    checked once, at the end of the result), != only between variables of one event in a
+    repetition. Each carries its + or :+ as ``scope``."""
+    from cerql.planner.analyze import ONE, _cardinality  # one event per repetition, as analysis counts it
+
+    everywhere = _binders(pattern)
+    out = []
+    for node in ast.walk(pattern):
+        if not isinstance(node, (ast.KleenePlus, ast.ContiguousPlus)):
+            continue
+        body = node.pattern
+        inside = _binders(body)
+        for leaf, tree, op in _comparisons(top_filters(body)):
+            if any(isinstance(n, exp.AggFunc) for n in tree.walk()):
                 continue
             x, y = _only_variable(tree.this), _only_variable(tree.expression)
-            if x is None or y is None or x == y or (op == "!=" and not (x in single and y in single)):
+            if x is None or y is None or x == y or any(inside[v] == 0 or inside[v] != everywhere[v] for v in (x, y)):
                 continue
-            out.append(Candidate(leaf, op, x, y, tree.this, tree.expression, x in single and y in single))
-    return out[:MAX_REGISTERS]
+            single = _cardinality(body, x) == ONE and _cardinality(body, y) == ONE
+            if op == "!=" and not single:
+                continue
+            out.append(Candidate(leaf, op, x, y, tree.this, tree.expression, single, scope=node))
+    return out

@@ -37,7 +37,7 @@ from cerql.errors import UnsupportedError, start_of
 from cerql.plan import Evaluation, PostFilter, RegisterCheck
 from cerql.planner.analyze import Analysis, pattern_variables
 from cerql.planner.compile import compile_pattern
-from cerql.planner.equality import equality_keys, without
+from cerql.planner.equality import equality_keys, without, without_conjuncts
 from cerql.planner.registers import Candidate
 from cerql.planner.registers import candidates as register_candidates
 
@@ -310,25 +310,74 @@ def partition_on_equalities(ev: Evaluation, catalog: Catalog) -> Evaluation:
                                join_columns=tuple(c for c in keys if c not in ev.partition_columns))
 
 
+def reset_label(k: int) -> str:
+    """The label the automaton gives the first event of each repetition of the k-th + or :+
+    whose FILTER the registers check per repetition (``RegisterCheck.reset``); the kernel
+    clears those checks there and never writes the label into a result."""
+    return f"__cerql_repeat{k}_first"
+
+
+def repeat_marker(k: int) -> str:
+    """The variable around that + or :+'s body that ``reset_label`` marks the first event of
+    (not selected: it labels nothing itself)."""
+    return f"__cerql_repeat{k}"
+
+
 def check_with_registers(ev: Evaluation, catalog: Catalog) -> Evaluation:
     """The register candidates of the pattern (planner/registers.py) that the catalog compiles
-    into kernel checks; the others stay predicates across variables."""
-    pairs = [(c.leaf, check) for c in register_candidates(ev.pattern, set(ev.single))
-             if (check := catalog.register_check(c)) is not None]
-    return dataclasses.replace(ev, registers=tuple(check for _, check in pairs),
-                               register_leaves=tuple(leaf for leaf, _ in pairs))
+    into kernel checks; the others stay predicates across variables. A check held per
+    repetition of a + or :+ gets the ``reset_label`` of that repetition (numbered in order)."""
+    scopes: dict[int, int] = {}
+    pairs = []
+    for c in register_candidates(ev.pattern, set(ev.single)):
+        check = catalog.register_check(c)
+        if check is None:
+            continue
+        if c.scope is not None:
+            k = scopes.setdefault(id(c.scope), len(scopes))
+            check = dataclasses.replace(check, reset=reset_label(k))
+        pairs.append((c.leaf, check, c.scope))
+    return dataclasses.replace(ev, registers=tuple(check for _, check, _ in pairs),
+                               register_leaves=tuple(leaf for leaf, _, _ in pairs),
+                               register_scopes=tuple(scope for _, _, scope in pairs))
+
+
+def _without_checked(pattern, dropped: set[int], scopes: dict[int, str]):
+    """The pattern with the conjuncts in ``dropped`` (by identity) removed from every FILTER (a
+    FILTER left with none is its pattern), and the body of each + or :+ in ``scopes`` (by
+    identity) under ``AS scopes[id]``, whose first event of each repetition the automaton marks
+    (``compile_pattern``'s first_marks)."""
+    def wrap(node, copy):
+        if isinstance(node, ast.Filter):
+            condition = without_conjuncts(copy.condition, dropped)
+            return copy.pattern if condition is None else dataclasses.replace(copy, condition=condition)
+        if id(node) in scopes:
+            return dataclasses.replace(copy, pattern=ast.As(copy.pattern, scopes[id(node)], copy.pattern.span))
+        return copy
+
+    return _rewritten(pattern, wrap)
 
 
 def registers_alone(ev: Evaluation, catalog: Catalog) -> Evaluation:
     """The plain automaton of the pattern without the registers' predicates, when that leaves
     no predicate across variables and the automaton marks both variables of every check: the
-    registers are then the whole check and nothing is filtered."""
+    registers are then the whole check and nothing is filtered. A check held per repetition
+    needs the automaton to mark each repetition's first event (``reset_label``)."""
     if not ev.registers:
         return ev
-    reduced = without(ev.pattern, {id(leaf) for leaf in ev.register_leaves})
+    scopes: dict[int, str] = {}
+    resets: dict[str, str] = {}
+    for check, scope in zip(ev.registers, ev.register_scopes or (None,) * len(ev.registers)):
+        if scope is not None:
+            marker = check.reset.removesuffix("_first")  # repeat_marker(k) of reset_label(k)
+            scopes[id(scope)] = marker
+            resets[marker] = check.reset
+    dropped = {id(leaf) for leaf in ev.register_leaves}
+    reduced = _without_checked(ev.pattern, dropped, scopes) if scopes else without(ev.pattern, dropped)
     if post_checks(reduced)[0] or not all(c.x in ev.selected and c.y in ev.selected for c in ev.registers):
         return ev
-    return dataclasses.replace(ev, pattern=reduced, automaton=compile_pattern(reduced, ev.selected))
+    labels = list(ev.selected) + sorted(set(resets.values()))
+    return dataclasses.replace(ev, pattern=reduced, automaton=compile_pattern(reduced, labels, first_marks=resets))
 
 
 def automaton_and_post_filters(ev: Evaluation, catalog: Catalog) -> Evaluation:
@@ -339,7 +388,7 @@ def automaton_and_post_filters(ev: Evaluation, catalog: Catalog) -> Evaluation:
         return ev
     automaton, specs = pattern_automaton(ev.pattern, ev.selected)
     pruning = [(leaf, c) for leaf, c in zip(ev.register_leaves, ev.registers)
-               if c.x in automaton.labels and c.y in automaton.labels]
+               if c.x in automaton.labels and c.y in automaton.labels and c.reset is None]
     return dataclasses.replace(ev, registers=tuple(c for _, c in pruning),
                                register_leaves=tuple(leaf for leaf, _ in pruning),
                                automaton=automaton, post_filters=specs)

@@ -66,6 +66,8 @@ class RegisterPlan(NamedTuple):
     op: np.ndarray        # int64: an OP_* code
     floating: np.ndarray  # bool: compares float64 values (else int64 keys)
     single: np.ndarray    # bool: both variables hold one event (checked once, then forgotten)
+    reset: np.ndarray     # int64: the label bit of the first event of each repetition the check holds
+                          # in (its registers are cleared there, before the event binds), else 0
 
 
 class Sides(NamedTuple):
@@ -300,6 +302,7 @@ def step_registers(k, lab, i, regs, sides, act_rk, act_rf, scratch):
     # a bundle's fields as locals: each read of a field in the loop would count a reference
     reg_kind, reg_x, reg_y, reg_op, reg_float, reg_single = (regs.kind, regs.x_bits, regs.y_bits, regs.op,
                                                              regs.floating, regs.single)
+    reg_reset = regs.reset
     fx_key, fx_num, fx_ok, gy_key, gy_num, gy_ok = sides
     tmp_k, tmp_f = scratch[0], scratch[1]
     for c in range(REGISTER_COLUMNS):
@@ -312,6 +315,9 @@ def step_registers(k, lab, i, regs, sides, act_rk, act_rf, scratch):
                 _accumulate(p, kind, reg_float[p], cap, (fx_ok[i, p], fx_key[i, p], fx_num[i, p]),
                             (gy_ok[i, p], gy_key[i, p], gy_num[i, p]), scratch)
             continue
+        if lab & reg_reset[p] != 0:  # a new repetition: the check starts over on its events
+            tmp_k[3 * p], tmp_k[3 * p + 1], tmp_k[3 * p + 2] = 0, 0, 0
+            tmp_f[3 * p + 1], tmp_f[3 * p + 2] = 0.0, 0.0
         if tmp_k[3 * p] & DONE_BOTH:
             continue
         op, is_float = reg_op[p], reg_float[p]
@@ -326,6 +332,16 @@ def step_registers(k, lab, i, regs, sides, act_rk, act_rf, scratch):
             tmp_k[3 * p], tmp_k[3 * p + 1], tmp_k[3 * p + 2] = DONE_BOTH, 0, 0  # checked: forget the values
             tmp_f[3 * p + 1], tmp_f[3 * p + 2] = 0.0, 0.0
     return True
+
+
+@njit(nogil=True, cache=True)
+def output_bits(regs):
+    """The label bits a transition writes into the arena: all but the checks' ``reset`` bits,
+    which only tell the registers where a repetition starts."""
+    keep = np.int64(-1)
+    for p in range(regs.count):
+        keep &= ~regs.reset[p]
+    return keep
 
 
 @njit(nogil=True, cache=True)

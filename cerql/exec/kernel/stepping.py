@@ -18,7 +18,7 @@ from numba.typed import Dict
 
 from cerql.exec.kernel.arena import add_output_node, add_union_node, alive
 from cerql.exec.kernel.enumeration import report_ordered, report_results
-from cerql.exec.kernel.registers import KEY, KEY_SIZE, REGISTER_COLUMNS, Sides, run_key, step_registers
+from cerql.exec.kernel.registers import KEY, KEY_SIZE, REGISTER_COLUMNS, Sides, output_bits, run_key, step_registers
 from cerql.exec.kernel.state import (ARENA, BOUND, CONSUMED, COUNT, CURSOR, DONE, FINALS, LIVE, MOVING, NACT,
                                      NEED_ACTIVE, NEED_ARENA, NEED_D, NEED_S, NEED_TRANSITION, NRES, NSTART, OK,
                                      PENDING, PHASE, POS, TOO_MANY_RUNS)
@@ -110,6 +110,7 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
     fbuf = np.zeros(1, np.float64)
     scratch = (tmp_k, tmp_f, fbuf, fbuf.view(np.int64))
     key_buf = np.zeros(KEY_SIZE, np.int64)
+    keep = output_bits(regs)  # the registers' reset bits are no result's labels
     while st[CURSOR] < n_events:
         i = st[CURSOR]
         s = sym[i]
@@ -146,8 +147,8 @@ def run_batch(options, events, dfa, regs, st, runs, arena, out):
                         if not step_registers(k, lab, i, regs, sides, act_rk, act_rf, scratch):
                             continue
                     x = node
-                    if lab != 0:
-                        x = add_output_node(arena, used, pos, lab, node, v, st)
+                    if lab & keep != 0:
+                        x = add_output_node(arena, used, pos, lab & keep, node, v, st)
                         if lab & unless_bit:
                             arena.reach[x] = events.reach[i]
                         used += 1
