@@ -17,7 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from cerql import ast
 from cerql.errors import CeqlError, ParseError, UnsupportedError
-from cerql.parser import sqlexpr
+from cerql.parser import sqlexpr, teach
 from cerql.parser.depth import check_depth, check_parentheses, room_to_recurse
 from cerql.parser.units import MICROS_PER_UNIT
 
@@ -380,6 +380,11 @@ _EXAMPLES = {
                              "SELECT * FROM s WHERE A FILTER A[x > 1] AS a",
                              "SELECT * FROM s WHERE A FILTER A[x > 1] : B"],
     "BRACKET_ON_ATOM": ["SELECT * FROM s WHERE A[x > 1]", "SELECT * FROM s WHERE A ; B[x > 1]"],
+    # the mistakes of SQL and MATCH_RECOGNIZE users; parser/teach.py writes their hints from the text
+    "QUANTIFIER_NOT_SUPPORTED": ["SELECT * FROM s WHERE A{3}", "SELECT * FROM s WHERE A ; B{3}",
+                                 "SELECT * FROM s WHERE A*", "SELECT * FROM s WHERE A?", "SELECT * FROM s WHERE (A){3}"],
+    "CONDITION_IN_WHERE": ["SELECT * FROM s WHERE x = 1", "SELECT * FROM s WHERE x > 1",
+                           "SELECT * FROM s WHERE A AS a AND a.x > 1"],
     "BAD_WINDOW": ["SELECT * FROM s WHERE A WITHIN", "SELECT * FROM s WHERE A WITHIN 5",
                    "SELECT * FROM s WHERE A WITHIN 5 weeks", "SELECT * FROM s WHERE A WITHIN x",
                    "SELECT * FROM s WHERE A WITHIN INTERVAL '1' WEEK",
@@ -404,9 +409,16 @@ _HINTS = {
     "BAD_LIMIT": "write LIMIT n with a whole number n >= 0",
     "BAD_CONSUME": "write CONSUME BY ANY, CONSUME BY PARTITION or CONSUME BY NONE",
     "CLAUSE_ORDER": "clauses come in this order: WHERE, PARTITION BY, ORDER BY, WITHIN, CONSUME BY, LIMIT",
+    "QUANTIFIER_NOT_SUPPORTED": "CEQL has + and :+ (one or more); for a count, name the events and count them: "
+                                "(F :+ AS f FILTER count(f) >= 3)",
+    "CONDITION_IN_WHERE": "WHERE takes a pattern; conditions go in FILTER after it: WHERE s AS x FILTER x[amount > 10]",
     "KEY_EXPRESSION_WITHOUT_BRACKETS": "a key expression goes in brackets: ORDER BY [to_timestamp(t)], "
                                        "PARTITION BY [upper(name) AS sym]",
 }
+
+
+#: Labels whose errors only parser/teach.py words (from the query's own text).
+_TAUGHT = ("QUANTIFIER_NOT_SUPPORTED", "CONDITION_IN_WHERE")
 
 
 def _classify(exc: UnexpectedInput, text: str) -> str | None:
@@ -467,7 +479,13 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> ParseError:
     else:
         offset = exc.token.start_pos if exc.token.start_pos is not None else len(text)
         found = repr(exc.token.value)
-    if (fixed := _reinterpret(text, offset)) is not None:
+    fixed = _reinterpret(text, offset)
+    if fixed is None and (lesson := teach.lesson(text, offset, label)) is not None:
+        return ParseError.at(text, lesson.offset, lesson.message, lesson.error_class, lesson.hint,
+                             expected=_expected(exc))
+    if label in _TAUGHT:  # an example of the same parser state, but not the mistake it shows
+        label = None
+    if fixed is not None:
         label, offset = fixed
         word = re.match(r"\w+", text[offset:])
         found = repr(word.group(0) if word else text[offset:offset + 1])
@@ -519,5 +537,18 @@ def parse(text: str) -> ast.Query:
             return _ToAst(text).transform(tree)
         except VisitError as exc:
             if isinstance(exc.orig_exc, CeqlError):
-                raise exc.orig_exc.with_text(text) from None
+                raise _taught(exc.orig_exc.with_text(text), text) from None
             raise
+
+
+def _taught(err: CeqlError, text: str) -> CeqlError:
+    """A Spark SQL fragment that would not parse because the query is SQL or MATCH_RECOGNIZE
+    (``SELECT NEXTT *``, ``FILTER a[x > 1] GROUP BY x``): the lesson for it, else ``err``."""
+    if err.error_class != "INVALID_SQL_EXPRESSION" or err.line is None or err.column is None:
+        return err
+    lines = text.split("\n")
+    offset = sum(len(line) + 1 for line in lines[:err.line - 1]) + err.column - 1
+    lesson = teach.lesson(text, offset, teach.FRAGMENT)
+    if lesson is None:
+        return err
+    return ParseError.at(text, lesson.offset, lesson.message, lesson.error_class, lesson.hint)

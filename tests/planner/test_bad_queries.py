@@ -104,13 +104,14 @@ CASES = [
     ("dangling_or_before_limit", "parse",
      "SELECT * FROM stock WHERE SELL OR\nLIMIT 5",
      P, "DANGLING_OPERATOR", 2, 1),
-    # two atoms with no operator between them: not an empty pattern, not a strategy
+    # two atoms with no operator between them (MATCH_RECOGNIZE's PATTERN (A B)): not an empty
+    # pattern, not a strategy; the hint writes ; between them (tests/parser/test_teaching_errors.py)
     ("missing_operator_between_atoms", "parse",
      "SELECT * FROM stock WHERE SELL BUY",
-     P, "SYNTAX_ERROR", 1, 32),
+     P, "MISSING_OPERATOR", 1, 32),
     ("missing_operator_after_sequence", "parse",
      "SELECT * FROM stock WHERE SELL ; BUY SELL",
-     P, "SYNTAX_ERROR", 1, 38),
+     P, "MISSING_OPERATOR", 1, 38),
     # ------------------------------------------------------------------ syntax: parentheses
     ("unclosed_parenthesis", "parse",
      "SELECT * FROM stock\nWHERE (SELL ; BUY\nWITHIN 5 EVENTS",
