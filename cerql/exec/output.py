@@ -18,12 +18,15 @@ match_id) order.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from pandas._libs import lib
 
 from cerql.exec import aggregate
 from cerql.exec.bits import label_bits
@@ -271,16 +274,88 @@ _NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32():
              pa.float64(): pd.Float64Dtype(), pa.bool_(): pd.BooleanDtype()}
 
 
+def readable(value) -> str:
+    """One nested cell as text: dicts and lists as Python writes them, but timestamps, dates,
+    times, durations and decimals as they read (``2026-11-23 10:00:02``, not
+    ``Timestamp('2026-11-23 10:00:02')`` nor pyarrow's nanosecond integer)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {readable(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(readable(v) for v in value) + "]"
+    if isinstance(value, tuple):  # a map's (key, value) pairs
+        return "(" + ", ".join(readable(v) for v in value) + ")"
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, decimal.Decimal)):
+        return str(value)  # pd.Timestamp and pd.Timedelta are datetime and timedelta
+    return repr(value)
+
+
+class NestedArray(pd.arrays.ArrowExtensionArray):
+    """A result column of structs or lists (a variable, a ``collect_list``), as pandas'
+    Arrow-backed array, with its cells as Python values where pandas asks for NumPy objects.
+
+    pandas converts a nested Arrow column to NumPy with pyarrow, which gives a timestamp[ns]
+    inside a struct as an integer and a list as a NumPy array: the frame's repr showed
+    ``{'ts': 1795424430000000000, ...}`` and ``astype(str)`` raised "setting an array element
+    with a sequence". Here ``to_numpy`` (so ``.values``, ``astype(object)``, ``iterrows``, the
+    repr) gives each cell as ``df["b"][0]`` does: dicts, lists of dicts, ``pd.Timestamp``; the
+    repr and ``astype(str)`` show them with :func:`readable`. Everything else (``.struct``,
+    ``.list``, Arrow round trips) is pandas' own."""
+
+    def __init__(self, values) -> None:
+        super().__init__(values)
+        self._dtype = NestedDtype(self._pa_array.type)
+
+    def to_numpy(self, dtype=None, copy: bool = False, na_value=lib.no_default) -> np.ndarray:
+        text = dtype is not None and np.dtype(dtype).kind == "U"
+        if dtype is not None and not text and np.dtype(dtype) != np.dtype(object):
+            return super().to_numpy(dtype=dtype, copy=copy, na_value=na_value)
+        missing = self.dtype.na_value if na_value is lib.no_default else na_value
+        cells = (missing if v is None else v for v in self._pa_array.to_pylist())
+        if text:
+            return np.array([str(v) if v is missing else readable(v) for v in cells], dtype=dtype)
+        return np.fromiter(cells, dtype=object, count=len(self))  # a list stays one cell
+
+    def astype(self, dtype, copy: bool = True):
+        dtype = pd.api.types.pandas_dtype(dtype)
+        if isinstance(dtype, np.dtype) and dtype.kind == "U":  # NumPy would convert the objects itself
+            return self.to_numpy(dtype=dtype)
+        if isinstance(dtype, pd.StringDtype):  # NULL stays NULL
+            cells = self.to_numpy(dtype=object)
+            return pd.array([v if v is pd.NA else readable(v) for v in cells], dtype=dtype)
+        return super().astype(dtype, copy=copy)
+
+    def _formatter(self, boxed: bool = False):
+        return readable if boxed else repr
+
+
+class NestedDtype(pd.ArrowDtype):
+    """``pd.ArrowDtype`` whose arrays are :class:`NestedArray`; equal to ``pd.ArrowDtype`` of
+    the same Arrow type (either way round) and hashed alike."""
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, pd.ArrowDtype):
+            return self.pyarrow_dtype == other.pyarrow_dtype
+        return super().__eq__(other)
+
+    __hash__ = pd.ArrowDtype.__hash__
+
+    @classmethod
+    def construct_array_type(cls):
+        return NestedArray
+
+
 def to_pandas(plan, table: pa.Table) -> pd.DataFrame:
     """The result as pandas: variables (structs, lists of structs) and any other nested value
-    as ``pd.ArrowDtype``, so ``df["b"].struct.field("price")`` and ``df["b"].list.len()`` work
-    without a Python object per cell; expressions' numbers and booleans as pandas' nullable
-    dtypes, so NULL (pd.NA) stays apart from NaN; the other columns as Arrow converts them."""
+    as ``pd.ArrowDtype`` (:class:`NestedDtype`), so ``df["b"].struct.field("price")`` and
+    ``df["b"].list.len()`` work without a Python object per cell, and the frame's repr,
+    ``to_string()`` and ``astype(str)`` show timestamps inside them as timestamps
+    (:class:`NestedArray`); expressions' numbers and booleans as pandas' nullable dtypes, so
+    NULL (pd.NA) stays apart from NaN; the other columns as Arrow converts them."""
     expressions = {o.name for o in plan.outputs if o.var is None}
 
     def dtype(name: str, arrow_type: pa.DataType):
         if pa.types.is_nested(arrow_type):
-            return pd.ArrowDtype(arrow_type)
+            return NestedDtype(arrow_type)
         return _NULLABLE.get(arrow_type) if name in expressions else None
 
     frame = {}
