@@ -1,5 +1,7 @@
 # `make demo` and `make test` work on a fresh machine with Python 3.11 and Java 17:
-# each creates .venv when it is missing and installs cerql with its dev extras.
+# each creates .venv when it is missing, installs cerql with its dev extras, and compiles the
+# matching kernel (numba) before the first query, saying what it does as it goes (README.md
+# has how long each step takes on 2 cores).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -7,21 +9,28 @@ STAMP := $(VENV)/.installed
 
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test bench bench-quick install clean
+.PHONY: demo test bench bench-quick install warmup clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@echo "cerql: installing cerql into .venv with its dev extras (about 3 min on a fresh machine: PySpark, numba, pandas)..."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# Compiles the numba kernel once (1-2 min on 2 cores; its own progress line), so that the first
+# query does not; a second or so when the cache is current (cerql/exec/kernel/warmup.py).
+warmup: $(STAMP)
+	@$(PY) -m cerql warmup
+
+demo: warmup
+	@echo "cerql: running the queries in sql/ on a local Spark, then one over a stream (about 2 min)..."
 	$(PY) -m cerql demo
 	$(PY) -m cerql demo --stream
 
-test: $(STAMP)
+test: warmup
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
 
 $(BENCH_STAMP): $(STAMP)

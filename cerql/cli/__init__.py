@@ -1,4 +1,4 @@
-"""The ``cerql`` command line: ``cerql demo|run|explain``.
+"""The ``cerql`` command line: ``cerql demo|run|explain|warmup``.
 
 - :mod:`cerql.cli.commands`: the argument parser, the commands and their exit codes.
 - :mod:`cerql.cli.tables_io`: reading tables (parquet, CSV, directories) and writing results.

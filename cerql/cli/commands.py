@@ -1,4 +1,4 @@
-"""The ``cerql`` command line: ``demo``, ``run`` and ``explain`` (docs/semantics.md, "Surfaces").
+"""The ``cerql`` command line: ``demo``, ``run``, ``explain`` and ``warmup`` (docs/semantics.md, "Surfaces").
 
 Input: the arguments. Output: text on stdout, result files, and an exit code: 0 on success,
 2 for a query error (a :class:`cerql.CeqlError`, also one raised inside a Spark task, printed as
@@ -244,6 +244,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_warmup(args: argparse.Namespace) -> int:
+    """``cerql warmup``: compile the matching kernel now rather than in the first query
+    (cerql/exec/kernel/warmup.py); quick when numba's cache is current."""
+    from cerql.exec.kernel.warmup import warm_up
+
+    warm_up(lambda line: print(line, flush=True), force=args.force)
+    return 0
+
+
 def _spark_options(parser: argparse.ArgumentParser) -> None:
     """The options ``run`` and ``demo`` share for the Spark engine."""
     parser.add_argument("--engine", choices=ENGINES, default="spark",
@@ -297,6 +306,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a source table (.parquet or .csv); with tables, also show the Spark plan")
     explain.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting")
     explain.set_defaults(func=cmd_explain)
+
+    warmup = sub.add_parser("warmup", help="compile the matching kernel ahead of the first query "
+                            "(numba, 1-2 minutes on 2 cores, once per install)")
+    warmup.add_argument("--force", action="store_true", help="run the warm-up queries even when the cache is current")
+    warmup.set_defaults(func=cmd_warmup)
     return parser
 
 
