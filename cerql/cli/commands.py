@@ -10,8 +10,10 @@ traceback only with ``CERQL_TRACEBACK=1``).
 ``run`` and ``demo`` use Spark by default (``--engine spark``), on a session from
 :mod:`cerql.cli.runtime`: a local one started for the command, or the one already active in
 the process (a notebook's, or the test suite's), reused and left running. The query is checked
-before Spark starts, so a typo costs no JVM start-up. ``--engine local`` (the numba automaton
-engine) and ``--engine reference`` run without Spark.
+before Spark starts, so a typo costs no JVM start-up: its syntax, its sources against the
+``--table`` names, and its columns, event types and sources against the schemas of the
+``--table`` files read without Spark (a Parquet footer, a CSV header; :func:`check_files`).
+``--engine local`` (the numba automaton engine) and ``--engine reference`` run without Spark.
 
 ``run`` reads its tables from ``--table name=path`` files and writes the result to ``--out`` or
 prints it; which formats are read and written, and how, is in :mod:`cerql.cli.tables_io`, and so
@@ -46,9 +48,9 @@ from cerql.api import ENGINES as LOCAL_ENGINES
 from cerql.errors import CeqlError
 from cerql.spark.task_errors import first_line, task_error
 from cerql.cli import DEMO_ROWS
-from cerql.cli.runtime import parse_conf, progress, spark_session
+from cerql.cli.runtime import SESSION_DEFAULTS, parse_conf, progress, spark_session
 from cerql.cli.tables_io import (
-    CliError, OutputRefused, check_not_input, check_out, out_suffix, plain_frame, read_spark_table,
+    CliError, OutputRefused, check_not_input, check_out, file_schema, out_suffix, plain_frame, read_spark_table,
     read_table, show_text, table_specs, write_result, write_spark_result,
 )
 
@@ -142,6 +144,51 @@ def check_sources(analysis, names: list[str]) -> None:
                                           f"give it with --table {source.name}=PATH")
 
 
+# What the file check reports: errors that depend on the columns' names only, which a Parquet
+# footer and a CSV header give exactly as Spark reads them. Parquet's types are exact too, so
+# its files also report an ordering column missing; a CSV file's types are pyarrow's guess.
+NAME_ERRORS = frozenset({"UNKNOWN_COLUMN", "UNKNOWN_SOURCE", "UNKNOWN_EVENT_TYPE", "NO_TYPE_COLUMN",
+                         "AMBIGUOUS_TYPE_COLUMN", "AMBIGUOUS_REFERENCE"})
+PARQUET_ERRORS = NAME_ERRORS | {"NO_ORDER_COLUMN"}
+
+
+def check_files(text: str, specs) -> None:
+    """Resolve the query against the schemas of its ``--table`` files, read without Spark
+    (:func:`cerql.cli.tables_io.file_schema`), as :func:`cerql.cer_sql` resolves it against
+    Spark's, and raise the CeqlError Spark would give for an unknown column, source or event
+    type, before a JVM starts (60 s or more on two cores). The check only ever refuses what
+    Spark would refuse: an error whose class depends on types Spark may read differently (see
+    :data:`NAME_ERRORS`) is left to Spark, as are queries that read a source no ``--table``
+    gives (a table of a reused session) or columns Spark computes (aggregates of expressions,
+    whose types only Spark's analyzer knows)."""
+    from cerql.parser import parse
+    from cerql.planner.analyze import analyze
+    from cerql.planner.derived import derive_columns
+    from cerql.planner.resolve import resolve
+
+    try:
+        query, derived = derive_columns(parse(text), text, spark=True)
+        analysis = analyze(query, text)
+    except CeqlError as err:
+        raise err.with_text(text)
+    if derived:
+        return
+    files = {name.lower(): (path, fmt) for name, path, fmt in specs}
+    schemas = {}
+    for source in analysis.select.sources:
+        given = files.get(source.name.lower()) or files.get(source.name.split(".")[-1].lower())
+        schema = file_schema(*given) if given is not None else None
+        if schema is None:
+            return
+        schemas[source.name] = schema
+    reported = PARQUET_ERRORS if all(fmt == "parquet" for _, _, fmt in specs) else NAME_ERRORS
+    try:
+        resolve(analysis, schemas, spark=True, time_zone=SESSION_DEFAULTS["spark.sql.session.timeZone"])
+    except CeqlError as err:
+        if err.error_class in reported:
+            raise err.with_text(text)
+
+
 def run_spark(args: argparse.Namespace, text: str, specs, out: Path | None) -> int:
     """``cerql run`` on Spark: read the tables, plan the query, then show or write the result."""
     with spark_session(parse_conf(args.conf)) as spark:
@@ -208,6 +255,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_out(out, [*query_files, *(path for _, path, _ in specs)], args.overwrite)
     if args.engine == "spark":
         check_sources(cerql.analyze(text), [name for name, _, _ in specs])
+        check_files(text, specs)  # before Spark starts
         return run_spark(args, text, specs, out)
     tables = {name: read_table(path, fmt) for name, path, fmt in specs}
     result = evaluate(text, tables, args.engine, parse_conf(args.conf))
@@ -238,6 +286,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(UNCHECKED)
         return 0
     check_sources(cerql.analyze(text), [name for name, _, _ in specs])  # before Spark starts
+    check_files(text, specs)
     with spark_session(parse_conf(args.conf)) as spark:
         frames = {name: read_spark_table(spark, path, fmt) for name, path, fmt in specs}
         print(cerql.explain(text, spark, dot=args.dot, **frames))

@@ -220,6 +220,31 @@ def _nanosecond_parquet(path: Path) -> bool:
     return any("timeUnit=nanoseconds" in str(schema.column(i).logical_type) for i in range(len(schema)))
 
 
+CSV_SAMPLE_BYTES = 1 << 20  # the first rows pyarrow infers a CSV file's column types from
+
+
+def file_schema(path: Path, fmt: str) -> pa.Schema | None:
+    """A table file's schema read without Spark, for checking a query's names before Spark
+    starts (``cerql run`` and ``cerql explain``): a Parquet file's from its footer (a directory's
+    from its first file, with its hive partition columns), its nanosecond timestamps made
+    microseconds as Spark reads them; a CSV file's column names from its header, with the types
+    pyarrow infers from the first rows (Spark may infer other types: only the names are
+    relied on). None when the file cannot be read this way; Spark then reads it as before."""
+    import pyarrow.csv as pacsv
+    import pyarrow.dataset as ds
+
+    try:
+        if fmt == "parquet":
+            return pa_schema(ds.dataset(path, format="parquet", partitioning="hive").schema)
+        first = min(path.glob("*.csv"), default=None) if path.is_dir() else path
+        if first is None:
+            return None
+        with pacsv.open_csv(first, read_options=pacsv.ReadOptions(block_size=CSV_SAMPLE_BYTES)) as reader:
+            return reader.schema
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+
+
 def read_spark_table(spark, path: Path, fmt: str):
     """One ``--table`` as a Spark DataFrame (rules and the nanosecond fallback: module docstring).
 
