@@ -101,6 +101,16 @@ class ExecutionError(CeqlError):
     """Evaluation stopped on purpose: a guard such as ``maxMatchesPerEvent`` was exceeded."""
 
 
+class CeqlWarning(UserWarning):
+    """Root of cerql's warnings: the query runs, but likely not as meant."""
+
+
+class EventTypeCaseWarning(CeqlWarning):
+    """An event type matches no row, but matches some case-insensitively (``fail`` where the
+    rows say ``FAIL``): event types compare exactly, as Spark compares strings, so the query
+    runs and its atom matches nothing (docs/language.md, "Events and the stream")."""
+
+
 def start_of(span, offset: int | None = None) -> int:
     """The offset :meth:`CeqlError.at` takes for an AST node: ``offset`` when the caller found
     a closer one, else where the node's ``ast.Span`` starts, else 0."""

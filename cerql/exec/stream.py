@@ -221,4 +221,39 @@ def stream_of(plan: QueryPlan, table: pa.Table) -> Stream:
 
 def build_stream(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> Stream:
     """Lay out the rows of every source for evaluation (see module docstring)."""
-    return stream_of(plan, _sorted(plan, drop_null_rows(plan, union_sources(plan, tables))))
+    stream = stream_of(plan, _sorted(plan, drop_null_rows(plan, union_sources(plan, tables))))
+    warn_type_case(plan, stream)
+    return stream
+
+
+def warn_type_case(plan: QueryPlan, stream: Stream) -> None:
+    """An EventTypeCaseWarning for each atom that matches no row of a source that has rows,
+    where some row's type matches it case-insensitively (``fail`` for ``FAIL``). A warning, not
+    an error, as Spark SQL runs ``WHERE type = 'fail'`` and returns no row (docs/language.md,
+    "Events and the stream"); only atoms that match nothing pay for the second comparison."""
+    import warnings
+
+    from cerql.errors import EventTypeCaseWarning
+
+    table, source, seen = stream.table, None, set()
+    for atom, atom_plan in plan.atoms.items():
+        if stream.atoms[atom].any() or table.num_rows == 0:
+            continue
+        for index, type_column, value in atom_plan.alternatives:
+            if type_column is None or (index, value) in seen:
+                continue
+            seen.add((index, value))
+            if source is None:
+                source = table.column(SOURCE_COLUMN).to_numpy()
+            rows = source == index
+            if not rows.any():
+                continue
+            types = spark_strings(table.column(type_column)).filter(pa.array(rows))
+            found = pc.unique(types.filter(pc.fill_null(pc.equal(pc.utf8_lower(types), value.lower()), False)))
+            if len(found):
+                names = ", ".join(repr(v) for v in found.to_pylist()[:3])
+                where = f" (line {atom.span.line}, column {atom.span.column})" if atom.span else ""
+                name = plan.sources[index].ref if index < len(plan.sources) else "the source"
+                warnings.warn(f"Event type '{value}'{where} matches no row of {name}, but {names} does: event "
+                              f"types match exactly, as Spark compares strings; write {found[0]} to match those "
+                              f"rows", EventTypeCaseWarning, stacklevel=2)

@@ -180,3 +180,23 @@ def test_valid_queries_are_untouched():
                   "SELECT * FROM s WHERE FAIL AS a ; FAIL AS b FILTER b.amount > a.amount OR a[user IN ('u')] "
                   "PARTITION BY [user] ORDER BY ts WITHIN 3 EVENTS CONSUME BY PARTITION LIMIT 3"]:
         cerql.analyze(query)
+
+
+# ---------------------------------------------------------------------------- event type case
+def test_an_event_type_that_matches_only_case_insensitively_warns(engine):
+    # `fail` matches no row; the rows say FAIL: the query runs (0 rows, as Spark SQL's
+    # WHERE type = 'fail' would) and an EventTypeCaseWarning names the type that matches
+    from cerql.errors import CeqlWarning, EventTypeCaseWarning
+
+    with pytest.warns(EventTypeCaseWarning, match=r"Event type 'fail' \(line 1, column 23\).*'FAIL'.*write FAIL"):
+        df = cerql.run("SELECT * FROM s WHERE fail AS f ORDER BY ts", {"s": S}, engine=engine)
+    assert len(df) == 0
+    assert issubclass(EventTypeCaseWarning, CeqlWarning) and issubclass(CeqlWarning, UserWarning)
+
+
+def test_no_warning_when_the_type_matches_or_nothing_is_close(engine, recwarn):
+    from cerql.errors import CeqlWarning
+
+    cerql.run("SELECT * FROM s WHERE FAIL AS f ; OTHER ORDER BY ts", {"s": S}, engine=engine)  # OTHER: no row at all
+    cerql.run("SELECT * FROM s WHERE fail ORDER BY ts", {"s": S.iloc[:0]}, engine=engine)  # an empty source
+    assert not [w for w in recwarn if issubclass(w.category, CeqlWarning)]
