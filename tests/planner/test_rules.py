@@ -67,10 +67,22 @@ def test_an_unselected_variable_leaves_the_registers_to_prune_before_the_post_fi
 
 
 def test_a_filter_under_plus_is_marked_per_repetition():
-    ev = rules.optimize(start("SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.v > a.v)+ ORDER BY ts"),
+    """A FILTER under + that registers cannot check (both variables on one side) is
+    post-filtered on each repetition, whose first event the relaxed automaton marks."""
+    ev = rules.optimize(start("SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.v + a.v > 3)+ ORDER BY ts"),
                         rules.NAMES_AS_WRITTEN)
     (pf,) = ev.post_filters
     assert (pf.marker, pf.first) == ("__cerql_filter0", "__cerql_filter0_first")
+
+
+def test_a_comparison_under_plus_is_a_register_reset_per_repetition():
+    """``b.v > a.v`` under +: a register check, cleared at the first event of each repetition,
+    which the plain automaton marks with the reset label (and no post-filter)."""
+    ev = rules.optimize(start("SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.v > a.v)+ ORDER BY ts"),
+                        rules.NAMES_AS_WRITTEN)
+    assert ev.post_filters == ()
+    assert [(c.text, c.reset) for c in ev.registers] == [("b.v > a.v", "__cerql_repeat0_first")]
+    assert "__cerql_repeat0_first" in ev.automaton.labels
 
 
 def test_the_catalog_decides_what_registers_can_check():
