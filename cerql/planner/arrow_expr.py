@@ -54,7 +54,8 @@ SUPPORTED = (
     "comparisons (= == <=> != <> < <= > >=, IS [NOT] DISTINCT FROM), AND, OR, NOT, + - * / % div, "
     "[NOT] IN (list), [NOT] BETWEEN, [NOT] LIKE, ILIKE, RLIKE, IS [NOT] NULL/TRUE/FALSE, CASE, IF, "
     "COALESCE/NVL/IFNULL, NULLIF, NVL2, CAST/TRY_CAST, TIMESTAMP/DATE literals, abs, floor, ceil, "
-    "round, sqrt, isnan, greatest, least, lower, upper, "
+    "round, sqrt, isnan, greatest, least, lower, upper, timestamp - timestamp, timestamp +/- INTERVAL, "
+    "day-time INTERVAL literals, "
     "length, substring/substr, startswith, endswith, contains, concat/||, trim, ltrim, rtrim, "
     "year, month, day/dayofmonth, dayofweek, hour, minute, second, date_format (yyyy MM dd HH mm ss)"
 )
@@ -120,7 +121,138 @@ def _spark_type_name(kind: pa.DataType) -> str:
         return f"DECIMAL({kind.precision},{kind.scale})"
     if pa.types.is_timestamp(kind):
         return "TIMESTAMP" if kind.tz else "TIMESTAMP_NTZ"
+    if pa.types.is_duration(kind):
+        return "INTERVAL DAY TO SECOND"
     return str(kind).upper()
+
+
+# --------------------------------------------------------------------------- Spark's type checks
+# Where Spark's analyzer refuses the operand types of an expression, the local engine refuses
+# them with the same error class (DATATYPE_MISMATCH.*), raised when the planner type-checks the
+# expression on an empty table, so both engines refuse the query before reading data. The rules
+# below are Spark 4's (tests/spark/test_timestamp_arithmetic.py compares them with its analyzer,
+# pair by pair). A type family: T a TIMESTAMP or TIMESTAMP_NTZ, D a DATE, V a day-time
+# INTERVAL (an Arrow duration), I an integer of at most 32 bits, L a BIGINT, N another number,
+# S a STRING, B a BOOLEAN, 0 NULL.
+_TIME_HINT = ("a TIMESTAMP compares with a TIMESTAMP, a DATE or a STRING (ts > TIMESTAMP '2024-01-01 00:00:00'); "
+              "the difference of two is an INTERVAL: b.ts - a.ts < INTERVAL 5 MINUTES, ts + INTERVAL '1:30' MINUTE TO SECOND")
+
+
+def _family(kind: pa.DataType) -> str:
+    if pa.types.is_timestamp(kind):
+        return "T"
+    if pa.types.is_date(kind):
+        return "D"
+    if pa.types.is_duration(kind):
+        return "V"
+    if _is_int(kind):
+        return "L" if kind.bit_width == 64 else "I"
+    if _is_num(kind):
+        return "N"
+    if _is_str(kind):
+        return "S"
+    if pa.types.is_boolean(kind):
+        return "B"
+    if pa.types.is_null(kind):
+        return "0"
+    return "?"
+
+
+_SPARK_RUNS = "runs"  # Spark accepts the types (the local engine may still not compute it)
+
+
+def _arith_check(op: str, ta: pa.DataType, tb: pa.DataType) -> str | None:
+    """What Spark's analyzer says of ``a op b`` (+ - * / % div) when either is a date, a
+    timestamp or an interval: None when the local engine computes it (timestamp - timestamp,
+    timestamp +/- interval, interval +/- interval), ``_SPARK_RUNS`` when Spark accepts it and
+    the local engine does not compute it, else Spark's error class (DATATYPE_MISMATCH.*)."""
+    a, b = _family(ta), _family(tb)
+    if "?" in (a, b):
+        return _SPARK_RUNS  # a type outside these families: refused locally, as before
+    pair = a + b
+    same = (a == b == "T" and bool(ta.tz) == bool(tb.tz)) or pair in ("DD", "VV")
+    number = ("I", "L", "N")
+    if op == "+":
+        if pair in ("TV", "VT", "VV"):
+            return None
+        if pair in ("DV", "VD", "DI", "ID", "VS", "SV") or ("0" in pair and set(pair) & set("TDV")):
+            return _SPARK_RUNS
+        if a == "D" or b == "D":
+            return "UNEXPECTED_INPUT_TYPE"
+        if pair == "TT":
+            return "BINARY_OP_WRONG_TYPE" if same else "BINARY_OP_DIFF_TYPES"
+        if pair in ("TS", "ST"):
+            return "BINARY_OP_WRONG_TYPE"
+        if "T" in pair:
+            return "BINARY_OP_DIFF_TYPES"
+        return "UNEXPECTED_INPUT_TYPE"  # an interval with a number or a boolean
+    if op == "-":
+        if a in "TD" and b in "TD" or pair in ("TV", "VV"):
+            return None
+        if pair in ("TS", "ST", "DS", "SD", "DV", "DI", "SV") or ("0" in pair and set(pair) & set("TDV")):
+            return _SPARK_RUNS
+        if a == "V" and b not in "TD":
+            return "BINARY_OP_DIFF_TYPES"
+        return "UNEXPECTED_INPUT_TYPE"
+    if op == "*" and ((a == "V" and b in number + ("S", "0")) or (b == "V" and a in number + ("S", "0"))):
+        return _SPARK_RUNS
+    if op == "/" and a == "V" and b in number + ("S", "0"):
+        return _SPARK_RUNS
+    if op == "div" and pair in ("VV", "V0", "0V"):
+        return _SPARK_RUNS
+    if op == "*" and "V" in pair and (set(pair) - {"V"} <= set("TDVB")):
+        return "UNEXPECTED_INPUT_TYPE"
+    if op == "/" and a == "V":
+        return "UNEXPECTED_INPUT_TYPE"
+    if same or (pair in ("TS", "ST", "DS", "SD")):
+        return "BINARY_OP_WRONG_TYPE"
+    return "BINARY_OP_DIFF_TYPES"
+
+
+def _comparable_kinds(ta: pa.DataType, tb: pa.DataType, greatest: bool = False) -> bool:
+    """Whether Spark compares (or unifies, in CASE, COALESCE, IN, greatest) values of these
+    types when one is a date, a timestamp or an interval: times with times, and with strings
+    (not in greatest and least), intervals with intervals; NULL with anything."""
+    a, b = _family(ta), _family(tb)
+    if "0" in (a, b):
+        return True
+    if a in "TD" and b in "TD":
+        return True
+    if a == b == "V":
+        return True
+    if not greatest and (a in "TD" and b == "S" or b in "TD" and a == "S"):
+        return True
+    return False
+
+
+class SparkTypeMismatch(LocalTypeRefusal):
+    """Operand types Spark's analyzer refuses too (``error_class``: its DATATYPE_MISMATCH.*),
+    raised when the planner type-checks the expression on an empty table. A LocalTypeRefusal,
+    so a query planned for Spark leaves the expression to Spark's analyzer, which reports it with
+    its own message and position; the local engine's message names Spark's error class and
+    never says that Spark runs it."""
+
+    def __init__(self, message: str, error_class: str, hint: str):
+        super().__init__(message)
+        self.error_class, self.hint = error_class, hint
+
+
+def _mismatch(node: exp.Expression, error_class: str, *kinds: pa.DataType) -> SparkTypeMismatch:
+    """Spark's analyzer refuses these operand types (see :class:`SparkTypeMismatch`)."""
+    shown = " and ".join(_spark_type_name(k) for k in kinds)
+    reason = {"BINARY_OP_DIFF_TYPES": "the operands have incompatible types",
+              "BINARY_OP_WRONG_TYPE": "the operator does not take operands of this type",
+              "DATA_DIFF_TYPES": "the values must all have one type",
+              "UNEXPECTED_INPUT_TYPE": "an operand has a type the operator or function does not take",
+              "CAST_WITHOUT_SUGGESTION": "the cast is not defined",
+              "CAST_WITH_FUNC_SUGGESTION": "the cast is not defined (Spark suggests a function)"}[error_class]
+    return SparkTypeMismatch(f"[DATATYPE_MISMATCH.{error_class}] Cannot resolve '{node.sql(dialect='spark')}' due to "
+                             f"data type mismatch: {reason} ({shown}); Spark's analyzer refuses it too",
+                             f"DATATYPE_MISMATCH.{error_class}", _TIME_HINT)
+
+
+def _is_temporal(kind: pa.DataType) -> bool:
+    return pa.types.is_timestamp(kind) or pa.types.is_date(kind) or pa.types.is_duration(kind)
 
 
 # --------------------------------------------------------------------------- rows Spark evaluates
@@ -316,13 +448,21 @@ def _literal_digits(node: exp.Expression) -> int | None:
     return None if value is None else max(1, len(str(abs(value))))
 
 
-def _common(node, values: list[Value]) -> list[Value]:
+def _common(node, values: list[Value], greatest: bool = False) -> list[Value]:
     """Values of CASE branches, COALESCE, IN, greatest/least in one type as Spark finds it:
     NULL takes the others' type, numbers widen (see :func:`_numeric_pair`), a DATE with a
-    TIMESTAMP is a TIMESTAMP; other mixes are refused."""
+    TIMESTAMP is a TIMESTAMP, intervals stay intervals; a date, timestamp or interval with a
+    type Spark does not unify it with is its DATA_DIFF_TYPES (``greatest``: greatest and least,
+    which do not take a STRING with a time either); other mixes are refused."""
     kinds = [v.type for v in values if not pa.types.is_null(v.type)]
     if not kinds:
         return values
+    for k in kinds:
+        if _is_temporal(k) or _is_temporal(kinds[0]):
+            if not _comparable_kinds(kinds[0], k, greatest):
+                raise _mismatch(node, "DATA_DIFF_TYPES", kinds[0], k)
+    if all(pa.types.is_duration(k) for k in kinds):
+        return [_null_as(v, _US) for v in values]
     if all(_is_num(k) for k in kinds):
         if any(_is_float(k) for k in kinds):
             wide = pa.float32() if all(pa.types.is_float32(k) for k in kinds) else pa.float64()
@@ -398,6 +538,8 @@ def _to_date(node, value: Value, env: _Env) -> Value:
         return pc.cast(pc.floor_temporal(_wall(value), unit="day"), pa.date32())
     if _is_str(kind):
         return _cast_value(node, value, pa.date32(), env, tolerant=False)
+    if pa.types.is_duration(kind) or _is_num(kind) or pa.types.is_boolean(kind):
+        raise _mismatch(node, "UNEXPECTED_INPUT_TYPE", kind)
     raise _refuse_type(node, kind)
 
 
@@ -407,6 +549,8 @@ def _to_timestamp(node, value: Value, env: _Env) -> Value:
         return _as_timestamp(value, aware=False)
     if _is_str(kind):
         return _wall(_cast_value(node, value, pa.timestamp("us", "UTC"), env, tolerant=False))
+    if pa.types.is_duration(kind) or _is_num(kind) or pa.types.is_boolean(kind):
+        raise _mismatch(node, "UNEXPECTED_INPUT_TYPE", kind)
     raise _refuse_type(node, kind)
 
 
@@ -578,6 +722,93 @@ def _literal(node: exp.Literal, negative: bool = False) -> pa.Scalar:
         raise _unsupported(node, f"The number literal {node.this}") from None
 
 
+# --------------------------------------------------------------------------- INTERVAL literals
+_UNIT_MICROS = {"WEEK": 7 * 86_400_000_000, "DAY": 86_400_000_000, "HOUR": 3_600_000_000, "MINUTE": 60_000_000,
+                "SECOND": 1_000_000, "MILLISECOND": 1000, "MICROSECOND": 1}
+_YEAR_MONTH = {"YEAR", "MONTH", "QUARTER", "DECADE", "CENTURY", "MILLENNIUM"}
+# a range 'd h:m:s.f' as Spark reads it: (fields, pattern); every field but the first is bounded
+_RANGES = {
+    ("DAY", "HOUR"): r"(\d+) (\d{1,2})",
+    ("DAY", "MINUTE"): r"(\d+) (\d{1,2}):(\d{1,2})",
+    ("DAY", "SECOND"): r"(\d+) (\d{1,2}):(\d{1,2}):(\d{1,2}(?:\.\d*)?)",
+    ("HOUR", "MINUTE"): r"(\d+):(\d{1,2})",
+    ("HOUR", "SECOND"): r"(\d+):(\d{1,2}):(\d{1,2}(?:\.\d*)?)",
+    ("MINUTE", "SECOND"): r"(\d+):(\d{1,2}(?:\.\d*)?)",
+}
+_RANGE_UNITS = {("DAY", "HOUR"): ("DAY", "HOUR"), ("DAY", "MINUTE"): ("DAY", "HOUR", "MINUTE"),
+                ("DAY", "SECOND"): ("DAY", "HOUR", "MINUTE", "SECOND"), ("HOUR", "MINUTE"): ("HOUR", "MINUTE"),
+                ("HOUR", "SECOND"): ("HOUR", "MINUTE", "SECOND"), ("MINUTE", "SECOND"): ("MINUTE", "SECOND")}
+_BOUND = {"HOUR": 23, "MINUTE": 59, "SECOND": 59}
+_INTERVAL_FORMS = ("INTERVAL 5 MINUTES, INTERVAL '90' SECOND, INTERVAL 1.5 SECONDS, INTERVAL '1:30' MINUTE TO SECOND, "
+                   "INTERVAL '1 02:03:04.5' DAY TO SECOND, INTERVAL '1 day 2 hours', INTERVAL 1 DAY 2 HOURS "
+                   "(units WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND)")
+
+
+def _unit_name(text: str) -> str:
+    unit = text.upper()
+    return unit[:-1] if unit.endswith("S") and unit[:-1] in _UNIT_MICROS | dict.fromkeys(_YEAR_MONTH) else unit
+
+
+def _seconds_micros(text: str) -> int:
+    """'12.3456789' seconds in microseconds, the fraction cut after six digits (Spark's)."""
+    whole, _, fraction = text.partition(".")
+    return int(whole) * 1_000_000 + int((fraction + "000000")[:6])
+
+
+def _unit_micros(node, number: str, unit: str) -> int:
+    """``number unit`` (one field of an interval) in microseconds; only seconds have a fraction."""
+    sign = -1 if number.startswith("-") else 1
+    digits = number.lstrip("+-")
+    if unit in _YEAR_MONTH:
+        raise _unsupported(node, f"The year-month interval '{node.sql(dialect='spark')}'",
+                           hint=f"the local engine reads day-time intervals: {_INTERVAL_FORMS}")
+    if unit not in _UNIT_MICROS or not re.fullmatch(r"\d+(\.\d+)?" if unit == "SECOND" else r"\d+", digits):
+        raise _interval_unread(node)
+    return sign * (_seconds_micros(digits) if unit == "SECOND" else int(digits) * _UNIT_MICROS[unit])
+
+
+def _interval_unread(node) -> ExprError:
+    return ExprError(UnsupportedError, f"The interval '{node.sql(dialect='spark')}' is not one cerql's local "
+                     "engine reads (cerql.run)", node, "UNSUPPORTED_EXPRESSION",
+                     f"the local engine reads day-time INTERVAL literals: {_INTERVAL_FORMS}")
+
+
+def _interval_literal(node: exp.Interval) -> pa.Scalar:
+    """A day-time INTERVAL literal as Spark reads it, as an Arrow duration in microseconds:
+    ``INTERVAL 5 MINUTES`` (one unit, a signed integer; seconds may have a fraction, cut after
+    six digits), ``INTERVAL '1:30' MINUTE TO SECOND`` (a range, its later fields bounded as
+    Spark bounds them: hours 0-23, minutes and seconds 0-59), ``INTERVAL '1 day 2 hours'``.
+    Year-month intervals, and forms or values the local engine does not read, are refused."""
+    value, unit = node.this, node.args.get("unit")
+    if not (isinstance(value, exp.Literal) and value.is_string):
+        raise _interval_unread(node)
+    text = _trim_all(value.this)
+    if isinstance(unit, exp.IntervalSpan):
+        start, end = _unit_name(unit.this.name), _unit_name(unit.expression.name)
+        if start in _YEAR_MONTH or end in _YEAR_MONTH:
+            _unit_micros(node, "0", start if start in _YEAR_MONTH else end)
+        pattern = _RANGES.get((start, end))
+        m = re.fullmatch(r"([+-]?)" + pattern, text) if pattern else None
+        if m is None:
+            raise _interval_unread(node)
+        total = 0
+        for field, part in zip(_RANGE_UNITS[start, end], m.groups()[1:]):
+            if field != start and float(part) >= _BOUND[field] + 1:
+                raise _interval_unread(node)
+            total += _seconds_micros(part) if field == "SECOND" else int(part) * _UNIT_MICROS[field]
+        micros = -total if m.group(1) == "-" else total
+    elif unit is not None:
+        micros = _unit_micros(node, text, _unit_name(unit.name))
+    else:  # INTERVAL '1 day 2 hours': number-unit pairs
+        pairs = re.findall(r"\s*([+-]?[\d.]+)\s+([A-Za-z]+)", text)
+        if not pairs or "".join(re.findall(r"\s*[+-]?[\d.]+\s+[A-Za-z]+", text)) != text:
+            raise _interval_unread(node)
+        micros = sum(_unit_micros(node, number, _unit_name(word)) for number, word in pairs)
+    if not -2**63 < micros < 2**63:
+        raise _interval_unread(node)
+    return pa.scalar(micros, _US)
+
+
 # --------------------------------------------------------------------------- comparisons
 def _has_nan(value: Value) -> bool:
     if not _is_float(value.type):
@@ -610,11 +841,18 @@ def _compare_values(op: str, a: Value, b: Value) -> Value:
     return pc.or_(plain, pc.and_(an, pc.is_valid(b)))  # >=
 
 
-def _comparable(node, a: Value, b: Value, env: _Env) -> tuple[Value, Value]:
+def _comparable(node, a: Value, b: Value, env: _Env, mismatch: str = "BINARY_OP_DIFF_TYPES") -> tuple[Value, Value]:
     """Both sides in the type Spark compares them in: numbers widened (:func:`_numeric_pair`);
     a STRING against a DATE or TIMESTAMP cast to it (CAST_INVALID_INPUT when malformed), a DATE
-    against a TIMESTAMP cast to it, timestamps as instants; the same types as they are."""
+    against a TIMESTAMP cast to it, timestamps as instants, intervals as microseconds; the same
+    types as they are. A date, timestamp or interval against a type Spark does not compare it
+    with is Spark's DATATYPE_MISMATCH (``mismatch``: BINARY_OP_DIFF_TYPES, or DATA_DIFF_TYPES
+    for IN)."""
     ta, tb = a.type, b.type
+    if (_is_temporal(ta) or _is_temporal(tb)) and not _comparable_kinds(ta, tb):
+        raise _mismatch(node, mismatch, ta, tb)
+    if pa.types.is_duration(ta) and pa.types.is_duration(tb):
+        return _micros(a), _micros(b)
     if pa.types.is_null(ta) or pa.types.is_null(tb):
         if pa.types.is_null(ta) and pa.types.is_null(tb):
             return a, b
@@ -645,8 +883,8 @@ def _time_side(value: Value) -> Value:
     return value if pa.types.is_date(value.type) else _as_timestamp(value, aware=True)
 
 
-def _compare(op: str, node, a: Value, b: Value, env: _Env) -> Value:
-    a, b = _comparable(node, a, b, env)
+def _compare(op: str, node, a: Value, b: Value, env: _Env, mismatch: str = "BINARY_OP_DIFF_TYPES") -> Value:
+    a, b = _comparable(node, a, b, env, mismatch)
     return _compare_values(op, a, b)
 
 
@@ -766,13 +1004,56 @@ def _by_zero(node, op: str) -> ExprError:
                      "DIVIDE_BY_ZERO", "use try_divide to get NULL for a zero divisor")
 
 
+# --------------------------------------------------------------------------- timestamps and intervals
+_US = pa.duration("us")
+
+
+def _micros(value: Value) -> Value:
+    """A microsecond timestamp or duration as its BIGINT count."""
+    return pc.cast(value, pa.int64())
+
+
+def _as_duration(value: Value) -> Value:
+    return pc.cast(value, _US)
+
+
+def _time_arith(node, op: str, a: Value, b: Value, env: _Env) -> Value:
+    """``a op b`` where either is a date, a timestamp or a day-time interval, as Spark 4:
+    timestamp - timestamp (or date) is an INTERVAL DAY TO SECOND, the microseconds between them
+    (a TIMESTAMP_NTZ or a DATE with a TIMESTAMP is first read in the session time zone, as Spark
+    casts it; DATE - DATE is the days between them); timestamp +/- interval is a timestamp of
+    the same type; interval +/- interval an interval. Types Spark refuses are its
+    DATATYPE_MISMATCH error; types Spark takes and the local engine does not compute
+    (date + interval, interval * number...) a LocalTypeRefusal."""
+    ta, tb = a.type, b.type
+    verdict = _arith_check(op, ta, tb)
+    if verdict == _SPARK_RUNS:
+        raise _refuse_type(node, ta, tb)
+    if verdict is not None:
+        raise _mismatch(node, verdict, ta, tb)
+    fa, fb = _family(ta), _family(tb)
+    checked, plain = _ARITH_FN[op]
+    if fa in "TD" and fb in "TD":  # a difference of times
+        aware = bool((fa == "T" and ta.tz) or (fb == "T" and tb.tz))
+        x, y = _micros(_as_timestamp(a, aware)), _micros(_as_timestamp(b, aware))
+        return _as_duration(_checked(env, node, checked, plain, (x, y)))
+    if fa == fb == "V":
+        return _as_duration(_checked(env, node, checked, plain, (_micros(a), _micros(b))))
+    stamp, delta = (a, b) if fa == "T" else (b, a)  # a timestamp and an interval
+    out = _checked(env, node, checked, plain, (_micros(stamp), _micros(delta)) if fa == "T"
+                   else (_micros(delta), _micros(stamp)))
+    return pc.cast(out, stamp.type)
+
+
 _ARITH_FN = {"+": (pc.add_checked, pc.add), "-": (pc.subtract_checked, pc.subtract),
              "*": (pc.multiply_checked, pc.multiply)}
 
 
 def _arith(node, op: str, a: Value, b: Value, env: _Env) -> Value:
     """``a op b`` for + - *, as Spark: integers checked (ARITHMETIC_OVERFLOW), decimals exact in
-    Spark's result type, floats as IEEE."""
+    Spark's result type, floats as IEEE; dates, timestamps and intervals as :func:`_time_arith`."""
+    if _is_temporal(a.type) or _is_temporal(b.type):
+        return _time_arith(node, op, a, b, env)
     a, b = _numeric_pair(node, a, b, _operand_digits(node))
     kind = a.type
     if pa.types.is_null(kind):
@@ -789,6 +1070,8 @@ def _arith(node, op: str, a: Value, b: Value, env: _Env) -> Value:
 def _divide(node, a: Value, b: Value, env: _Env) -> Value:
     """Spark's ``/``: DOUBLE unless a DECIMAL is in it (then DECIMAL, HALF_UP at Spark's scale);
     a zero divisor of a non-NULL dividend is DIVIDE_BY_ZERO."""
+    if _is_temporal(a.type) or _is_temporal(b.type):
+        return _time_arith(node, "/", a, b, env)
     a, b = _numeric_pair(node, a, b, _operand_digits(node))
     if pa.types.is_null(a.type):
         return pc.cast(a, pa.float64())
@@ -803,6 +1086,8 @@ def _divide(node, a: Value, b: Value, env: _Env) -> Value:
 def _mod(node, a: Value, b: Value, env: _Env) -> Value:
     """Spark's ``%``: the sign follows the dividend; integers exact, floats as Java's ``%``
     (C's fmod), decimals exact; a zero divisor is REMAINDER_BY_ZERO."""
+    if _is_temporal(a.type) or _is_temporal(b.type):
+        return _time_arith(node, "%", a, b, env)
     a, b = _numeric_pair(node, a, b, _operand_digits(node))
     kind = a.type
     if pa.types.is_null(kind):
@@ -850,6 +1135,8 @@ def _float_binary(fn, a: Value, b: Value, kind: pa.DataType) -> Value:
 def _int_divide(node, a: Value, b: Value, env: _Env) -> Value:
     """Spark's ``div`` of integers: BIGINT, truncated toward zero; DIVIDE_BY_ZERO, and
     ARITHMETIC_OVERFLOW for -2**63 div -1."""
+    if _is_temporal(a.type) or _is_temporal(b.type):
+        return _time_arith(node, "div", a, b, env)
     a, b = _null_as(a, pa.int64()), _null_as(b, pa.int64())
     if not (_is_int(a.type) and _is_int(b.type)):
         raise _refuse_type(node, a.type, b.type)
@@ -865,6 +1152,8 @@ def _int_divide(node, a: Value, b: Value, env: _Env) -> Value:
 # --------------------------------------------------------------------------- math
 def _number(node, value: Value) -> Value:
     value = _null_as(value, pa.float64())
+    if _is_temporal(value.type):  # Spark's math functions take numbers only
+        raise _mismatch(node, "UNEXPECTED_INPUT_TYPE", value.type)
     if not _is_num(value.type):
         raise _refuse_type(node, value.type)
     return value
@@ -877,6 +1166,8 @@ def _double_fn(fn, node, value: Value, env: _Env) -> Value:
 
 
 def _abs(node, value: Value, env: _Env) -> Value:
+    if pa.types.is_duration(value.type):  # Spark's abs of an interval: not computed here
+        raise _refuse_type(node, value.type)
     value = _number(node, value)
     if _is_int(value.type):
         return _checked(env, node, pc.abs_checked, pc.abs, (value,))
@@ -884,6 +1175,8 @@ def _abs(node, value: Value, env: _Env) -> Value:
 
 
 def _negate(node, value: Value, env: _Env) -> Value:
+    if pa.types.is_duration(value.type):
+        return _as_duration(_checked(env, node, pc.negate_checked, pc.negate, (_micros(value),)))
     value = _number(node, value)
     if _is_int(value.type):
         return _checked(env, node, pc.negate_checked, pc.negate, (value,))
@@ -996,12 +1289,12 @@ def _np_valid(value: Value) -> np.ndarray:
 def _extreme(node, values: list[Value], greatest: bool) -> Value:
     """Spark's greatest and least: NULLs skipped (NULL only when every argument is), NaN above
     every number, arguments in their common type."""
-    values = _common(node, values)
+    values = _common(node, values, greatest=True)
     kind = next((v.type for v in values if not pa.types.is_null(v.type)), pa.null())
     if pa.types.is_null(kind):
         return values[0]
     fn = pc.max_element_wise if greatest else pc.min_element_wise
-    if _is_time(kind):  # Arrow has no element-wise max of timestamps: their integers
+    if _is_time(kind) or pa.types.is_duration(kind):  # Arrow has no element-wise max of timestamps: their integers
         stamp = pa.int32() if pa.types.is_date(kind) else pa.int64()
         out = fn(*[pc.cast(v, stamp) for v in values], skip_nulls=True)
         return pc.cast(out, kind)
@@ -1493,12 +1786,20 @@ def _convert(node, value: Value, target: pa.DataType, env: _Env) -> _Cast:
     if pa.types.is_date(src):
         if pa.types.is_timestamp(target):
             return _Cast(_as_timestamp(value, aware=bool(target.tz)))
+        if _is_num(target) or pa.types.is_boolean(target):  # Spark points to UNIX_DATE and the like
+            raise _mismatch(node, "CAST_WITH_FUNC_SUGGESTION", src, target)
         raise _refuse_type(node, src, target)
+    if pa.types.is_duration(src):  # Spark casts an interval to integers, DECIMAL and STRING only
+        if _is_int(target) or _is_dec(target) or _is_str(target):
+            raise _refuse_type(node, src, target)
+        raise _mismatch(node, "CAST_WITHOUT_SUGGESTION", src, target)
     if pa.types.is_timestamp(src):
         if pa.types.is_date(target):
             return _Cast(_to_date(node, value, env))
         if pa.types.is_timestamp(target):
             return _Cast(_as_timestamp(value, aware=bool(target.tz)))
+        if not src.tz and (_is_num(target) or pa.types.is_boolean(target)):  # a TIMESTAMP_NTZ has no number
+            raise _mismatch(node, "CAST_WITHOUT_SUGGESTION", src, target)
         raise _refuse_type(node, src, target)
     raise _refuse_type(node, src, target)
 
@@ -1710,6 +2011,9 @@ def _compile(node: exp.Expression, resolve) -> Callable[[_Env], Value]:
         return lambda env: value
     if isinstance(node, exp.Null):
         return lambda env: pa.scalar(None, pa.null())
+    if isinstance(node, exp.Interval):
+        value = _interval_literal(node)
+        return lambda env: value
     if isinstance(node, exp.Paren):
         return c(node.this)
     if type(node) in _COMPARE_OPS:
@@ -1906,7 +2210,7 @@ def _compile_in(node: exp.In, c):
         out = None
         live = env.where(pc.is_valid(v))
         for opt in options:  # Spark stops at the first equal item
-            eq = _compare("=", node, v, opt(live), live)
+            eq = _compare("=", node, v, opt(live), live, "DATA_DIFF_TYPES")
             out = eq if out is None else pc.or_kleene(out, eq)
             live = live.where(pc.invert(pc.fill_null(eq, False)))
         return out if out is not None else pa.scalar(False)
@@ -1970,4 +2274,4 @@ def _compile_case(node, c):
     return case
 
 
-__all__ = ["compile_expr", "ExprError", "Compiled", "guard", "LocalTypeRefusal", "SUPPORTED"]
+__all__ = ["compile_expr", "ExprError", "Compiled", "guard", "LocalTypeRefusal", "SparkTypeMismatch", "SUPPORTED"]
