@@ -34,7 +34,8 @@ def __dir__():
 
 
 def load_ipython_extension(ipython) -> None:
-    """``%load_ext cerql``: adds the ``%%ceql`` cell magic (see cerql.spark.magic)."""
+    """``%load_ext cerql``: adds the ``%%ceql`` cell magic, and shows a CeqlError raised in a cell
+    as its message, caret and hint, without cerql's traceback (see cerql.spark.magic)."""
     from cerql.spark.magic import load_ipython_extension as load
 
     load(ipython)
