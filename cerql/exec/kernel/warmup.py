@@ -33,6 +33,11 @@ QUERIES = (
     "SELECT * FROM s WHERE (A AS a ; C AS c) ALL B AS b WITHIN 6 EVENTS",
 )
 
+# The arena is compacted only when full (ARENA_NODES, cerql/exec/driver.py), which the small
+# stream never is; this query over a longer one gets there, as the demo's queries do on Spark.
+LONG_QUERY = "SELECT * FROM s WHERE A AS a ; B AS b WITHIN 10 EVENTS"
+LONG_ROWS = 20_000
+
 
 def stream(n_rows: int = 400):
     """A small deterministic stream for :data:`QUERIES`: types A, B, C, an integer ``x``, a key
@@ -62,6 +67,8 @@ def run_queries() -> int:
             ran += 1
         except cerql.CeqlError:
             pass
+    cerql.run(LONG_QUERY, {"s": stream(LONG_ROWS)})  # fills the arena: compacts it
+    ran += 1
     try:
         from cerql.cli.demo import demo_tables, load_queries, tables_for
     except ImportError:
