@@ -14,7 +14,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@echo "cerql: installing cerql into .venv with its dev extras (about 3 min on a fresh machine: PySpark, numba, pandas)..."
+	@echo "cerql: installing cerql into .venv with its dev extras (about 6 min on a fresh machine: PySpark, numba, pandas)..."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
