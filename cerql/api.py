@@ -293,6 +293,10 @@ def _evaluation_lines(evaluation: Evaluation) -> list[str]:
                      "are checked by the automaton with registers (seed 002): the values of the events bound so far "
                      "are carried on the run and compared when an event of the other variable is bound (when both "
                      "sides are numbers, dates, timestamps or booleans)" + (", before the filter below" if filters else ""))
+    repeated = [c.text for c in registers if c.reset is not None]
+    if repeated:
+        lines.append(f"{', '.join(repeated)} under + or :+ hold(s) in each repetition: the automaton marks the first "
+                     "event of each repetition, where the registers start over")
     if aggregated:
         lines.append(f"aggregates ({', '.join(aggregated)}) are checked by the automaton with registers (seed 004): "
                      "each run carries the aggregate of the events bound so far and compares it with the constant "

@@ -31,7 +31,7 @@ from cerql.plan import (AGGREGATE_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, 
                         OutputPlan, QueryPlan, RegisterCheck, SourcePlan, WindowPlan, shown_columns)
 from cerql.planner import aggregates, rules
 from cerql.planner.analyze import MATCH_COLUMNS, Analysis, OutputVar, bare_reference, find_name
-from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, compile_expr, guard, refuse_call
+from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, SparkTypeMismatch, compile_expr, guard, refuse_call
 from cerql.planner.equality import keyable_type
 from cerql.planner.registers import Candidate
 
@@ -251,6 +251,8 @@ class _Resolver:
         except LocalTypeRefusal as err:
             if spark_may_run and self.spark:
                 return None
+            if isinstance(err, SparkTypeMismatch):  # Spark's analyzer refuses it too: its class on both engines
+                raise self.error(str(err), err.error_class, err.hint, offset=expr_position(sql)) from None
             raise self.error(str(err), "UNSUPPORTED_EXPRESSION", "cast the operands to the types the function takes",
                              offset=expr_position(sql), cls=UnsupportedError) from None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError) as err:

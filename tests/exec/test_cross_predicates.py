@@ -268,8 +268,11 @@ def test_filter_under_an_as_of_its_own_variable_on_spark(spark, pattern, expecte
 def test_explain_says_who_evaluates_it():
     text = cerql.explain("SELECT * FROM s WHERE A AS a ; B AS b FILTER b.x + a.x > 3")
     assert "b.x + a.x > 3" in text and "checked on each enumerated result" in text
-    repeated = cerql.explain("SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.x > a.x)+")
+    repeated = cerql.explain("SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.x + a.x > 3)+")
     assert "under + or :+ is checked on each repetition" in repeated and "__cerql_filter0_first" in repeated
+    registers = cerql.explain("SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.x > a.x)+")
+    assert "b.x > a.x under + or :+ hold(s) in each repetition" in registers
+    assert "__cerql_repeat0_first" in registers and "__cerql_filter0" not in registers
 
 
 # ------------------------------------------------------------- local engine = reference, at random

@@ -176,9 +176,7 @@ def test_spark_refuses_what_the_local_engine_refuses(spark, stream, query, error
     assert error_class in str(err.value) and "Spark's analyzer refuses it too" in str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="planner/resolve.py check() reports every LocalTypeRefusal as "
-                   "UNSUPPORTED_EXPRESSION; it should take SparkTypeMismatch.error_class (issue 34, item 4)")
-@pytest.mark.parametrize("query, error_class", MISMATCHES[:1])
+@pytest.mark.parametrize("query, error_class", MISMATCHES)
 def test_the_local_error_class_is_sparks(query, error_class):
     with pytest.raises(CeqlError) as err:
         cerql.run(query, {"s": STREAM})
