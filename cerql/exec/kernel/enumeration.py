@@ -176,6 +176,29 @@ def _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_f
 
 
 @njit(nogil=True, cache=True)
+def _final_roots(i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final, st):
+    """The nodes of the active runs that end results at event i (:func:`_ends_here`), written to
+    ``runs.new_node`` (free once the event's runs are stepped); returns how many."""
+    n_roots = 0
+    for k in range(st[NACT]):
+        if _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final):
+            runs.new_node[n_roots] = runs.node[k]
+            n_roots += 1
+    return n_roots
+
+
+@njit(nogil=True, cache=True)
+def _sum_overflowed(consumed, cutoff, windowed, regs, runs, arena, ds_final, st):
+    """Whether a final run with a live node holds an integer sum past BIGINT: that fails the
+    query, whichever result a strategy would pick."""
+    for k in range(st[NACT]):
+        if ds_final[runs.ds[k]] and alive(runs.node[k], consumed, windowed, cutoff, arena.maxpos, arena.maxval) and (
+                overflowed(k, regs, runs.rk)):
+            return True
+    return False
+
+
+@njit(nogil=True, cache=True)
 def _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final):
     """LAST's and NEXT's results at event i, searched for on the arena
     (cerql.exec.kernel.selection): the final runs that can end a result here are the roots (kept
@@ -189,11 +212,7 @@ def _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, ru
     TOO_MANY_STEPS (the searches' steps at the event, in st[WORK], passed search_steps)."""
     windowed = options.windowed
     roots = runs.new_node
-    n_roots = 0
-    for k in range(st[NACT]):
-        if _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final):
-            roots[n_roots] = runs.node[k]
-            n_roots += 1
+    n_roots = _final_roots(i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final, st)
     if n_roots == 0:
         return OK
     m, first, last = -1, -1, -1
@@ -241,11 +260,8 @@ def report_ordered(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
     l0 = st[NLAB]
     st[COUNT] = 0
     st[WORK] = 0
-    if regs.count > 0:  # a sum past BIGINT in any result fails the query, as report_results
-        for k in range(st[NACT]):
-            if ds_final[runs.ds[k]] and alive(runs.node[k], consumed, windowed, cutoff, arena.maxpos,
-                                              arena.maxval) and overflowed(k, regs, runs.rk):
-                return OVERFLOW
+    if regs.count > 0 and _sum_overflowed(consumed, cutoff, windowed, regs, runs, arena, ds_final, st):
+        return OVERFLOW
     code = _ordered(i, pos, r0, l0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final)
     if code == NEED_CHECK or code == OK:
         return code
@@ -257,11 +273,7 @@ def _ordered(i, pos, r0, l0, consumed, cutoff, options, events, regs, st, runs, 
     """report_ordered's candidates at event i (see there)."""
     windowed = options.windowed
     roots = runs.new_node
-    n_roots = 0
-    for k in range(st[NACT]):
-        if _ends_here(k, i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final):
-            roots[n_roots] = runs.node[k]
-            n_roots += 1
+    n_roots = _final_roots(i, consumed, cutoff, windowed, events, regs, runs, arena, ds_final, st)
     if n_roots == 0 or st[ORDER] == DECIDED:
         st[ORDER] = 0
         return OK
@@ -309,19 +321,15 @@ def report_results(i, cutoff, options, events, dfa, regs, st, runs, arena, out):
     """
     windowed, strategy, max_matches = options.windowed, options.strategy, options.max_matches
     ds_final, n_regs = dfa.final, regs.count
-    act_ds, act_node, act_rk = runs.ds, runs.node, runs.rk
-    n_maxpos, n_maxval = arena.maxpos, arena.maxval
+    act_node = runs.node
     consumed = st[CONSUMED]
     pos = st[POS]
     r0 = st[NRES]
     l0 = st[NLAB]
     st[COUNT] = 0
     st[WORK] = 0
-    if n_regs > 0:  # a sum past BIGINT in any result fails the query, whichever ANY would pick
-        for k in range(st[NACT]):
-            if ds_final[act_ds[k]] and alive(act_node[k], consumed, windowed, cutoff, n_maxpos, n_maxval) and (
-                    overflowed(k, regs, act_rk)):
-                return OVERFLOW
+    if n_regs > 0 and _sum_overflowed(consumed, cutoff, windowed, regs, runs, arena, ds_final, st):
+        return OVERFLOW
     prune_starts = strategy == MAX and options.first_selected and n_regs == 0
     if strategy == LAST or strategy == NEXT:
         code = _report_searched(i, pos, r0, consumed, cutoff, options, events, regs, st, runs, arena, out, ds_final)

@@ -48,6 +48,18 @@ def _grow(array, need):
 
 
 @njit(nogil=True, cache=True)
+def _visit(stack, size, node, mark, stamp):
+    """Push ``node`` on the walk's stack ``stack[0:size]`` unless this walk (``stamp``) has
+    marked it already; returns the stack (grown when full) and its new size."""
+    if mark[node] != stamp:
+        mark[node] = stamp
+        stack = _grow(stack, size + 1)
+        stack[size] = node
+        size += 1
+    return stack, size
+
+
+@njit(nogil=True, cache=True)
 def _upward(roots, n_roots, consumed, windowed, cutoff, arena, st):
     """The part of the arena the roots reach over live branches, numbered 0.. (``arena.remap``
     holds each node's number): the nodes, each one's parents (``first[k]:first[k + 1]`` in
@@ -157,30 +169,18 @@ def hand_over(roots, n_roots, strategy, skip, target, i, pos, r0, consumed, cuto
             if d == 0:
                 for q in range(entries.shape[0]):
                     x = entries[q]
-                    if mark[x] != stamp:
-                        mark[x] = stamp
-                        stack = _grow(stack, size + 1)
-                        stack[size] = x
-                        size += 1
+                    stack, size = _visit(stack, size, x, mark, stamp)
             else:
                 for q in range(g_lo, g_hi):
                     g = pool[q]
                     if down:
                         c = n_a[g]
-                        if mark[c] != stamp:
-                            mark[c] = stamp
-                            stack = _grow(stack, size + 1)
-                            stack[size] = c
-                            size += 1
+                        stack, size = _visit(stack, size, c, mark, stamp)
                     else:
                         ends = ends or is_root[g]
                         for e in range(first[g], first[g + 1]):
                             c = parents[e]
-                            if mark[c] != stamp:
-                                mark[c] = stamp
-                                stack = _grow(stack, size + 1)
-                                stack[size] = c
-                                size += 1
+                            stack, size = _visit(stack, size, c, mark, stamp)
             lo = top
             while size > 0:
                 size -= 1
@@ -204,20 +204,13 @@ def hand_over(roots, n_roots, strategy, skip, target, i, pos, r0, consumed, cuto
                         nxt = (n_a[y] if alive(n_a[y], consumed, windowed, cutoff, n_maxpos, n_maxval) else -1,
                                n_b[y] if alive(n_b[y], consumed, windowed, cutoff, n_maxpos, n_maxval) else -1)
                     for c in nxt:
-                        if c >= 0 and mark[c] != stamp:
-                            mark[c] = stamp
-                            stack = _grow(stack, size + 1)
-                            stack[size] = c
-                            size += 1
+                        if c >= 0:
+                            stack, size = _visit(stack, size, c, mark, stamp)
                 else:
                     ends = ends or is_root[x]
                     for e in range(first[x], first[x + 1]):
                         c = parents[e]
-                        if mark[c] != stamp:
-                            mark[c] = stamp
-                            stack = _grow(stack, size + 1)
-                            stack[size] = c
-                            size += 1
+                        stack, size = _visit(stack, size, c, mark, stamp)
             key = np.empty(top - lo, np.int64)
             for q in range(lo, top):
                 p = n_pos[pool[q] if down else nodes[pool[q]]]
