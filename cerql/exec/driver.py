@@ -387,7 +387,7 @@ class RegisterSpec:
         self.kinds = np.array([self.KINDS[c.aggregate] for c in self.checks] or [0], np.int64)
         self.floats = np.array([c.floating for c in self.checks] or [False], np.bool_)
         self.singles = np.array([c.single for c in self.checks] or [False], np.bool_)
-        self.resets = np.array([bit[c.reset] if getattr(c, "reset", None) else 0 for c in self.checks] or [0],
+        self.resets = np.array([bit[c.reset] if c.reset else 0 for c in self.checks] or [0],
                                np.int64)
         # what the kernel reads: the same arrays (``rise`` changes kinds in place)
         self.plan = kernel.RegisterPlan(self.count, self.kinds, self.x_bits, self.y_bits, self.ops, self.floats,

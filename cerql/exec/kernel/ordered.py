@@ -60,6 +60,19 @@ def _visit(stack, size, node, mark, stamp):
 
 
 @njit(nogil=True, cache=True)
+def _number(node, nodes, n, seen, stamp, number):
+    """Give ``node`` the next number (``nodes[0:n]`` are numbered, ``number`` maps them back)
+    unless this walk (``stamp``) has met it; returns the nodes (grown when full) and how many."""
+    if seen[node] != stamp:
+        seen[node] = stamp
+        nodes = _grow(nodes, n + 1)
+        number[node] = n
+        nodes[n] = node
+        n += 1
+    return nodes, n
+
+
+@njit(nogil=True, cache=True)
 def _upward(roots, n_roots, consumed, windowed, cutoff, arena, st):
     """The part of the arena the roots reach over live branches, numbered 0.. (``arena.remap``
     holds each node's number): the nodes, each one's parents (``first[k]:first[k + 1]`` in
@@ -73,13 +86,7 @@ def _upward(roots, n_roots, consumed, windowed, cutoff, arena, st):
     parent = np.empty(64, np.int64)
     n, n_edges = 0, 0
     for q in range(n_roots):
-        r = roots[q]
-        if seen[r] != stamp:
-            seen[r] = stamp
-            nodes = _grow(nodes, n + 1)
-            number[r] = n
-            nodes[n] = r
-            n += 1
+        nodes, n = _number(roots[q], nodes, n, seen, stamp, number)
     k = 0
     while k < n:  # breadth first: each reached node's live children
         x = nodes[k]
@@ -87,12 +94,7 @@ def _upward(roots, n_roots, consumed, windowed, cutoff, arena, st):
         for c in (n_a[x], n_b[x] if n_pos[x] < 0 else -1):
             if c <= 0 or (n_pos[x] < 0 and not alive(c, consumed, windowed, cutoff, n_maxpos, n_maxval)):
                 continue
-            if seen[c] != stamp:
-                seen[c] = stamp
-                nodes = _grow(nodes, n + 1)
-                number[c] = n
-                nodes[n] = c
-                n += 1
+            nodes, n = _number(c, nodes, n, seen, stamp, number)
             child = _grow(child, n_edges + 1)
             parent = _grow(parent, n_edges + 1)
             child[n_edges] = number[c]
