@@ -1,8 +1,9 @@
 """Errors raised by cerql: one root, one class per stage.
 
 Every error a user can cause with a query is a :class:`CeqlError`. It carries the query text
-and the position of the offending construct, so ``str(err)`` shows the line with a caret under
-it and a hint, never a bare traceback from lark, sqlglot or Spark.
+and the position of the offending construct, so ``str(err)`` shows the error class (as Spark's
+errors do: ``[UNKNOWN_COLUMN] ...``), the line with a caret under it and a hint, never a bare
+traceback from lark, sqlglot or Spark.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ class CeqlError(Exception):
         return self
 
     def _render(self) -> str:
-        out = self.message
+        # Spark's own errors start with their class ("[UNRESOLVED_COLUMN...] ..."); ours do
+        # too, so the code the docs name is the one the user sees, and a search finds it.
+        out = f"[{self.error_class}] {self.message}"
         if self.line is not None and self.column is not None:
             out += f" at line {self.line}, column {self.column}"
             if self.text is not None:

@@ -386,7 +386,7 @@ def report(err: Exception) -> int:
 
     cause = query_error(err)
     if cause is not None:
-        print(f"cerql: {cause.error_class}: {cause}", file=sys.stderr)
+        print(f"cerql: {cause}", file=sys.stderr)  # "[CLASS] message", caret, hint
         for conf in LOCAL_CONF:
             if conf.partition(".")[2] in cause.message:
                 print(f"cerql: on the command line: --conf {conf}=N", file=sys.stderr)
@@ -435,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except OutputRefused as err:
-        print(f"cerql: {err.error_class}: {err}", file=sys.stderr)
+        print(f"cerql: [{err.error_class}] {err}", file=sys.stderr)
         return 2
     except CliError as err:
         print(f"cerql: error: {err}", file=sys.stderr)

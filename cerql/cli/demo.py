@@ -447,7 +447,7 @@ def _run_demo(out, n_rows, engine, show, directory, spark, progress) -> list[dic
             used = tables_for(text, tables)
             matches, result = _evaluate(text, used, engine, spark, frames, progress)
         except cerql.CeqlError as err:
-            out(f"!! {name} failed: {err.error_class}: {err}")
+            out(f"!! {name} failed: {err}")
             summaries.append({"query": name, "rows_in": 0, "matches": 0,
                               "seconds": time.perf_counter() - started, "error": err})
             out("")

@@ -45,7 +45,7 @@ def decimal_avg_type(column_type: pa.Decimal128Type) -> pa.Decimal128Type:
 def sum_overflow(detail: str = "") -> ExecutionError:
     """Spark's ANSI error for a BIGINT sum that leaves the range, raised by this module and by the
     kernel's sum registers (exec/driver.py)."""
-    return ExecutionError(f"[ARITHMETIC_OVERFLOW] sum() overflows BIGINT{detail}", error_class="ARITHMETIC_OVERFLOW",
+    return ExecutionError(f"sum() overflows BIGINT{detail}", error_class="ARITHMETIC_OVERFLOW",
                           hint="cast the column to DOUBLE or DECIMAL before the query", params={"kind": "sum"})
 
 
@@ -56,7 +56,7 @@ def _is_nan(v) -> bool:
 def decimal_sum_overflow(kind: str, sum_type: pa.Decimal128Type, detail: str = "") -> ExecutionError:
     """Spark's ANSI error for a decimal sum (of sum or avg) that leaves its sum type."""
     name = f"DECIMAL({sum_type.precision},{sum_type.scale})"
-    return ExecutionError(f"[ARITHMETIC_OVERFLOW] {kind}() overflows {name}{detail}",
+    return ExecutionError(f"{kind}() overflows {name}{detail}",
                           error_class="ARITHMETIC_OVERFLOW", params={"kind": kind},
                           hint="cast the column to DOUBLE, or to a DECIMAL with fewer fraction digits, "
                                "before the query")

@@ -46,7 +46,7 @@ BIG = np.iinfo(np.int64).max
 
 def too_many_output_rows(limit: int) -> ExecutionError:
     return ExecutionError(
-        f"[TOO_MANY_OUTPUT_ROWS] The query has more than {limit:,} results, the most "
+        f"The query has more than {limit:,} results, the most "
         f"cerql.run returns (max_output_rows, {MAX_OUTPUT_ROWS_CONF})",
         error_class="TOO_MANY_OUTPUT_ROWS",
         hint="add LIMIT n, a selection strategy (SELECT NEXT/LAST/MAX/ANY) or a shorter WITHIN window; "
@@ -58,7 +58,7 @@ def too_many_output_rows(limit: int) -> ExecutionError:
 
 def too_many_output_events(limit: int) -> ExecutionError:
     return ExecutionError(
-        f"[TOO_MANY_OUTPUT_EVENTS] The query's results hold more than {limit:,} events, the most "
+        f"The query's results hold more than {limit:,} events, the most "
         f"cerql.run returns (max_output_events, {MAX_OUTPUT_EVENTS_CONF}): each result counts "
         "the events its variables hold",
         error_class="TOO_MANY_OUTPUT_EVENTS",

@@ -70,7 +70,7 @@ def too_many_matches(count: str, limit: int) -> ExecutionError:
     starts with the error class in brackets, as Spark's do, because on Spark it reaches the
     driver only as the text of a failed task."""
     return ExecutionError(
-        f"[TOO_MANY_MATCHES_PER_EVENT] One event completes {count} matches, more than "
+        f"One event completes {count} matches, more than "
         f"maxMatchesPerEvent ({limit:,})",
         error_class="TOO_MANY_MATCHES_PER_EVENT",
         hint="narrow the pattern with a selection strategy (SELECT NEXT/LAST/MAX/ANY) or a shorter "
@@ -86,7 +86,7 @@ def too_many_candidates(count: int, limit: int) -> ExecutionError:
     the results a superset beats (automaton.Determinizer's dominance), and NEXT and LAST search
     for their data set (kernel/selection.py)."""
     return ExecutionError(
-        f"[TOO_MANY_CANDIDATES_PER_EVENT] One event has {count:,} or more candidate matches to choose "
+        f"One event has {count:,} or more candidate matches to choose "
         f"from for NEXT/MAX, more than {limit:,} (100 x maxMatchesPerEvent, at least 1,000,000)",
         error_class="TOO_MANY_CANDIDATES_PER_EVENT",
         hint="MAX chooses among every candidate when a FILTER holds an aggregate or compares "
@@ -103,7 +103,7 @@ def too_many_candidate_events(count: int, limit: int) -> ExecutionError:
     size is bounded at one end event, not only their number: more than ``limit`` events in
     them (kernel/state.py candidate_events) fails before they fill memory."""
     return ExecutionError(
-        f"[TOO_MANY_CANDIDATES_PER_EVENT] One event's candidate matches hold {count:,} or more events, more "
+        f"One event's candidate matches hold {count:,} or more events, more "
         f"than {limit:,} (20 x maxMatchesPerEvent, at least 200,000), before a FILTER across variables or "
         f"aggregate, an UNLESS inside the pattern or MAX chooses among them",
         error_class="TOO_MANY_CANDIDATES_PER_EVENT",
@@ -121,7 +121,7 @@ def too_many_steps(count: int, limit: int, strategy: str) -> ExecutionError:
     (exec/kernel/selection.py) in steps that grow with the window; past ``limit`` steps at one
     event (kernel/state.py search_steps) the query fails instead of running for minutes."""
     return ExecutionError(
-        f"[TOO_MANY_STEPS_PER_EVENT] {strategy}'s search for its match at one event took {count:,} or more "
+        f"{strategy}'s search for its match at one event took {count:,} or more "
         f"steps over the partial matches, more than {limit:,} (100 x maxMatchesPerEvent, at least 1,000,000)",
         error_class="TOO_MANY_STEPS_PER_EVENT",
         hint="the search grows with the partial matches in the window: add or shorten WITHIN (without it the "
@@ -136,7 +136,7 @@ def too_many_runs(count: int, limit: int) -> ExecutionError:
     """Runs that carry different register values (exec/kernel/registers.py) cannot be merged;
     the automaton engine fails when one event leaves more than ``limit`` of them."""
     return ExecutionError(
-        f"[TOO_MANY_RUNS_PER_EVENT] After one event {count:,} partial matches carry different values of a "
+        f"After one event {count:,} partial matches carry different values of a "
         f"FILTER aggregate or comparison, more than maxMatchesPerEvent ({limit:,})",
         error_class="TOO_MANY_RUNS_PER_EVENT",
         hint="a sum or avg over a + variable takes a new value for every subset of its events: add or "

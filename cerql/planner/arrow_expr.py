@@ -246,7 +246,7 @@ def _mismatch(node: exp.Expression, error_class: str, *kinds: pa.DataType) -> Sp
               "UNEXPECTED_INPUT_TYPE": "an operand has a type the operator or function does not take",
               "CAST_WITHOUT_SUGGESTION": "the cast is not defined",
               "CAST_WITH_FUNC_SUGGESTION": "the cast is not defined (Spark suggests a function)"}[error_class]
-    return SparkTypeMismatch(f"[DATATYPE_MISMATCH.{error_class}] Cannot resolve '{node.sql(dialect='spark')}' due to "
+    return SparkTypeMismatch(f"Cannot resolve '{node.sql(dialect='spark')}' due to "
                              f"data type mismatch: {reason} ({shown}); Spark's analyzer refuses it too",
                              f"DATATYPE_MISMATCH.{error_class}", _TIME_HINT)
 

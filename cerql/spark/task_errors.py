@@ -35,6 +35,6 @@ def task_error(err: BaseException) -> CeqlError | None:
     cls = cls if isinstance(cls, type) and issubclass(cls, CeqlError) else CeqlError
     body = re.split(r"\n\s*(?:SQLSTATE:|\tat |JVM stacktrace:)", text[last.end():])[0].strip()
     message, _, hint = body.partition("\nHint: ")
-    tagged = re.match(r"\[([A-Z_]+)\] ", message)  # errors raised in tasks carry their class
+    tagged = re.match(r"\[([A-Z_.]+)\] ", message)  # a CeqlError's text starts with its class
     name = tagged.group(1) if tagged else re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).upper()
-    return cls(message, error_class=name, hint=hint or None)
+    return cls(message[tagged.end():] if tagged else message, error_class=name, hint=hint or None)

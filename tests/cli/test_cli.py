@@ -237,8 +237,8 @@ def run_into(tmp, query, out, *extra, engine="local"):
 
 
 def error_class(err: str) -> str:
-    """The error class ``cerql: CLASS: message`` names on stderr."""
-    return re.match(r"cerql: ([A-Z_]+): ", err).group(1)
+    """The error class ``cerql: [CLASS] message`` names on stderr."""
+    return re.match(r"cerql: \[([A-Z_]+)\] ", err).group(1)
 
 
 def config_dir(tmp):
@@ -846,9 +846,9 @@ UNKNOWN_COLUMN = "SELECT * FROM stock WHERE SELL AS s ; BUY AS b FILTER b[prise 
 
 
 def error_class_in(err: str) -> str:
-    """The error class of the ``cerql: CLASS: message`` line on stderr, after any notes (the
+    """The error class of the ``cerql: [CLASS] message`` line on stderr, after any notes (the
     stock.parquet pandas writes gets one: its nanosecond timestamps)."""
-    return re.search(r"^cerql: ([A-Z_]+): ", err, re.M).group(1)
+    return re.search(r"^cerql: \[([A-Z_]+)\] ", err, re.M).group(1)
 
 
 def test_explain_without_tables_says_columns_were_not_checked(capsys):

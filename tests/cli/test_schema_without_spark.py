@@ -54,7 +54,7 @@ def cli(*argv: str) -> tuple[dict, str]:
 def test_an_unknown_column_is_reported_without_starting_spark(tables, command, table):
     result, err = cli(command, "-e", TYPO, "--table", f"stock={tables / table}")
     assert result == {"code": 2, "jvm": False}, err
-    assert "cerql: UNKNOWN_COLUMN: Unknown column 'pricee'" in err
+    assert "cerql: [UNKNOWN_COLUMN] Unknown column 'pricee'" in err
     assert "the stream has columns type, name, price, ts" in err  # the columns come from the file
     assert "^" in err  # the caret under the column, as Spark's own check prints it
 

@@ -402,6 +402,7 @@ def _caret_column(err: cerql.CeqlError, query: str) -> int | None:
 def test_error_message_shows_the_line_with_a_caret(via, query, cls, error_class, line, column):
     err = _raise(via, query)
     message = str(err)
+    assert message.startswith(f"[{error_class}] "), message  # as Spark's errors start
     assert f"line {err.line}, column {err.column}" in message
     assert _caret_column(err, query) == err.column, message
     assert "Hint: " in message

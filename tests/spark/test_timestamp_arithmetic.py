@@ -111,8 +111,6 @@ def test_unquoted_interval_literals_locally(item, value):
     assert list(out["i"]) == [value, value]
 
 
-@pytest.mark.xfail(strict=True, reason="cerql/spark/lower.py cannot place an unquoted interval literal that is a whole "
-                   "SELECT item in the text as written (parser/written.py extent): UnsupportedError on cer_sql")
 @pytest.mark.parametrize("item, value", UNQUOTED)
 def test_unquoted_interval_literals_on_spark(spark, stream, item, value):
     out = cerql.cer_sql(spark, f"SELECT {item} AS i FROM s WHERE A AS a ORDER BY ts", s=stream).toPandas()

@@ -120,7 +120,7 @@ def test_cli_reports_workers_without_cerql_as_one_message(spark, tmp_path, bare_
 
     err = capsys.readouterr().err
     assert code == 2
-    assert err.startswith("cerql: WORKER_CANNOT_IMPORT_CERQL: Spark's Python workers cannot run cerql")
+    assert err.startswith("cerql: [WORKER_CANNOT_IMPORT_CERQL] Spark's Python workers cannot run cerql")
     assert "Hint: " in err and "PYSPARK_PYTHON=" in err and "Traceback" not in err
 
 
