@@ -29,7 +29,10 @@ The cell shows its first rows as a table (HTML in Jupyter, text in a terminal), 
 Loading the extension also makes IPython show a :class:`cerql.CeqlError` raised by any cell
 (``%%ceql``, ``cerql.run``, ``cer_sql``) as its message, the query line with the caret, and the
 hint, without the traceback through cerql's internals; the full traceback stays available with
-``%tb`` (and ``%debug``), and as the error's ``__traceback__``. Loading needs no Spark session:
+``%tb`` (and ``%debug``), and as the error's ``__traceback__``. A CeqlError raised inside a
+Spark task (a guard such as ``cerql.maxMatchesPerEvent``, when a ``%%ceql`` cell or a later
+``df.toPandas()`` runs the query) reaches the driver as Spark's ``PythonException``; it is shown
+the same way, as the CeqlError the task raised. Loading needs no Spark session:
 the magic looks for one when a cell runs.
 """
 
@@ -41,6 +44,7 @@ from typing import Any, Mapping
 
 from cerql.errors import CeqlError
 from cerql.spark.patch import CONNECT_MODULE
+from cerql.spark.task_errors import task_error
 
 ROWS_CONF = "spark.sql.repl.eagerEval.maxNumRows"  # how many rows a cell shows; Spark's default is 20
 DEFAULT_ROWS = 20
@@ -90,7 +94,13 @@ def _run(line: str, cell: str, namespace: dict[str, Any]):
                         hint="write %%ceql, or %%ceql name to also store the result in `name`")
     spark = active_session()
     df = cer_sql(spark, cell, **namespace_frames(cell, namespace))
-    shown = Preview.of(df, shown_rows(spark))  # runs the query: a failing one fails the cell
+    try:
+        shown = Preview.of(df, shown_rows(spark))  # runs the query: a failing one fails the cell
+    except Exception as err:  # noqa: BLE001 - a guard a Spark task raised is shown as cerql's
+        cause = task_error(err)
+        if cause is None:
+            raise
+        raise cause.with_text(cell) from err
     if target:
         namespace[target] = df
     return df, shown
@@ -160,19 +170,40 @@ def show_ceql_error(shell, etype, value, tb, tb_offset=None):
     return stb
 
 
+def _spark_task_failure() -> tuple[type, ...]:
+    """Spark's exception for a failed Python task (``PythonException``, classic and Connect
+    subclass it), whose text carries a CeqlError a cerql task raised: a guard such as
+    ``maxMatchesPerEvent`` fails when an action runs, in a later cell than the query. Importing
+    ``pyspark.errors`` starts no JVM."""
+    try:
+        from pyspark.errors import PythonException
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        return ()
+    return (PythonException,)
+
+
 def _install_error_display(ipython) -> None:
-    """Route CeqlError to :func:`show_ceql_error`, keeping a custom handler already there for
-    its own exceptions."""
+    """Route CeqlError, and a Spark task failure that is a CeqlError a cerql task raised, to
+    :func:`show_ceql_error`, keeping a custom handler already there for its own exceptions;
+    any other Spark task failure shows IPython's usual traceback."""
     if getattr(ipython, "_cerql_custom_exc", False):
         return
     before, handler_before = tuple(ipython.custom_exceptions), ipython.CustomTB
+    task_failures = _spark_task_failure()
 
     def handler(shell, etype, value, tb, tb_offset=None):
         if issubclass(etype, CeqlError):
             return show_ceql_error(shell, etype, value, tb, tb_offset)
+        if task_failures and issubclass(etype, task_failures) and not issubclass(etype, before):
+            cause = task_error(value)
+            if cause is not None:
+                return show_ceql_error(shell, type(cause), cause, tb, tb_offset)
+            stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+            shell._showtraceback(etype, value, stb)
+            return stb
         return handler_before(etype, value, tb, tb_offset=tb_offset)
 
-    ipython.set_custom_exc(before + (CeqlError,), handler)
+    ipython.set_custom_exc(before + (CeqlError,) + task_failures, handler)
     ipython._cerql_custom_exc = True
 
 

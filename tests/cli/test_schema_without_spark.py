@@ -63,7 +63,7 @@ def test_an_unknown_partition_column_of_a_parquet_directory_too(tables):
     query = "SELECT * FROM stock WHERE SELL AS s ; BUY AS b PARTITION BY [nam]"
     result, err = cli("run", "-e", query, "--table", f"stock={tables / 'parts'}")
     assert result == {"code": 2, "jvm": False}, err
-    assert "UNKNOWN_COLUMN: Unknown column 'nam'" in err
+    assert "[UNKNOWN_COLUMN] Unknown column 'nam'" in err
 
 
 # In-process: what check_files reads and what it leaves to Spark (no Spark involved).

@@ -54,6 +54,11 @@ CELLS = [
     f"%%ceql\n{BAD_COLUMN}",
     "%tb",
     f"cerql.cer_sql(spark, {BAD_COLUMN!r}, stock=stock)",
+    # 10: a guard a Spark task raises (BUY 7 completes two matches), in the cell and in a later action
+    "spark.conf.set('cerql.maxMatchesPerEvent', '1')",
+    f"%%ceql\n{QUERY}",
+    f"guarded = cerql.cer_sql(spark, {QUERY!r}, stock=stock)\nspark.conf.unset('cerql.maxMatchesPerEvent')",
+    "guarded.toPandas()",
     "spark.stop()",
 ]
 
@@ -141,6 +146,18 @@ def test_errors_show_message_caret_and_hint_and_tb_keeps_the_traceback(executed)
     assert not [o for o in outputs(executed, 10) if o.output_type == "error"]
 
 
+def test_a_guard_raised_in_a_spark_task_shows_as_the_ceql_error(executed):
+    for i in (11, 13):  # the %%ceql cell, and an action on a cer_sql DataFrame in a later cell
+        error = error_of(executed, i)
+        text = ANSI.sub("", "\n".join(error.traceback))
+        assert error.ename == "ExecutionError", text
+        assert text.startswith("ExecutionError: [TOO_MANY_MATCHES_PER_EVENT] One event completes at least 2 matches"), text
+        assert "cerql.maxMatchesPerEvent" in text
+        assert "Traceback" not in text and "PythonException" not in text and "JVM" not in text
+        assert len(error.traceback) <= 2
+    assert not [o for o in outputs(executed, 12) if o.output_type == "error"]
+
+
 def test_loading_keeps_a_custom_handler_already_there(tmp_path, monkeypatch):
     """In-process, no kernel: the handler for CeqlError joins one the user had set, and loading
     twice adds it once."""
@@ -167,7 +184,7 @@ def test_loading_keeps_a_custom_handler_already_there(tmp_path, monkeypatch):
         monkeypatch.setattr(shell, "_showtraceback", lambda etype, value, stb: shown.append(stb))
         bad = "import cerql\ncerql.run('SELECT * FROM s WHERE A ;; B ORDER BY ts', {'s': {'ts': [0], 'type': ['A']}})"
         assert not shell.run_cell(bad).success and seen == [KeyError]
-        assert len(shown) == 1 and shown[0][0].startswith("ParseError: Syntax error: unexpected ';'")
+        assert len(shown) == 1 and shown[0][0].startswith("ParseError: [DANGLING_OPERATOR] Syntax error: unexpected ';'")
         assert "^" in shown[0][0] and "Hint: " in shown[0][0]
         assert sys.last_value is not None and sys.last_value.__traceback__ is not None  # for %tb
     finally:
