@@ -46,8 +46,8 @@ from cerql.planner.resolve import UNCARRIED_TYPE
 from cerql.exec.bits import firing_masks, gap_masks, non_null_columns
 from cerql.spark.arrow_task import BITS_COLUMN, POSITION_COLUMN, RISING_COLUMN
 from cerql.spark import expressions
-from cerql.spark.streaming import match_stream
 from cerql.spark.compat import functions_for
+from cerql.spark.streaming import match_stream
 
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
 HIDDEN_INPUT = "__cerql_in"        # a source's column k, renamed by position
