@@ -63,7 +63,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import cerql  # noqa: E402
-from cerql.spark.streaming import ROCKSDB, STATE_STORE_CONF, from_ipc  # noqa: E402
+from cerql.spark.ipc import from_ipc  # noqa: E402
+from cerql.spark.streaming import ROCKSDB, STATE_STORE_CONF  # noqa: E402
 
 QUERY = ("SELECT * FROM trades WHERE SELL AS s ; BUY AS b ; SELL AS t "
          "FILTER s[price > 99] AND b[price < 1] AND t[price > {t}] PARTITION BY [name] ORDER BY ts WITHIN {window}")

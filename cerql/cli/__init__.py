@@ -8,8 +8,6 @@
 
 from __future__ import annotations
 
-DEMO_ROWS = 20_000  # rows per generated stream in ``cerql demo`` and :mod:`cerql.cli.demo`
-
 
 def main(argv: list[str] | None = None) -> int:
     """The ``cerql`` script's entry point (see :func:`cerql.cli.commands.main`)."""

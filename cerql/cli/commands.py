@@ -47,7 +47,7 @@ from cerql import errors
 from cerql.api import ENGINES as LOCAL_ENGINES
 from cerql.errors import CeqlError
 from cerql.spark.task_errors import first_line, task_error
-from cerql.cli import DEMO_ROWS
+from cerql.cli.demo import DEMO_ROWS
 from cerql.cli.runtime import SESSION_DEFAULTS, parse_conf, progress, spark_session
 from cerql.cli.tables_io import (
     CliError, OutputRefused, check_not_input, check_out, file_schema, out_suffix, plain_frame, read_spark_table,
@@ -209,7 +209,7 @@ def run_spark(args: argparse.Namespace, text: str, specs, out: Path | None) -> i
 def cmd_demo(args: argparse.Namespace) -> int:
     """``cerql demo``: generate the demo streams and run every query in ``sql/``; exit 2 when a
     query failed (each failure is printed where it happened) or there was no query to run."""
-    from cerql.cli.demo import run_demo  # the demo pulls in its generators only when asked
+    from cerql.cli.demo import run_demo
 
     if args.stream:
         return _stream_demo(args)

@@ -33,8 +33,8 @@ import pyarrow as pa
 
 import cerql
 from cerql import ast
-from cerql.cli import DEMO_ROWS
 
+DEMO_ROWS = 20_000  # rows per generated stream in ``cerql demo`` (its ``--rows`` default)
 START = pd.Timestamp("2024-03-01 09:30:00")
 
 # Stock names with a base price and a per-trade volatility. MSFT trades around 100 and AMZN

@@ -3,17 +3,25 @@
 Input: an AST node. Output: one line of CEQL with upper-case keywords and the fewest
 parentheses that keep the tree, so ``parse(to_ceql(q)) == q``. One ``<node>_ceql`` method per
 node class, in the manner of sqlglot's generator.
+
+Why nodes are known here by class name only: ``str(node)`` of every node of cerql/ast.py is this
+printer, so the AST imports it (when first printed); were the printer to import the AST back, the
+two would be an import circle (tests/test_import_graph.py). The names below are those of
+cerql/ast.py's classes, which tests/parser checks by printing every construct.
 """
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from sqlglot.dialects.spark import Spark
 
-from cerql import ast
 from cerql.parser.units import MICROS_PER_UNIT
+
+if TYPE_CHECKING:  # for the annotations only (module docstring)
+    from cerql import ast
 
 KEYWORDS = frozenset(
     """select from where as or and filter partition by order within consume limit create replace
@@ -27,9 +35,14 @@ SQL_KEYWORDS = frozenset(k.lower() for k in Spark.tokenizer_class.KEYWORDS if re
 
 # Binding strength of each node among its kind, patterns or FILTER conditions, loosest first
 # (see ceql.lark); a node's operands are always of its own kind.
-_LEVEL = {ast.Filter: 0, ast.Unless: 1, ast.Or: 2, ast.All: 3, ast.And: 4, ast.Contiguous: 5, ast.Seq: 6,
-          ast.KleenePlus: 7, ast.ContiguousPlus: 7, ast.As: 7, ast.Atom: 8, ast.Not: 8,
-          ast.FilterOr: 0, ast.FilterAnd: 1, ast.VarPredicate: 2, ast.CrossPredicate: 2}
+_LEVEL = {"Filter": 0, "Unless": 1, "Or": 2, "All": 3, "And": 4, "Contiguous": 5, "Seq": 6,
+          "KleenePlus": 7, "ContiguousPlus": 7, "As": 7, "Atom": 8, "Not": 8,
+          "FilterOr": 0, "FilterAnd": 1, "VarPredicate": 2, "CrossPredicate": 2}
+
+
+def _is(node, class_name: str) -> bool:
+    """Whether ``node`` is of the AST class ``class_name`` (module docstring)."""
+    return type(node).__name__ == class_name
 
 _UNITS = tuple((unit.upper(), MICROS_PER_UNIT[unit]) for unit in ("day", "hour", "minute", "second"))
 
@@ -75,7 +88,7 @@ class Printer:
         out = ["SELECT"]
         if node.strategy != "ALL":
             out.append(node.strategy)
-        if isinstance(node.projection, ast.Star):
+        if _is(node.projection, "Star"):
             out.append("*")
         else:
             out.append(", ".join(self.sql(item) for item in node.projection))
@@ -84,7 +97,7 @@ class Printer:
         if node.partition_by:
             out.append("PARTITION BY [" + ", ".join(self._key(c) for c in node.partition_by) + "]")
         if node.order_by:
-            out.append("ORDER BY " + ", ".join(f"[{self._key(c)}]" if isinstance(c, ast.KeyExpr) else ident(c)
+            out.append("ORDER BY " + ", ".join(f"[{self._key(c)}]" if _is(c, "KeyExpr") else ident(c)
                                                for c in node.order_by))
         if node.within is not None:
             out.append("WITHIN " + self.sql(node.within))
@@ -97,7 +110,7 @@ class Printer:
     @staticmethod
     def _key(key: ast.Key) -> str:
         """A PARTITION BY / ORDER BY key; an expression keeps its result name as an alias."""
-        return f"{key.expr.text} AS {ident(key.name)}" if isinstance(key, ast.KeyExpr) else ident(key)
+        return f"{key.expr.text} AS {ident(key.name)}" if _is(key, "KeyExpr") else ident(key)
 
     def source_ceql(self, node: ast.Source) -> str:
         out = ".".join(ident(p) for p in node.name.split("."))
@@ -136,7 +149,7 @@ class Printer:
         """The child's text, in parentheses when it binds more loosely than ``level`` (or as
         loosely, with ``strict``: the right operand of a left-associative operator)."""
         text = self.sql(child)
-        child_level = _LEVEL[type(child)]
+        child_level = _LEVEL[type(child).__name__]
         if child_level < level or (strict and child_level == level):
             return f"({text})"
         return text
@@ -154,7 +167,7 @@ class Printer:
         return f"{self._wrap(node.pattern, 7)} :+"
 
     def _binary(self, node, op: str) -> str:
-        level = _LEVEL[type(node)]
+        level = _LEVEL[type(node).__name__]
         return f"{self._wrap(node.left, level)} {op} {self._wrap(node.right, level, strict=True)}"
 
     def seq_ceql(self, node: ast.Seq) -> str:

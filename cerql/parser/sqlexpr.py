@@ -10,8 +10,6 @@ and ``==`` (which sqlglot already reads as ``=``).
 
 from __future__ import annotations
 
-import re
-
 import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
@@ -23,52 +21,9 @@ from cerql.parser import written
 DIALECT = "spark"
 
 
-def _in_range_to_between(node: exp.Expression) -> exp.Expression:
-    """CORE's ``x IN RANGE(a, b)`` (inclusive) as ``x BETWEEN a AND b``."""
-    if isinstance(node, exp.In):
-        call = node.args.get("field")
-        if call is None and len(node.expressions) == 1:
-            call = node.expressions[0]
-        if isinstance(call, exp.Anonymous) and call.name.upper() == "RANGE" and len(call.expressions) == 2:
-            low, high = call.expressions
-            between = exp.Between(this=node.this.copy(), low=low.copy(), high=high.copy())
-            between.meta[written.IN_RANGE] = True  # Spark is sent BETWEEN (parser/written.py)
-            return between
-    return node
-
-
-# sqlglot reads `array`[...] as an ARRAY constructor even when back-quoted; a variable of that
-# name is parsed under a same-length stand-in and renamed back afterwards.
-_ARRAY_VAR = re.compile(r"`(array)`(?=\s*\[)", re.IGNORECASE)
-_STAND_IN = "\ue000"
-
-
-def _prepared(text: str) -> tuple[str, list[str]]:
-    """The text sqlglot reads for a fragment (same length): Spark's doubled quotes as escapes,
-    CORE's braces as parentheses, a variable named `array` under a stand-in."""
-    originals = [m.group(1) for m in _ARRAY_VAR.finditer(text)]
-    prepared = written.as_spark_reads(text)
-    return _ARRAY_VAR.sub(lambda m: "`" + _STAND_IN + m.group(1)[1:] + "`", prepared), originals
-
-
-def _finish(tree: exp.Expression, originals: list[str]) -> exp.Expression:
-    for node in tree.walk():
-        node.comments = None  # comments are not part of the canonical text
-        if originals and isinstance(node, exp.Identifier) and node.this.startswith(_STAND_IN):
-            node.set("this", originals.pop(0))
-    written.mark_columns(tree)
-    return tree.transform(_in_range_to_between)
-
-
-def read_tree(text: str) -> exp.Expression:
-    """``text`` read as parse_fragment reads it, errors left to the caller."""
-    source, originals = _prepared(text)
-    return _finish(sqlglot.parse_one(source, read=DIALECT), originals)
-
-
 def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
     """Parse one Spark SQL fragment that starts at ``offset`` in ``query``."""
-    source, originals = _prepared(text)
+    source, originals = written.prepared(text)
     try:
         tree = sqlglot.parse_one(source, read=DIALECT)
     except sqlglot.errors.ParseError as err:
@@ -92,7 +47,7 @@ def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
             raise ParseError.at(query, offset + max(at, 0), "Invalid Spark SQL expression: BETWEEN SYMMETRIC",
                                 "INVALID_SQL_EXPRESSION",
                                 "Spark SQL has no BETWEEN SYMMETRIC: write (x BETWEEN a AND b OR x BETWEEN b AND a)")
-    tree = _finish(tree, originals)
+    tree = written.finished(tree, originals)
     written.mark_formats(tree, text)
     return tree
 

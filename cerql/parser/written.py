@@ -12,12 +12,15 @@ written (``meta["written_format"]``).
 
 sqlglot keeps positions on identifiers, literals and some function names only (``node.meta``);
 the extent of any other node is found by growing the span of the positions inside it, token by
-token, until the text reads back as the same tree (:func:`extent`).
+token, until the text reads back as the same tree (:func:`extent`). Reading back must be the
+parser's own reading (braces, IN RANGE, quotes: :func:`read_tree`), so it lives here and
+parser/sqlexpr.py parses fragments with it.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from typing import Callable
 
 import sqlglot
@@ -149,11 +152,58 @@ def _unqualified(tree: exp.Expression) -> exp.Expression:
         lambda n: exp.column(n.this.copy()) if isinstance(n, exp.Column) and n.table else n)
 
 
+# -- the parser's reading of a fragment: parser/sqlexpr.py parses with it, and :func:`extent`
+# reads a span back with it, so both read the same text the same way
+def _in_range_to_between(node: exp.Expression) -> exp.Expression:
+    """CORE's ``x IN RANGE(a, b)`` (inclusive) as ``x BETWEEN a AND b``."""
+    if isinstance(node, exp.In):
+        call = node.args.get("field")
+        if call is None and len(node.expressions) == 1:
+            call = node.expressions[0]
+        if isinstance(call, exp.Anonymous) and call.name.upper() == "RANGE" and len(call.expressions) == 2:
+            low, high = call.expressions
+            between = exp.Between(this=node.this.copy(), low=low.copy(), high=high.copy())
+            between.meta[IN_RANGE] = True  # Spark is sent BETWEEN
+            return between
+    return node
+
+
+# sqlglot reads `array`[...] as an ARRAY constructor even when back-quoted; a variable of that
+# name is parsed under a same-length stand-in and renamed back afterwards.
+_ARRAY_VAR = re.compile(r"`(array)`(?=\s*\[)", re.IGNORECASE)
+_STAND_IN = "\ue000"
+
+
+def prepared(text: str) -> tuple[str, list[str]]:
+    """The text sqlglot reads for a fragment (same length): Spark's doubled quotes as escapes,
+    CORE's braces as parentheses, a variable named `array` under a stand-in."""
+    originals = [m.group(1) for m in _ARRAY_VAR.finditer(text)]
+    spark_reads = as_spark_reads(text)
+    return _ARRAY_VAR.sub(lambda m: "`" + _STAND_IN + m.group(1)[1:] + "`", spark_reads), originals
+
+
+def finished(tree: exp.Expression, originals: list[str]) -> exp.Expression:
+    """sqlglot's tree of a :func:`prepared` text as the parser keeps it: no comments, the
+    `array` variables named back, columns marked with where they were written, ``IN RANGE``
+    as BETWEEN."""
+    for node in tree.walk():
+        node.comments = None  # comments are not part of the canonical text
+        if originals and isinstance(node, exp.Identifier) and node.this.startswith(_STAND_IN):
+            node.set("this", originals.pop(0))
+    mark_columns(tree)
+    return tree.transform(_in_range_to_between)
+
+
+def read_tree(text: str) -> exp.Expression:
+    """``text`` read as the parser reads a fragment (parser/sqlexpr.py ``parse_fragment``),
+    errors left to the caller."""
+    source, originals = prepared(text)
+    return finished(sqlglot.parse_one(source, read=DIALECT), originals)
+
+
 def parse(text: str) -> exp.Expression:
     """``text`` read as an expression, as cerql's parser reads a fragment; in parentheses, so a
     name that is also a statement keyword (``load < 10``) reads as the column it was in context."""
-    from cerql.parser.sqlexpr import read_tree  # the parser's own reading: braces, IN RANGE, quotes
-
     tree = read_tree("(" + text + ")")
     if not isinstance(tree, exp.Paren):
         raise ValueError(text)

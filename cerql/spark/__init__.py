@@ -7,6 +7,10 @@
 - :mod:`cerql.spark.workers`: once per session, whether Spark's Python workers can import cerql.
 - :mod:`cerql.spark.arrow_task`: the task ``mapInArrow`` runs on each partition (the kernel over
   Arrow batches, state carried across them).
+- :mod:`cerql.spark.streaming`: the same over Structured Streaming (a stateful processor per
+  bucket of partition keys); :mod:`cerql.spark.ipc`: the Arrow IPC its rows travel in.
+- :mod:`cerql.spark.compat`: what differs between classic Spark and Spark Connect (imports no
+  other cerql module).
 - :mod:`cerql.spark.sql_cells`: the ``cerql(TABLE(t), 'query')`` table function for SQL cells.
 - :mod:`cerql.spark.magic`: the ``%%ceql`` cell magic; :mod:`cerql.spark.patch`: ``spark.cer_sql``.
 - :mod:`cerql.spark.task_errors`: CeqlErrors raised in tasks, rebuilt on the driver.

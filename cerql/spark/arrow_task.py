@@ -79,7 +79,7 @@ class MatchTask:
         """Forget the substream going on: the next batch starts a new one, whatever its key
         (the kernel resets its runs, arena and positions at a substream's first row), while the
         automaton built so far (the lazily determinized transitions) is kept. The streaming
-        processor (spark/streaming.py) runs one task over the rows of each bucket in turn."""
+        processor (spark/streaming/processor.py) runs one task over the rows of each bucket in turn."""
         self.kept, self.kept_values, self.kept_pos0, self.next_pos = None, None, 0, 0
         self.last_key, self.last_pos, self.filled, self.substreams = None, -1, False, 0
         if self.check is not None:

@@ -1,7 +1,8 @@
 """Arrow IPC: the form a stream's rows travel in between Spark's stages and rest in its state.
 
 Input: Arrow tables. Output: bytes for a BINARY value of Spark's rows, and back. Used by the
-stages and the processor of spark/streaming.py and by the state of spark/stream_state.py.
+stages and the processor of spark/streaming/ and by its state (spark/streaming/state.py), and
+for their sizes by the batch path's results (spark/lower.py).
 """
 
 from __future__ import annotations

@@ -46,23 +46,13 @@ from cerql.planner.resolve import UNCARRIED_TYPE
 from cerql.exec.bits import firing_masks, gap_masks, non_null_columns
 from cerql.spark.arrow_task import BITS_COLUMN, POSITION_COLUMN, RISING_COLUMN
 from cerql.spark import expressions
-from cerql.spark.patch import is_connect
+from cerql.spark.compat import functions_for
+from cerql.spark.streaming import match_stream
 
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
 HIDDEN_INPUT = "__cerql_in"        # a source's column k, renamed by position
 HIDDEN_COLUMN = "__cerql_c"        # stream column k (``plan.columns[k]``) on Spark
 HIDDEN_RESULT = "__cerql_r"        # the task's result column k, before the last select
-
-
-def functions_for(frame):
-    """``pyspark.sql.functions`` for a classic DataFrame, its Connect twin for a Connect one: a
-    process can hold both kinds of session, and their Columns do not mix. Imported late: the
-    local engine needs no pyspark."""
-    if is_connect(frame):
-        from pyspark.sql.connect import functions as F
-    else:
-        from pyspark.sql import functions as F
-    return F
 
 
 def arrow_schema(struct, text: str, offset: int, owner: str, hint: str, mark: bool = False) -> pa.Schema:
@@ -200,7 +190,7 @@ def source_field(name: str, fields: list, columns) -> int | None:
 def _source_frame(plan: QueryPlan, src, frame, union: pa.Schema, spark_type):
     """One source as the stream's hidden columns, read by position, never by name. The row
     ordinal is ``monotonically_increasing_id`` on a table, a hash of the row on a stream (which
-    has no input order to read, spark/streaming.py)."""
+    has no input order to read, spark/streaming/)."""
     F = functions_for(frame)
     fields = frame.schema.fields
     frame = frame.toDF(*[f"{HIDDEN_INPUT}{k}" for k in range(len(fields))])
@@ -489,8 +479,6 @@ def lower(plan: QueryPlan, frames: Mapping, text: str = "", streaming=None):
     schema = output_schema(task, _renamed(stream.schema, names))
     results = [f"{HIDDEN_RESULT}{k}" for k in range(len(schema.fields))]
     if streaming is not None:
-        from cerql.spark.streaming import match_stream
-
         matches = match_stream(task, stream, [hidden[c] for c in plan.substream_columns], names,
                                _renamed(schema, results), streaming)
     else:

@@ -39,11 +39,10 @@ the magic looks for one when a cell runs.
 from __future__ import annotations
 
 import html
-import sys
 from typing import Any, Mapping
 
 from cerql.errors import CeqlError
-from cerql.spark.patch import CONNECT_MODULE
+from cerql.spark import compat
 from cerql.spark.task_errors import task_error
 
 ROWS_CONF = "spark.sql.repl.eagerEval.maxNumRows"  # how many rows a cell shows; Spark's default is 20
@@ -53,12 +52,7 @@ LONGEST_CELL = 200  # characters of one value shown; longer ones end in "..."
 
 def active_session():
     """The active classic session, else the active Spark Connect one; a CeqlError if none."""
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.getActiveSession()
-    connect = sys.modules.get(CONNECT_MODULE)
-    if spark is None and connect is not None:  # only look if the user has imported Connect
-        spark = connect.SparkSession.getActiveSession()
+    spark = compat.active_session()
     if spark is None:
         raise CeqlError("%%ceql needs an active Spark session, and there is none", error_class="NO_SPARK_SESSION",
                         hint="create one first, e.g. spark = SparkSession.builder.getOrCreate()")

@@ -14,13 +14,7 @@ import importlib.abc
 import importlib.util
 import sys
 
-CONNECT_MODULE = "pyspark.sql.connect.session"
-
-
-def is_connect(obj) -> bool:
-    """Whether a session or DataFrame is Spark Connect's: its classes are twins of the classic
-    ones, not subclasses, and their Columns and functions do not mix with the classic ones."""
-    return type(obj).__module__.startswith("pyspark.sql.connect")
+from cerql.spark.compat import CONNECT_MODULE
 
 
 def _method(self, text: str, **tables):

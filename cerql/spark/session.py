@@ -27,7 +27,8 @@ from cerql.planner.analyze import Analysis, analyze, check_view
 from cerql.exec.bits import firing_masks, gap_masks
 from cerql.planner.derived import derive_columns
 from cerql.spark import expressions, streaming
-from cerql.spark.lower import arrow_schema, functions_for, lower, spark_sql
+from cerql.spark.compat import functions_for, read_conf as _conf
+from cerql.spark.lower import arrow_schema, lower, spark_sql
 from cerql.spark.workers import check_workers
 from cerql.planner.resolve import resolve
 from cerql.parser import parse
@@ -51,13 +52,6 @@ def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]
 def _arrow_schema(text: str, source: ast.Source, frame) -> pa.Schema:
     return arrow_schema(frame.schema, text, start_of(source.span), f"'{source.name}'",
                         "cast it or leave it out with a subquery or DataFrame.select", mark=True)
-
-
-def _conf(spark, key: str) -> str | None:
-    try:
-        return spark.conf.get(key, None)
-    except Exception:  # noqa: BLE001 - Connect raises for unknown keys on some versions
-        return None
 
 
 def _max_matches(spark) -> int:

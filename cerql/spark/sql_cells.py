@@ -42,7 +42,7 @@ from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPla
 from cerql.exec.bits import firing_masks
 from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
 from cerql.spark.lower import arrow_schema, quoted
-from cerql.spark.patch import is_connect
+from cerql.spark.compat import udtf_class
 
 FUNCTION_NAME = "cerql"
 BATCH_ROWS = 4096  # rows per MatchTask batch: large enough to amortize Arrow, small for memory
@@ -380,10 +380,7 @@ def register(spark, name: str = FUNCTION_NAME):
     from cerql.spark.workers import check_workers
 
     check_workers(spark)  # the function's analyze and eval run in Python workers: they must import cerql
-    if is_connect(spark):
-        from pyspark.sql.connect.udtf import UserDefinedTableFunction
-    else:
-        from pyspark.sql.udtf import UserDefinedTableFunction
+    UserDefinedTableFunction = udtf_class(spark)
     eval_type = PythonEvalType.SQL_ARROW_TABLE_UDF if ARROW_IO else PythonEvalType.SQL_TABLE_UDF
     function = UserDefinedTableFunction(CerqlFunction, returnType=None, name=name, evalType=eval_type)
     return spark.udtf.register(name, function)

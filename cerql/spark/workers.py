@@ -41,7 +41,7 @@ import threading
 import warnings
 
 from cerql.errors import ExecutionError
-from cerql.spark.patch import is_connect
+from cerql.spark.compat import is_connect
 
 # Masters whose Python workers are children of this machine's JVM; not local-cluster, whose
 # executors are separate JVMs with their own environment.

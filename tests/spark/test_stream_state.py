@@ -1,4 +1,4 @@
-"""The kept rows of a streaming bucket (spark/stream_state.py), on an in-memory handle: under a
+"""The kept rows of a streaming bucket (spark/streaming/state.py), on an in-memory handle: under a
 time window without CONSUME BY a call stores only its new rows and drops the chunks the window
 left, and what a later call loads is exactly the rows the window still reaches; otherwise, and
 once too many chunks piled up, the chunks are written anew."""
@@ -11,8 +11,8 @@ import pytest
 
 import cerql
 
-from cerql.spark import stream_state
-from cerql.spark.stream_state import KeptStore
+from cerql.spark.streaming import state as stream_state
+from cerql.spark.streaming.state import KeptStore
 
 
 class _Value:

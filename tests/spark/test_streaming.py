@@ -1,4 +1,4 @@
-"""CEQL over Structured Streaming (spark/streaming.py): a query over a file source, its rows cut
+"""CEQL over Structured Streaming (spark/streaming/): a query over a file source, its rows cut
 into micro-batches, gives the batch query's results on the same rows; so does a query stopped
 and restarted from its checkpoint; late rows are counted, not matched; what a stream cannot
 run is a CeqlError before Spark runs anything.
@@ -99,7 +99,7 @@ def stream_rows(spark, out) -> list[dict]:
 def state_rows(spark, checkpoint) -> list:
     """The Arrow tables of rows the state holds at the last commit (waiting for the watermark,
     or kept for later results), read with Spark's state data source."""
-    from cerql.spark.streaming import from_ipc
+    from cerql.spark.ipc import from_ipc
 
     tables = []
     for name, column in (("pending", "list_element"), ("chunks", "user_map_value")):
@@ -367,11 +367,11 @@ def test_random_query_over_a_stream_gives_the_batch_results(rocksdb, tmp_path_fa
 
 
 def test_ready_rows_are_sorted_as_spark_sorts(spark):
-    """The processor sorts a key's ready rows itself (spark/streaming.py spark_order): NULL
+    """The processor sorts a key's ready rows itself (spark/streaming/processor.py spark_order): NULL
     first, NaN after every number, as Spark's sort of a batch query."""
     import pyarrow as pa
 
-    from cerql.spark.streaming import spark_order
+    from cerql.spark.streaming.processor import spark_order
 
     rows = pa.table({"x": [2.0, None, float("nan"), 1.0, -0.0, None, float("nan"), 0.5],
                      "y": ["b", "a", None, "c", "a", None, "b", "a"], "k": list(range(8))})
@@ -409,7 +409,7 @@ def test_several_streams_are_one_stream_in_event_time(rocksdb, tmp_path):
 def test_bucket_values_are_spark_hash_partitions(spark):
     """``murmur3_int`` is Spark's ``hash()`` of an INT, so the bucket values land one per
     partition when there are as many state partitions as buckets."""
-    from cerql.spark.streaming import bucket_values, murmur3_int
+    from cerql.spark.streaming.buckets import bucket_values, murmur3_int
 
     rows = spark.sql("SELECT CAST(id AS INT) AS v, hash(CAST(id AS INT)) AS h FROM range(-1000, 1000)").collect()
     assert [murmur3_int(r.v) for r in rows] == [r.h for r in rows]
@@ -526,7 +526,7 @@ def test_a_bucket_keeps_the_one_timer_it_needs():
     set (each would fire for rows already processed, and load and store the whole state once
     more); in a timer's call, the timers the watermark passed are left to Spark, which fires
     and deletes them. A timer already set is not set again."""
-    from cerql.spark.streaming import MatchProcessor
+    from cerql.spark.streaming.processor import MatchProcessor
 
     processor = MatchProcessor.__new__(MatchProcessor)
     processor.handle = _Timers(1_000, 5_000, 9_000)
@@ -549,7 +549,8 @@ def test_a_bucket_emits_its_results_in_chunks():
     of 40M trades ran the JVM out of it); the late count comes once."""
     import pyarrow as pa
 
-    from cerql.spark.streaming import LATE_COLUMN, RESULT_COLUMN, _emitted, from_ipc
+    from cerql.spark.ipc import from_ipc
+    from cerql.spark.streaming.processor import LATE_COLUMN, RESULT_COLUMN, _emitted
 
     results = pa.table({"x": list(range(10))})
     frames = list(_emitted(results, 2, rows=4))

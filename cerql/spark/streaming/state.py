@@ -1,6 +1,6 @@
-"""Where a streaming bucket's kept rows rest between micro-batches (spark/streaming.py).
+"""Where a streaming bucket's kept rows rest between micro-batches (spark/streaming/processor.py).
 
-Input: the handle of :class:`cerql.spark.streaming.MatchProcessor` and, per call, the rows a
+Input: the handle of :class:`cerql.spark.streaming.processor.MatchProcessor` and, per call, the rows a
 bucket keeps. Output: those rows again at the bucket's next call.
 
 Why this shape: at each micro-batch in which its keys get rows, a bucket runs its kept rows

@@ -1,0 +1,179 @@
+"""No import circles among cerql's modules (docs/architecture.md, "Rules of the house").
+
+Every ``import`` and ``from ... import`` of every module under ``cerql/`` is read with the
+``ast`` module, those at module level and those inside functions alike: an import moved into a
+function to dodge a circle at import time still ties the two modules together, each needing
+the other. Only imports under ``if TYPE_CHECKING:`` are left out, since they never run.
+``from cerql.x import y`` depends on the module ``cerql.x.y`` when there is one, else on
+``cerql.x``; a parent package run on the way to its submodule is not counted, as Python runs it
+for every submodule alike.
+
+``cerql/__init__.py`` loads the public API (``parse``, ``run``, ``cer_sql``, ...) on first use,
+by name (``importlib.import_module`` of the modules its ``_LAZY`` table names), so that Spark's
+Python workers, which import ``cerql.exec``, do not pay for the parser and the planner. Those
+names count as its imports too: no module the API loads may ``import cerql`` back for its
+public names (the command line and the warm-up do, and nothing they import loads them back).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "cerql"
+LAZY_TABLE = "_LAZY"  # cerql/__init__.py: public name -> the module it is loaded from (module docstring)
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Dotted name -> file of every module and package under ``cerql/``."""
+    found = {}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST):
+    """Every import statement of ``tree``, at any depth, except under ``if TYPE_CHECKING:``."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            yield from (i for n in node.orelse for i in _imports_of(n))
+            continue
+        yield from _imports_of(node)
+
+
+def _imports_of(node: ast.AST):
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node
+    else:
+        yield from _imports(node)
+
+
+def _lazy_modules(tree: ast.Module) -> list[tuple[str, int]]:
+    """The modules a package loads by name: the values of its module-level ``_LAZY`` dict."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == LAZY_TABLE for t in node.targets) \
+                and isinstance(node.value, ast.Dict):
+            found += [(v.value, v.lineno) for v in node.value.values
+                      if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    return found
+
+
+def _owner(name: str, known: dict[str, Path]) -> str | None:
+    """The cerql module ``name`` is, or lies in (an attribute's module)."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph(root: Path = ROOT) -> dict[str, dict[str, int]]:
+    """Module -> {module it imports: line of the first such import}, among cerql's modules."""
+    known = modules(root)
+    graph: dict[str, dict[str, int]] = {name: {} for name in known}
+    for name, path in known.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), str(path))
+        for target, line in _lazy_modules(tree):
+            owner = _owner(target, known)
+            if owner is not None and owner != name:
+                graph[name].setdefault(owner, line)
+        for node in _imports(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[:len(parts) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            for target in targets:
+                if target.split(".")[0] != PACKAGE:
+                    continue
+                owner = _owner(target, known)
+                if owner is not None and owner != name:
+                    graph[name].setdefault(owner, node.lineno)
+    return graph
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, without
+    recursion), each sorted; a module importing itself is not counted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(graph[start]))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph[nxt])))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def describe(graph: dict[str, dict[str, int]], component: list[str]) -> str:
+    """The imports inside one circle, as ``a:line -> b``."""
+    return "\n".join(f"  {a}:{line} -> {b}" for a in component for b, line in graph[a].items() if b in component)
+
+
+def test_no_import_circle_among_cerql_modules():
+    graph = import_graph()
+    assert {"cerql.api", "cerql.spark.session"} <= set(graph[PACKAGE])  # the API loaded by name counts
+    found = cycles(graph)
+    assert not found, "import circles among cerql's modules:\n" + "\n".join(describe(graph, c) for c in found)
+
+
+def test_the_check_finds_a_circle_through_a_function_level_import(tmp_path):
+    """The checker itself: an import inside a function closes a circle, one under
+    ``if TYPE_CHECKING:`` does not."""
+    package = tmp_path / PACKAGE
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from cerql.b import f\n")
+    (package / "b.py").write_text("def f():\n    from cerql import a\n    return a\n")
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cerql import a\n")
+    (package / "d.py").write_text("from .c import x\nimport cerql\n")
+    (package / "e.py").write_text("")
+    (package / "__init__.py").write_text('_LAZY = {"run": "cerql.e"}\n')
+    graph = import_graph(tmp_path)
+    assert cycles(graph) == [["cerql.a", "cerql.b"]]
+    assert graph["cerql.c"] == {} and graph["cerql.d"] == {"cerql.c": 1, "cerql": 2}
+    assert graph["cerql"] == {"cerql.e": 1}
