@@ -16,7 +16,7 @@ This module may import the parser and the planner; neither imports it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Mapping, Union
+from typing import TYPE_CHECKING, Callable, Mapping, Union
 
 import pyarrow as pa
 
@@ -29,6 +29,9 @@ from cerql.planner.analyze import Analysis, analyze
 from cerql.planner.derived import derive_columns
 from cerql.planner.resolve import resolve
 
+if TYPE_CHECKING:
+    from sqlglot import exp
+
 # A dialect is a parser from its text to the AST of cerql/ast.py, the one every later stage
 # reads: a second dialect (MATCH_RECOGNIZE, say) is one more entry here, whose parser produces
 # the same ast.Select / ast.CreateView, positioned errors included (CeqlError.at on its own
@@ -37,13 +40,14 @@ DIALECTS: Mapping[str, Callable[[str], ast.Query]] = {"ceql": parse_ceql}
 DEFAULT_DIALECT = "ceql"
 
 # (name, bare expression over one event's columns, the query's expression it came from):
-# the columns planner/derived.py asks the caller to compute per row.
-Derived = tuple
+# a column planner/derived.py asks the caller to compute per row.
+Derived = tuple[str, "exp.Expression", ast.SqlExpr]
 
 # What ``plan`` resolves against: each FROM source's Arrow schema by the name written in FROM,
 # or a function that finds them once the analysis says which sources FROM names and which
 # columns must be derived (it may return None: no schemas, nothing to resolve).
-Schemas = Union[Mapping[str, pa.Schema], Callable[[Analysis, tuple], "Mapping[str, pa.Schema] | None"], None]
+Schemas = Union[Mapping[str, pa.Schema],
+                Callable[[Analysis, "tuple[Derived, ...]"], "Mapping[str, pa.Schema] | None"], None]
 
 
 @dataclasses.dataclass(frozen=True)
