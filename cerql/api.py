@@ -2,8 +2,9 @@
 
 Input: CEQL text (and, for ``run``, tables by name). Output: an AST, an analysis, a pandas
 DataFrame of matches, or an explanation. Each function runs the stages in the order of
-docs/architecture.md, "The data path" (parse -> analyze -> resolve, whose plan planner/rules.py
-completes -> evaluate -> render) and lets every CeqlError through with the query text attached.
+docs/architecture.md, "The data path" (the front door, planner/front.py: parse -> derive ->
+analyze -> resolve, whose plan planner/rules.py completes; then evaluate -> render) and lets
+every CeqlError through with the query text attached.
 ``explain`` prints the plan that runs: with a Spark session the one ``cer_sql`` builds; without
 one, having no schemas, the rules' choices with names as written.
 """
@@ -22,14 +23,11 @@ from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.exec import collect, driver, post_filter, reference
 from cerql.exec import output as output_table
 from cerql.exec.stream import as_arrow, build_stream
-from cerql.parser import parse as _parse
 from cerql.parser.depth import room_to_recurse
 from cerql.plan import MAX_MATCHES_PER_EVENT, Evaluation
-from cerql.planner.analyze import Analysis, analyze as _analyze, check_view
-from cerql.planner import rules
+from cerql.planner.analyze import Analysis, check_view
+from cerql.planner import front
 from cerql.planner.arrow_expr import ExprError, compile_expr, guard, refuse_call
-from cerql.planner.derived import derive_columns
-from cerql.planner.resolve import resolve
 from cerql.parser import written
 from cerql.parser.sqlexpr import expr_position
 from cerql.exec.values import evaluate
@@ -63,23 +61,13 @@ def parse(text: str) -> ast.Query:
     >>> cerql.parse(str(q)) == q
     True
     """
-    return _parse(text)
+    return front.parse(text)
 
 
 @_deep
 def analyze(text: str) -> Analysis:
     """Parse and check a query without data: a bad query raises a CeqlError with its position and a hint."""
-    return analyzed(text)[0]
-
-
-def analyzed(text: str) -> tuple[Analysis, list]:
-    """The analysis of a query whose aggregates of expressions read derived columns, and those
-    columns (planner/derived.py), which :func:`run` computes on the tables."""
-    try:
-        query, derived = derive_columns(_parse(text), text)
-        return _analyze(query, text), derived
-    except CeqlError as err:
-        raise err.with_text(text)
+    return front.plan(text).analysis
 
 
 def arrow_tables(tables: MutableMapping[str, Any], analysis: Analysis, text: str) -> dict[str, pa.Table]:
@@ -197,9 +185,15 @@ def run(
             f"Unknown or unavailable engine {engine!r}", error_class="UNKNOWN_ENGINE",
             hint=f"available: {', '.join(ENGINES)}",
         )
-    analysis, derived = analyzed(text)
-    arrow = with_derived(arrow_tables(tables, analysis, text), derived, text)
-    plan = resolve(analysis, {name: t.schema for name, t in arrow.items()}, max_matches_per_event)
+    arrow: dict[str, pa.Table] = {}
+
+    def schemas(analysis: Analysis, derived) -> dict[str, pa.Schema]:
+        """The tables as Arrow with their derived columns (kept for the run), and their schemas."""
+        arrow.update(with_derived(arrow_tables(tables, analysis, text), derived, text))
+        return {name: t.schema for name, t in arrow.items()}
+
+    planned = front.plan(text, schemas, max_matches_per_event=max_matches_per_event)
+    analysis, plan = planned.analysis, planned.plan
     if engine == "reference":  # the oracle checks every equality itself, on the substreams of PARTITION BY alone
         plan = dataclasses.replace(plan, evaluation=dataclasses.replace(plan.evaluation, join_columns=()))
     check_view(analysis, lambda name: name in tables)
@@ -251,8 +245,9 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
       3 -> 3  on TRUE  mark {-}
       3 -> 2  on B  mark {b}
     """
-    a = analyze(text)
-    lines = [f"query: {ast.select_of(_parse(text))}", "variables:"]
+    planned = front.plan(text)
+    a = planned.analysis
+    lines = [f"query: {ast.select_of(planned.query)}", "variables:"]
     for v in a.variables:
         lines.append(f"  {v}: {'many events' if a.cardinality[v] == 2 else 'one event'}")
     lines.append("outputs: " + ", ".join(o.name for o in a.outputs))
@@ -263,7 +258,7 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
             _, plan, df = plan_query(spark, text, tables)
             evaluation = plan.evaluation
         else:  # no schemas: the same rules, names as written (rules.NamesAsWritten)
-            evaluation = rules.optimize(rules.start(a), rules.NAMES_AS_WRITTEN)
+            evaluation = planned.evaluation
     except CeqlError as err:
         raise err.with_text(text)
     lines += _evaluation_lines(evaluation)

@@ -161,17 +161,11 @@ def check_files(text: str, specs) -> None:
     :data:`NAME_ERRORS`) is left to Spark, as are queries that read a source no ``--table``
     gives (a table of a reused session) or columns Spark computes (aggregates of expressions,
     whose types only Spark's analyzer knows)."""
-    from cerql.parser import parse
-    from cerql.planner.analyze import analyze
-    from cerql.planner.derived import derive_columns
-    from cerql.planner.resolve import resolve
+    from cerql.planner import front
 
-    try:
-        query, derived = derive_columns(parse(text), text, spark=True)
-        analysis = analyze(query, text)
-    except CeqlError as err:
-        raise err.with_text(text)
-    if derived:
+    analyzed = front.plan(text, spark=True)  # its errors are the query's, whatever the files hold
+    analysis = analyzed.analysis
+    if analyzed.derived:
         return
     files = {name.lower(): (path, fmt) for name, path, fmt in specs}
     schemas = {}
@@ -183,7 +177,7 @@ def check_files(text: str, specs) -> None:
         schemas[source.name] = schema
     reported = PARQUET_ERRORS if all(fmt == "parquet" for _, _, fmt in specs) else NAME_ERRORS
     try:
-        resolve(analysis, schemas, spark=True, time_zone=SESSION_DEFAULTS["spark.sql.session.timeZone"])
+        front.plan(text, schemas, spark=True, time_zone=SESSION_DEFAULTS["spark.sql.session.timeZone"])
     except CeqlError as err:
         if err.error_class in reported:
             raise err.with_text(text)

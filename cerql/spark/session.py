@@ -3,9 +3,10 @@
 Input: a classic or Spark Connect session, CEQL text, and optionally DataFrames by name.
 Output: a lazy DataFrame of results (docs/language.md, "The output schema"); ``CREATE [OR REPLACE]
 TEMP VIEW v AS`` registers it as a temp view instead. The stages run in the order of
-docs/architecture.md, "The data path": parse and analyze (no Spark), find the sources (keyword
-DataFrames first, then tables, temp views and catalog names), resolve names against their
-schemas, and lower to a Spark plan. Every query error is a CeqlError raised before Spark runs
+docs/architecture.md, "The data path", through the front door (planner/front.py): parse and
+analyze (no Spark), find the sources (keyword DataFrames first, then tables, temp views and
+catalog names: the schemas this module gives the front door), resolve names against their
+schemas; then lower to a Spark plan. Every query error is a CeqlError raised before Spark runs
 anything.
 
 ``import cerql`` adds ``cer_sql`` to the classic session class, and to the Spark Connect one
@@ -23,15 +24,13 @@ import pyarrow as pa
 from cerql import ast
 from cerql.errors import MAX_MATCHES_CONF, AnalysisError, CeqlError, start_of
 from cerql.plan import MAX_MATCHES_PER_EVENT, QueryPlan
-from cerql.planner.analyze import Analysis, analyze, check_view
+from cerql.planner import front
+from cerql.planner.analyze import Analysis, check_view
 from cerql.exec.bits import firing_masks, gap_masks
-from cerql.planner.derived import derive_columns
 from cerql.spark import expressions, streaming
 from cerql.spark.compat import functions_for, read_conf as _conf
 from cerql.spark.lower import arrow_schema, lower, spark_sql
 from cerql.spark.workers import check_workers
-from cerql.planner.resolve import resolve
-from cerql.parser import parse
 
 
 def _frames(spark, analysis: Analysis, tables: dict[str, Any]) -> dict[str, Any]:
@@ -86,16 +85,20 @@ def _with_derived(frames: dict[str, Any], derived, text: str) -> dict[str, Any]:
 
 def plan_query(spark, text: str, tables: dict[str, Any] | None = None):
     """(analysis, plan, DataFrame) of a query: everything short of running it."""
-    try:
-        # aggregates of expressions, Spark-only functions of one variable across variables
-        query, derived = derive_columns(parse(text), text, spark=True)
-        analysis = analyze(query, text)
-        frames = _frames(spark, analysis, dict(tables or {}))
+    frames: dict[str, Any] = {}
+
+    def schemas(analysis: Analysis, derived) -> dict[str, pa.Schema]:
+        """The sources' DataFrames, with the columns Spark derives (aggregates of expressions,
+        Spark-only functions of one variable across variables), kept for lowering; their schemas."""
+        frames.update(_frames(spark, analysis, dict(tables or {})))
         if derived:
-            frames = _with_derived(frames, derived, text)
-        schemas = {s.name: _arrow_schema(text, s, frames[s.name]) for s in analysis.select.sources}
-        plan: QueryPlan = resolve(analysis, schemas, _max_matches(spark), spark=True,
-                                  time_zone=spark.conf.get("spark.sql.session.timeZone"))
+            frames.update(_with_derived(frames, derived, text))
+        return {s.name: _arrow_schema(text, s, frames[s.name]) for s in analysis.select.sources}
+
+    try:
+        planned = front.plan(text, schemas, spark=True, max_matches_per_event=_max_matches(spark),
+                             time_zone=spark.conf.get("spark.sql.session.timeZone"))
+        analysis, plan = planned.analysis, planned.plan
         check_workers(spark)  # before lower builds the mapInArrow UDF (workers.py)
         sources = {s.key: frames[s.key] for s in plan.sources}
         spans = {s.name: start_of(s.span) for s in analysis.select.sources}

@@ -153,40 +153,46 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField
 
-    from cerql.api import analyzed, with_derived
+    from cerql.api import with_derived
+    from cerql.planner import front
     from cerql.spark.lower import spark_sql, task_plan
-    from cerql.planner.resolve import resolve
 
     struct: StructType = _parse_datatype_json_string(schema_json)
-    analysis, derived = analyzed(text)
-    select = analysis.select
-    if analysis.view is not None:
-        raise UnsupportedError.at(text, 0, "cerql() returns its result; it cannot create a view",
-                                  "VIEW_IN_TABLE_FUNCTION", "drop CREATE ... AS, and write "
-                                  "CREATE TEMP VIEW v AS SELECT * FROM cerql(TABLE(t), '...')")
-    if len(select.sources) != 1:
-        raise AnalysisError.at(text, start_of(select.sources[1].span),
-                               f"cerql() reads one table, but FROM names {len(select.sources)} sources",
-                               "ONE_SOURCE_ONLY",
-                               "union them in the TABLE argument: "
-                               "TABLE(SELECT ... FROM a UNION ALL SELECT ... FROM b), or use cerql.cer_sql")
-    if select.limit is not None:
-        raise UnsupportedError.at(text, text.upper().rfind("LIMIT"), "LIMIT is not supported inside cerql()",
-                                  "LIMIT_IN_TABLE_FUNCTION",
-                                  "put it outside: SELECT * FROM cerql(...) ORDER BY match_end, match_start LIMIT n")
-    source = select.sources[0]
-    arrow = arrow_schema(struct, text, 0, "the TABLE argument", "cast it or leave it out: TABLE(SELECT ... FROM t)")
-    full = with_derived({source.name: arrow.empty_table()}, derived, text)[source.name].schema
-    plan = resolve(analysis, {source.name: full})
+
+    def table_schema(analysis, derived) -> dict[str, pa.Schema]:
+        """The TABLE argument's schema, with the derived columns each batch gets, as the one
+        source's; first the refusals of a query cerql() cannot run."""
+        select = analysis.select
+        if analysis.view is not None:
+            raise UnsupportedError.at(text, 0, "cerql() returns its result; it cannot create a view",
+                                      "VIEW_IN_TABLE_FUNCTION", "drop CREATE ... AS, and write "
+                                      "CREATE TEMP VIEW v AS SELECT * FROM cerql(TABLE(t), '...')")
+        if len(select.sources) != 1:
+            raise AnalysisError.at(text, start_of(select.sources[1].span),
+                                   f"cerql() reads one table, but FROM names {len(select.sources)} sources",
+                                   "ONE_SOURCE_ONLY",
+                                   "union them in the TABLE argument: "
+                                   "TABLE(SELECT ... FROM a UNION ALL SELECT ... FROM b), or use cerql.cer_sql")
+        if select.limit is not None:
+            raise UnsupportedError.at(text, text.upper().rfind("LIMIT"), "LIMIT is not supported inside cerql()",
+                                      "LIMIT_IN_TABLE_FUNCTION",
+                                      "put it outside: SELECT * FROM cerql(...) ORDER BY match_end, match_start LIMIT n")
+        source = select.sources[0]
+        arrow = arrow_schema(struct, text, 0, "the TABLE argument", "cast it or leave it out: TABLE(SELECT ... FROM t)")
+        return {source.name: with_derived({source.name: arrow.empty_table()}, derived, text)[source.name].schema}
+
+    planned = front.plan(text, table_schema)
+    plan, derived = planned.plan, planned.derived
+    full = next(iter(planned.schemas.values()))  # the TABLE's columns, then the derived ones
     task = task_plan(plan)
     read = tuple(_read_columns(plan, derived))
     masks = firing_masks(plan)
     struct = StructType(struct.fields + [StructField(name, from_arrow_type(full.field(name).type), True)
                                          for name, _, _ in derived])
     key_sql = {name: spark_sql(bare, origin.source, lambda column: column) for name, bare, origin in derived}
-    return _Prepared(plan, task, read, pa.schema([arrow.field(c) for c in read]),
+    return _Prepared(plan, task, read, pa.schema([full.field(c) for c in read]),
                      _output_schema(plan, task, struct), None if masks is None else tuple(masks),
-                     text, tuple(derived), key_sql)
+                     text, derived, key_sql)
 
 
 @dataclasses.dataclass

@@ -1,0 +1,119 @@
+"""The front door: query text to the plan, the one place the chain parse -> derive -> analyze ->
+resolve is written (docs/architecture.md, "The data path").
+
+Input: query text, the dialect it is written in, and the schemas of its sources. Output: a
+:class:`Planned`, the plan ``cerql.explain`` prints and every engine runs. Every surface comes
+through here: ``cerql.run``, ``cerql.analyze`` and ``cerql.explain`` (cerql/api.py),
+``cer_sql`` and ``spark.cer_sql`` (spark/session.py, also behind the ``%%ceql`` magic and the
+command line), and the SQL-cell function (spark/sql_cells.py). What differs between them stays
+with them: how they find the sources' schemas (Arrow tables, Spark DataFrames, a TABLE argument,
+files), which columns they derive and how, the limits they read from a conf. Those are the
+parameters of :func:`plan`.
+
+This module may import the parser and the planner; neither imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Callable, Mapping, Union
+
+import pyarrow as pa
+
+from cerql import ast
+from cerql.errors import CeqlError, UnsupportedError
+from cerql.parser import parse as parse_ceql
+from cerql.plan import MAX_MATCHES_PER_EVENT, Evaluation, QueryPlan
+from cerql.planner import rules
+from cerql.planner.analyze import Analysis, analyze
+from cerql.planner.derived import derive_columns
+from cerql.planner.resolve import resolve
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+
+# A dialect is a parser from its text to the AST of cerql/ast.py, the one every later stage
+# reads: a second dialect (MATCH_RECOGNIZE, say) is one more entry here, whose parser produces
+# the same ast.Select / ast.CreateView, positioned errors included (CeqlError.at on its own
+# text); derive, analyze and resolve then run on it unchanged.
+DIALECTS: Mapping[str, Callable[[str], ast.Query]] = {"ceql": parse_ceql}
+DEFAULT_DIALECT = "ceql"
+
+# (name, bare expression over one event's columns, the query's expression it came from):
+# a column planner/derived.py asks the caller to compute per row.
+Derived = tuple[str, "exp.Expression", ast.SqlExpr]
+
+# What ``plan`` resolves against: each FROM source's Arrow schema by the name written in FROM,
+# or a function that finds them once the analysis says which sources FROM names and which
+# columns must be derived (it may return None: no schemas, nothing to resolve).
+Schemas = Union[Mapping[str, pa.Schema],
+                Callable[[Analysis, "tuple[Derived, ...]"], "Mapping[str, pa.Schema] | None"], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Planned:
+    """A query through the front door: the AST as its dialect read it, its analysis (after the
+    derived columns replaced what they compute), those derived columns, the schemas it was
+    resolved against and the plan (None when there were no schemas)."""
+
+    query: ast.Query
+    analysis: Analysis
+    derived: tuple[Derived, ...]
+    schemas: Mapping[str, pa.Schema] | None = None
+    plan: QueryPlan | None = None
+
+    @property
+    def text(self) -> str:
+        return self.analysis.text
+
+    @property
+    def evaluation(self) -> Evaluation:
+        """How the automaton engines evaluate the query (planner/rules.py): the plan's, or,
+        without schemas, the same rules run with names as written (``rules.NAMES_AS_WRITTEN``:
+        every equality taken as a key, every register candidate as checkable)."""
+        if self.plan is not None:
+            return self.plan.evaluation
+        try:
+            return rules.optimize(rules.start(self.analysis), rules.NAMES_AS_WRITTEN)
+        except CeqlError as err:
+            raise err.with_text(self.text)
+
+
+def parse(text: str, dialect: str = DEFAULT_DIALECT) -> ast.Query:
+    """The AST of ``text`` read by ``dialect``'s parser (``DIALECTS``)."""
+    reader = DIALECTS.get(dialect)
+    if reader is None:
+        raise UnsupportedError(f"Unknown dialect {dialect!r}", error_class="UNKNOWN_DIALECT",
+                               hint=f"available: {', '.join(DIALECTS)}")
+    return reader(text)
+
+
+def plan(text: str, schemas: Schemas = None, *, dialect: str = DEFAULT_DIALECT, spark: bool = False,
+         max_matches_per_event: int = MAX_MATCHES_PER_EVENT, time_zone: str | None = None) -> Planned:
+    """Parse ``text`` in ``dialect``, derive the per-row columns (planner/derived.py), analyze
+    (planner/analyze.py), then resolve against ``schemas`` (planner/resolve.py, which runs the
+    rules). Every CeqlError leaves with the query text attached, for its caret.
+
+    ``schemas``: each source's Arrow schema by its FROM name; or a function of the analysis and
+    the derived columns that returns them, for a caller whose schemas depend on the sources FROM
+    names and on the derived columns it computes (it may raise the query's errors about its
+    sources, and return None to stop before resolving); or None, for the analysis alone.
+    ``spark``: the plan is for Spark, which derives the Spark-only parts of FILTERs across
+    variables and evaluates unary FILTER predicates and SELECT items itself.
+    ``max_matches_per_event`` and ``time_zone`` go to the plan as ``resolve`` takes them.
+    """
+    try:
+        query = parse(text, dialect)
+        derived_query, derived = derive_columns(query, text, spark=spark)
+        analysis = analyze(derived_query, text)
+        derived = tuple(derived)
+        found = schemas(analysis, derived) if callable(schemas) else schemas
+        if found is None:
+            return Planned(query, analysis, derived)
+        resolved = resolve(analysis, found, max_matches_per_event, spark=spark, time_zone=time_zone)
+    except CeqlError as err:
+        raise err.with_text(text)
+    return Planned(query, analysis, derived, found, resolved)
+
+
+__all__ = ["DIALECTS", "Planned", "parse", "plan"]

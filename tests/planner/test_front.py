@@ -1,0 +1,153 @@
+"""The front door (cerql/planner/front.py): the chain parse -> derive -> analyze -> resolve is
+written once, every surface without Spark plans through it, and a dialect is an entry of
+``DIALECTS`` (docs/architecture.md, "The data path"). The Spark surfaces are checked in
+tests/spark/test_front_door.py."""
+
+from __future__ import annotations
+
+import ast as pyast
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import cerql
+from cerql import api
+from cerql.errors import UnsupportedError
+from cerql.parser import parse
+from cerql.planner import front
+
+PACKAGE = Path(cerql.__file__).parent
+FRONT = "cerql/planner/front.py"
+
+# The chain's stages: (module that defines it, function). ``cerql.parser`` re-exports parse.
+STAGES = {
+    "parse": {("cerql.parser.to_ast", "parse"), ("cerql.parser", "parse")},
+    "derive_columns": {("cerql.planner.derived", "derive_columns")},
+    "analyze": {("cerql.planner.analyze", "analyze")},
+    "resolve": {("cerql.planner.resolve", "resolve")},
+}
+# The rules run inside resolve, and without schemas (names as written) from the front door.
+RULES = {"start", "optimize"}
+
+QUERIES = (
+    "SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts",
+    "SELECT a, b FROM s WHERE A AS a ; B+ AS b FILTER b.v > a.v PARTITION BY [k] ORDER BY ts WITHIN 5 EVENTS",
+    "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.k = a.k ORDER BY ts",
+    "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.v + a.v > 3)+ ORDER BY ts",
+    "SELECT a.v AS av, count(b) AS n FROM s WHERE A AS a ; B+ AS b FILTER sum(b.v) > 3 ORDER BY ts",
+)
+STREAM = pd.DataFrame({"type": list("ABABBAB"), "ts": range(7), "v": [1, 2, 3, 4, 5, 6, 7],
+                       "k": [1, 1, 2, 2, 1, 1, 2]})
+
+
+def _uses(path: Path) -> dict[str, int]:
+    """How often the module at ``path`` names each stage function (and the rules' start and
+    optimize), by what its imports bind: ``from cerql.planner.resolve import resolve as r``
+    then ``r``, or ``from cerql.planner import rules`` then ``rules.optimize``. A package
+    re-exporting a name (cerql/parser/__init__.py) does not name it."""
+    tree = pyast.parse(path.read_text(encoding="utf-8"))
+    bound: dict[str, str] = {}    # local name -> stage
+    modules: dict[str, str] = {}  # local name -> dotted module
+    for node in pyast.walk(tree):
+        if isinstance(node, pyast.ImportFrom) and node.module:
+            for alias in node.names:
+                local = alias.asname or alias.name
+                for stage, places in STAGES.items():
+                    if (node.module, alias.name) in places:
+                        bound[local] = stage
+                modules[local] = f"{node.module}.{alias.name}"
+        elif isinstance(node, pyast.Import):
+            for alias in node.names:  # import a.b binds a; import a.b as c binds c to a.b
+                if alias.asname:
+                    modules[alias.asname] = alias.name
+                else:
+                    modules[alias.name.split(".")[0]] = alias.name.split(".")[0]
+    uses: dict[str, int] = {}
+
+    def dotted(node) -> str | None:
+        if isinstance(node, pyast.Name):
+            return modules.get(node.id)
+        if isinstance(node, pyast.Attribute):
+            base = dotted(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    for node in pyast.walk(tree):
+        if isinstance(node, pyast.Name) and isinstance(node.ctx, pyast.Load) and node.id in bound:
+            uses[bound[node.id]] = uses.get(bound[node.id], 0) + 1
+        elif isinstance(node, pyast.Attribute):
+            base = dotted(node.value)
+            for stage, places in STAGES.items():
+                if (base, node.attr) in places:
+                    uses[stage] = uses.get(stage, 0) + 1
+            if base == "cerql.planner.rules" and node.attr in RULES:
+                uses[node.attr] = uses.get(node.attr, 0) + 1
+    return uses
+
+
+def test_the_chain_is_written_in_the_front_door_alone():
+    """Each stage function is named by exactly one module of cerql/, the front door (the rules'
+    start and optimize also by resolve, where they run)."""
+    where: dict[str, set[str]] = {name: set() for name in [*STAGES, *RULES]}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for stage in _uses(path):
+            where[stage].add(path.relative_to(PACKAGE.parent).as_posix())
+    for stage in STAGES:
+        assert where[stage] == {FRONT}, stage
+    for name in RULES:
+        assert where[name] == {FRONT, "cerql/planner/resolve.py"}, name
+
+
+def test_the_check_sees_a_stage_named_through_a_module(tmp_path):
+    """The check above finds uses however they are imported, so its passing means something."""
+    module = tmp_path / "m.py"
+    module.write_text("from cerql.planner import resolve as r, rules\nfrom cerql.parser import parse as p\n"
+                      "def f(a, s):\n    p('x')\n    rules.optimize(rules.start(a), None)\n"
+                      "    return r.resolve(a, s)\n")
+    assert _uses(module) == {"parse": 1, "resolve": 1, "start": 1, "optimize": 1}
+
+
+def test_a_dialect_is_a_parser_to_the_same_ast():
+    assert front.DIALECTS == {"ceql": parse}
+    text = QUERIES[1]
+    assert front.parse(text) == front.parse(text, "ceql") == parse(text) == cerql.parse(text)
+    with pytest.raises(UnsupportedError) as err:
+        front.plan(text, dialect="match_recognize")
+    assert err.value.error_class == "UNKNOWN_DIALECT" and "ceql" in err.value.hint
+
+
+def _body(plan) -> str:
+    """What ``explain`` prints of a plan after the query's header: the rules' choices and the
+    automaton."""
+    return "\n".join(api._evaluation_lines(plan.evaluation) + [plan.automaton.describe()])
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_every_surface_without_spark_plans_through_the_front_door(text, monkeypatch):
+    """cerql.run, cerql.analyze and cerql.explain each plan once through ``front.plan``, and the
+    plan ``run`` runs is the one the front door gives for the tables' schemas and the one
+    ``explain`` prints (whose rules, without schemas, take names as written)."""
+    seen = []
+    door = front.plan
+
+    def spy(*args, **kwargs):
+        seen.append(door(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(front, "plan", spy)
+    direct = door(text, {"s": pa.Table.from_pandas(STREAM, preserve_index=False).schema})
+    for engine in api.ENGINES:
+        cerql.run(text, {"s": STREAM}, engine=engine)
+    assert len(seen) == 2
+    for planned in seen:
+        assert planned.plan is not None and _body(planned.plan) == _body(direct.plan)
+        assert planned.analysis == direct.analysis and planned.query == direct.query
+    seen.clear()
+    assert cerql.analyze(text) == direct.analysis and len(seen) == 1
+    seen.clear()
+    explained = cerql.explain(text)
+    assert len(seen) == 1 and seen[0].plan is None
+    assert explained.endswith("\n" + _body(direct.plan))
+    assert explained.startswith(f"query: {direct.query}\n")
