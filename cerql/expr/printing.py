@@ -24,7 +24,7 @@ from cerql.expr.session import SESSION_TIME_ZONE, _now_zone
 
 def _text(node, value: Value) -> Value:
     """A string function's argument as STRING: Spark casts numbers, booleans, dates and
-    timestamps to their text (see cerql.exec.values.spark_strings)."""
+    timestamps to their text (see :func:`spark_strings`)."""
     kind = value.type
     if pa.types.is_string(kind):
         return value
