@@ -10,7 +10,7 @@ time functions cast strings through :func:`_cast_value` too, as Spark does.
 from __future__ import annotations
 
 import math
-from decimal import Decimal, ROUND_DOWN
+from decimal import ROUND_DOWN, Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -20,12 +20,12 @@ from sqlglot import exp
 from cerql.errors import ExecutionError, UnsupportedError
 from cerql.expr.coercion import _as_timestamp, _date_of_timestamp, _decimal_fit, _to_float64, _wall
 from cerql.expr.errors import ExprError, _mismatch, _refuse_type, _unsupported
-from cerql.expr.kinds import (Handler, MAX_PRECISION, Value, _is_dec, _is_float, _is_int, _is_num, _is_str,
+from cerql.expr.kinds import (MAX_PRECISION, Handler, Value, _is_dec, _is_float, _is_int, _is_num, _is_str,
                               _spark_type_name)
-from cerql.expr.parsing import (_ValueUnreadable, _parse_bool, _parse_date, _parse_decimal, _parse_double,
-                                _parse_int, _parse_timestamp, _readable)
+from cerql.expr.parsing import (_parse_bool, _parse_date, _parse_decimal, _parse_double, _parse_int,
+                                _parse_timestamp, _readable, _ValueUnreadable)
 from cerql.expr.printing import _text, java_double_string
-from cerql.expr.rows import _BAD, _Env, _at, _bad_rows, _map_checked, _map_values
+from cerql.expr.rows import _BAD, _at, _bad_rows, _Env, _map_checked, _map_values
 
 
 _CAST_TYPES = {

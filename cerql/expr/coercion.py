@@ -10,13 +10,13 @@ start here, so it sits below every family.
 from __future__ import annotations
 
 import math
-from decimal import Decimal, ROUND_HALF_UP, localcontext
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cerql.expr.errors import _mismatch, _refuse_type
-from cerql.expr.kinds import (Value, _US, _comparable_kinds, _decimal_type_of, _is_dec, _is_float, _is_int, _is_num,
+from cerql.expr.kinds import (_US, Value, _comparable_kinds, _decimal_type_of, _is_dec, _is_float, _is_int, _is_num,
                               _is_str, _is_temporal, _is_time, _null_as, _widen_decimals)
 from cerql.expr.rows import _BAD, _map_values
 from cerql.expr.session import _now_zone

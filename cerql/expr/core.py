@@ -23,7 +23,7 @@ from cerql.expr.errors import ExprError, _unsupported
 from cerql.expr.kinds import Compiled, Handler, Value, _is_dec
 from cerql.expr.literals import _literal
 from cerql.expr.rows import _Env
-from cerql.expr.session import SESSION_TIME_ZONE, _ZONE
+from cerql.expr.session import _ZONE, SESSION_TIME_ZONE
 
 
 def compile_expr(node: exp.Expression, resolve: Callable[[exp.Column], str], time_zone: str | None = None) -> Compiled:

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from cerql.errors import UnsupportedError
 from cerql.expr.errors import ExprError, _unsupported
-from cerql.expr.kinds import Handler, MAX_PRECISION, _US
+from cerql.expr.kinds import _US, MAX_PRECISION, Handler
 from cerql.expr.parsing import _trim_all
 
 

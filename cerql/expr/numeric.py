@@ -11,7 +11,7 @@ to cerql.expr.times.
 from __future__ import annotations
 
 import math
-from decimal import Decimal, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, localcontext
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
 
 import numpy as np
 import pyarrow as pa
@@ -21,11 +21,11 @@ from sqlglot import exp
 from cerql.errors import ExecutionError
 from cerql.expr.coercion import _as_duration, _common, _decimal_fit, _has_nan, _micros, _numeric_pair, _to_float64
 from cerql.expr.errors import ExprError, _by_zero, _mismatch, _out_of_range, _overflow_error, _refuse_type, _unsupported
-from cerql.expr.kinds import (Handler, MAX_PRECISION, Value, _decimal_op_type, _is_dec, _is_float, _is_int, _is_num,
+from cerql.expr.kinds import (MAX_PRECISION, Handler, Value, _decimal_op_type, _is_dec, _is_float, _is_int, _is_num,
                               _is_temporal, _is_time, _null_as)
 from cerql.expr.literals import _int_literal, _literal, _operand_digits
-from cerql.expr.rows import (_ARITH_FN, _BAD, _Env, _ScalarPairs, _bad_rows, _checked, _map_checked, _map_values,
-                             _np_valid, _pairs)
+from cerql.expr.rows import (_ARITH_FN, _BAD, _bad_rows, _checked, _Env, _map_checked, _map_values, _np_valid,
+                             _pairs, _ScalarPairs)
 from cerql.expr.times import _time_arith
 
 

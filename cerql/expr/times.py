@@ -19,8 +19,8 @@ from cerql.errors import UnsupportedError
 from cerql.expr.casts import _cast_value
 from cerql.expr.coercion import _as_duration, _as_timestamp, _date_of_timestamp, _micros, _wall
 from cerql.expr.errors import ExprError, _mismatch, _refuse_type, _unsupported
-from cerql.expr.kinds import Handler, Value, _SPARK_RUNS, _arith_check, _family, _is_num, _is_str, _null_as
-from cerql.expr.rows import _ARITH_FN, _Env, _bad_rows, _checked
+from cerql.expr.kinds import _SPARK_RUNS, Handler, Value, _arith_check, _family, _is_num, _is_str, _null_as
+from cerql.expr.rows import _ARITH_FN, _bad_rows, _checked, _Env
 
 
 def _to_date(node, value: Value, env: _Env) -> Value:
