@@ -27,10 +27,10 @@ from cerql.parser.depth import room_to_recurse
 from cerql.plan import MAX_MATCHES_PER_EVENT, Evaluation
 from cerql.planner.analyze import Analysis, check_view
 from cerql.planner import front
-from cerql.planner.arrow_expr import ExprError, compile_expr, guard, refuse_call
+from cerql.expr import ExprError, compile_expr, guard, refuse_call
 from cerql.parser import written
 from cerql.parser.sqlexpr import expr_position
-from cerql.exec.values import evaluate
+from cerql.expr import evaluate
 from sqlglot import exp
 
 ENGINES = ("local", "reference")
@@ -91,7 +91,7 @@ def arrow_tables(tables: MutableMapping[str, Any], analysis: Analysis, text: str
 
 def with_derived(tables: dict[str, pa.Table], derived, text: str) -> dict[str, pa.Table]:
     """Each table with the derived columns of ``derived`` computed by the local engine's
-    expressions (planner/arrow_expr.py, Spark's semantics); a table that lacks a column an
+    expressions (cerql/expr/, Spark's semantics); a table that lacks a column an
     expression reads gets NULL there, as the union of the sources gives a missing column."""
     out = dict(tables)
     for name, bare, origin in derived:

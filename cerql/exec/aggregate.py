@@ -23,11 +23,11 @@ from decimal import Context, Decimal
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from cerql.errors import ExecutionError
+from cerql.exec.kernel.aggregate import min_max_float, sum_float64, sum_int64
+from cerql.expr import BIGINT_MAX, BIGINT_MIN
 
-BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 MAX_PRECISION = 38  # digits of Spark's widest DECIMAL
 _EXACT = Context(prec=200)  # Decimal arithmetic without rounding: any 38-digit sum of 2**63 values
 
@@ -148,8 +148,8 @@ def value(kind: str, events: list, values: list | None, column_type: pa.DataType
 def grouped(kind: str, offsets: np.ndarray, values: pa.Array | None, result_type: pa.DataType) -> pa.Array:
     """:func:`value` for every result at once: result r's events are ``values[offsets[r]:
     offsets[r + 1]]`` (``values`` None for count(var), which counts them), in stream order.
-    Vectorized (one pass of NumPy, Arrow or a compiled loop per aggregate), with the same
-    answers as :func:`value`, NULLs, NaN and BIGINT overflow included."""
+    Vectorized (one pass of NumPy, Arrow or a compiled loop of cerql.exec.kernel.aggregate per
+    aggregate), with the same answers as :func:`value`, NULLs, NaN and BIGINT overflow included."""
     offsets = np.asarray(offsets, np.int64)
     n = len(offsets) - 1
     counts = np.diff(offsets)
@@ -173,20 +173,20 @@ def grouped(kind: str, offsets: np.ndarray, values: pa.Array | None, result_type
         return _grouped_decimal(kind, present, present_offsets, empty)
     if kind == "sum" and pa.types.is_integer(present.type):
         numbers = present.cast(pa.int64()).to_numpy()
-        sums, bad = _sum_int64(numbers, present_offsets)
+        sums, bad = sum_int64(numbers, present_offsets)
         if bad >= 0:
             _raise_overflow(numbers, present_offsets, bad)
         return pa.array(sums, pa.int64(), mask=empty)
     if kind in ("sum", "avg"):
         numbers = present.cast(pa.float64(), safe=False).to_numpy()  # as Python and Spark round it
-        sums = _sum_float64(numbers, present_offsets, 0.0 if kind == "avg" else np.nan)
+        sums = sum_float64(numbers, present_offsets, 0.0 if kind == "avg" else np.nan)
         if kind == "avg":
             with np.errstate(invalid="ignore", divide="ignore"):
                 sums = sums / np.diff(present_offsets)
         return pa.array(sums, pa.float64(), mask=empty)
     if kind in ("min", "max") and pa.types.is_floating(present.type):
         numbers = present.to_numpy()
-        out = _min_max_float(numbers, present_offsets, kind == "max")
+        out = min_max_float(numbers, present_offsets, kind == "max")
         return pa.array(out, mask=empty).cast(result_type)
     if kind in ("min", "max"):  # Arrow orders every other type as Python (and Spark) do
         table = pa.table({"r": pa.array(present_owner), "v": present})
@@ -248,66 +248,3 @@ def _raise_overflow(numbers: np.ndarray, offsets: np.ndarray, group: int):
     """The error :func:`value` gives for the group that overflows, with its Python numbers."""
     value("sum", [], numbers[offsets[group]:offsets[group + 1]].tolist())
     raise AssertionError("the compiled sum saw an overflow that Python's does not")  # pragma: no cover
-
-
-@njit(nogil=True, cache=True)
-def _sum_int64(numbers, offsets):
-    """Each group's sum in stream order, and the first group whose running sum leaves BIGINT
-    (-1 when none does)."""
-    n = len(offsets) - 1
-    sums = np.zeros(n, np.int64)
-    for g in range(n):
-        lo, hi = offsets[g], offsets[g + 1]
-        if lo == hi:
-            continue
-        total = numbers[lo]
-        for k in range(lo + 1, hi):
-            v = numbers[k]
-            if (v > 0 and total > BIGINT_MAX - v) or (v < 0 and total < BIGINT_MIN - v):  # checked before: LLVM
-                return sums, g                                                            # may drop a wrap test
-            total += v
-        sums[g] = total
-    return sums, -1
-
-
-@njit(nogil=True, cache=True)
-def _sum_float64(numbers, offsets, start):
-    """Each group's sum in stream order (as Python and Spark add, not pairwise): from its first
-    value, or from ``start`` when that is a number (avg's 0.0)."""
-    n = len(offsets) - 1
-    sums = np.zeros(n, np.float64)
-    for g in range(n):
-        lo, hi = offsets[g], offsets[g + 1]
-        if lo == hi:
-            continue
-        if np.isnan(start):
-            total = numbers[lo]
-            lo += 1
-        else:
-            total = start
-        for k in range(lo, hi):
-            total += numbers[k]
-        sums[g] = total
-    return sums
-
-
-@njit(nogil=True, cache=True)
-def _min_max_float(numbers, offsets, is_max):
-    """Each group's min or max with NaN above every number (Spark's order): max is NaN when
-    the group holds one, min only when it holds nothing else."""
-    n = len(offsets) - 1
-    out = np.zeros(n, numbers.dtype)
-    for g in range(n):
-        lo, hi = offsets[g], offsets[g + 1]
-        best = numbers[lo] if lo < hi else out[g]
-        seen = False
-        nan = False
-        for k in range(lo, hi):
-            v = numbers[k]
-            if np.isnan(v):
-                nan = True
-            elif not seen or (v > best if is_max else v < best):
-                best = v
-                seen = True
-        out[g] = np.nan if (nan and (is_max or not seen)) else best
-    return out

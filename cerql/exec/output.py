@@ -31,7 +31,7 @@ from pandas._libs import lib
 from cerql.exec import aggregate
 from cerql.exec.bits import label_bits
 from cerql.exec.kernel import gather
-from cerql.exec.values import evaluate
+from cerql.expr import evaluate
 from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN
 
 

@@ -53,7 +53,7 @@ from cerql import ast
 from cerql.exec import driver, kernel, reference
 from cerql.exec.results import Result, Valuation, too_many_matches
 from cerql.exec.stream import Stream
-from cerql.exec.values import evaluate_predicate
+from cerql.expr import evaluate_predicate
 from cerql.plan import QueryPlan, TaskPlan
 from cerql.exec.bits import label_bits
 

@@ -23,7 +23,7 @@ from cerql.errors import CeqlError, ExecutionError
 from cerql.exec import aggregate
 from cerql.exec.results import Result, Valuation, too_many_matches
 from cerql.exec.stream import Stream
-from cerql.exec.values import evaluate_predicate
+from cerql.expr import evaluate_predicate
 from cerql.plan import AGGREGATE_COLUMN, CrossPlan, QueryPlan, TaskPlan
 
 MAX_VALUATIONS = 2_000_000

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cerql import ast
-from cerql.exec.values import evaluate_predicate, spark_strings, spark_types
+from cerql.expr import evaluate_predicate, spark_strings, spark_types
 from cerql.parser.units import MICROS_PER_UNIT
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan
 from cerql.exec.bits import non_null_columns
@@ -39,7 +39,7 @@ class Stream:
 
 def as_arrow(table) -> pa.Table:
     """pandas or Arrow input as an Arrow table, its columns typed as Spark's ``createDataFrame``
-    reads them (:func:`cerql.exec.values.spark_types`: a ``category`` as its values, float16
+    reads them (:func:`cerql.expr.tables.spark_types`: a ``category`` as its values, float16
     as DOUBLE, date64 as DATE, unsigned 64-bit as BIGINT)."""
     if isinstance(table, pa.Table):
         return spark_types(table)

@@ -307,7 +307,7 @@ def spark_text(tree: exp.Expression, source: str, replace: Callable[[exp.Express
 
 
 # Names of functions that cerql's local engine evaluates as Spark does, as a user may write them
-# (planner/arrow_expr.py). A call written with any other name is refused by the local engine,
+# (cerql/expr/). A call written with any other name is refused by the local engine,
 # whatever node sqlglot reads it as: sqlglot reads ``to_char(x, '999')`` as a CAST to STRING.
 LOCAL_FUNCTIONS = frozenset({
     "abs", "floor", "ceil", "ceiling", "round", "sqrt", "isnan", "greatest", "least", "lower", "upper",
@@ -316,7 +316,7 @@ LOCAL_FUNCTIONS = frozenset({
     "dayofweek", "hour", "minute", "second", "date_format", "coalesce", "nvl", "ifnull", "nullif", "nvl2",
     "if", "cast", "try_cast", "rlike", "like", "ilike",
     "count", "sum", "avg", "mean", "min", "max", "first", "last", "collect_list",
-    "exp", "ln", "log", "log10", "log2", "pow", "power",  # refused with their own reason (arrow_expr)
+    "exp", "ln", "log", "log10", "log2", "pow", "power",  # refused with their own reason (cerql.expr.numeric)
 })
 _NOT_CALLS = {TokenType.ALIAS, TokenType.DCOLON}
 _OPERATOR_WORDS = {"in", "and", "or", "not", "when", "then", "else", "case", "between", "like", "ilike",

@@ -14,7 +14,7 @@ expressions in ``cerql.run``): ``sum(b.__cerql_d0)``.
 
 A predicate across variables (``FILTER hour(b.ts) = hour(a.ts)``) is checked in Python, inside
 the Spark task (registers, hidden partition keys, post-filters), so it can only use the
-functions cerql's local engine runs (planner/arrow_expr.py). Yet most such predicates apply a
+functions cerql's local engine runs (cerql/expr/). Yet most such predicates apply a
 Spark function to one event at a time: ``hour(b.ts)`` depends on b's event alone. For a query
 planned for Spark, each largest part of such a predicate that reads a single variable and that
 the local engine cannot run becomes a column of every row, ``__cerql_d<k>``, computed by Spark
@@ -41,7 +41,7 @@ from cerql.parser import written
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import AGGREGATE_COLUMN, DERIVED_COLUMN
 from cerql.planner import aggregates, safety
-from cerql.planner.arrow_expr import ExprError, compile_expr
+from cerql.expr import ExprError, compile_expr
 
 
 def runs_locally(tree: exp.Expression, source: str | None = None) -> bool:

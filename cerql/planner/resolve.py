@@ -24,14 +24,14 @@ from sqlglot import exp
 
 from cerql import ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, position_of
-from cerql.exec.values import evaluate
+from cerql.expr import evaluate
 from cerql.parser import written
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import (AGGREGATE_COLUMN, MAX_MATCHES_PER_EVENT, AggregatePlan, AtomPlan, CrossPlan,
                         OutputPlan, QueryPlan, RegisterCheck, SourcePlan, WindowPlan, shown_columns)
 from cerql.planner import aggregates, rules
 from cerql.planner.analyze import MATCH_COLUMNS, Analysis, OutputVar, bare_reference, find_name
-from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, SparkTypeMismatch, compile_expr, guard, refuse_call
+from cerql.expr import ExprError, LocalTypeRefusal, SparkTypeMismatch, compile_expr, guard, refuse_call
 from cerql.planner.equality import keyable_type
 from cerql.planner.registers import Candidate
 
@@ -214,7 +214,7 @@ class _Resolver:
 
     # -- expressions
     def compile(self, sql: ast.SqlExpr, resolve, spark_may_run: bool = False):
-        """``sql`` compiled for the local engine (planner/arrow_expr.py). With ``spark_may_run``
+        """``sql`` compiled for the local engine (cerql/expr/). With ``spark_may_run``
         (a unary FILTER predicate or a SELECT item of a query planned for Spark, which Spark
         evaluates itself), an expression the local engine cannot run is None: Spark's analyzer
         checks it instead (spark/expressions.py). Names are resolved either way."""

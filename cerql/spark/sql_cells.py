@@ -37,7 +37,7 @@ from sqlglot import exp
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.exec.driver import condition_bits
 from cerql.exec.stream import drop_null_rows, firing_rows, stream_of
-from cerql.exec.values import evaluate
+from cerql.expr import evaluate
 from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 from cerql.exec.bits import firing_masks
 from cerql.spark.arrow_task import BITS_COLUMN, MatchTask

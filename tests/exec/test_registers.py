@@ -93,7 +93,7 @@ def test_floats_and_integers_mixed():
                                           ("<", [(0, 1), (0, 3), (2, 3)])])
 def test_arrow_nan_compares_as_spark_does(op, expected):
     # a NaN that is not NULL (an Arrow table): the kernel compares as Spark SQL does, and as the
-    # reference's expressions do (planner/arrow_expr.py): NaN is larger than every number and
+    # reference's expressions do (cerql/expr/): NaN is larger than every number and
     # equal to itself, so x < NaN and x != NaN are true, x = NaN and x > NaN false. Pairs:
     # (0,1) 1.0 vs 2.0, (0,3) 1.0 vs NaN, (2,3) 3.0 vs NaN
     table = pa.table({"type": ["A", "B", "A", "B"], "ts": [0, 1, 2, 3], "f": [1.0, 2.0, 3.0, float("nan")]})

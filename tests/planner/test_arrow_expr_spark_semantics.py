@@ -16,7 +16,7 @@ import pytest
 
 from cerql.errors import ExecutionError, UnsupportedError
 from cerql.parser.sqlexpr import parse_fragment
-from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, compile_expr, guard
+from cerql.expr import ExprError, LocalTypeRefusal, compile_expr, guard
 
 NAN = float("nan")
 TABLE = pa.table({

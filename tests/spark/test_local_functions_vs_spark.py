@@ -1,6 +1,6 @@
 """The local expression compiler against Spark, function by function (issue 18, item 3).
 
-Every function and operator the local engine accepts (planner/arrow_expr.py) is evaluated on
+Every function and operator the local engine accepts (cerql/expr/) is evaluated on
 the same rows by ``compile_expr`` over a pyarrow table and by Spark (``createDataFrame`` of that
 table, ``select(expr(...))`` of the Spark SQL text cerql sends, the session time zone UTC, ANSI
 mode on): the values must be equal, with the same Python type (a DECIMAL is not a DOUBLE), NaN
@@ -24,7 +24,7 @@ import pytest
 import cerql
 from cerql.errors import ExecutionError, UnsupportedError
 from cerql.parser.sqlexpr import parse_fragment
-from cerql.planner.arrow_expr import ExprError, LocalTypeRefusal, compile_expr, guard
+from cerql.expr import ExprError, LocalTypeRefusal, compile_expr, guard
 from tests.spark.compare import canonical_rows, local_records, spark_records
 
 pytestmark = pytest.mark.spark
@@ -335,7 +335,7 @@ def test_local_refuses_what_it_cannot_run_as_spark(table, text):
 def test_an_integer_plus_an_interval_is_refused_as_spark_refuses_it():
     """Spark's analyzer refuses ``i + INTERVAL 1 DAY`` (an INT is no timestamp): the local
     engine names its class and does not say that Spark runs it (issue 34, item 4)."""
-    from cerql.planner.arrow_expr import SparkTypeMismatch
+    from cerql.expr import SparkTypeMismatch
 
     with pytest.raises(SparkTypeMismatch) as err:
         local("num", "i + INTERVAL 1 DAY")

@@ -2,7 +2,7 @@
 (issue 34, item 4).
 
 ``b.ts - a.ts`` is an INTERVAL DAY TO SECOND on Spark (a pandas Timedelta in ``toPandas``); the
-local engine computes it as an Arrow duration in microseconds (planner/arrow_expr.py
+local engine computes it as an Arrow duration in microseconds (cerql/expr/times.py
 ``_time_arith``), compares it with INTERVAL literals, and adds intervals to timestamps. Operand
 types Spark's analyzer refuses (``ts > 5``) are refused locally naming Spark's error class, and
 never with "spark.cer_sql runs it". The oracle is Spark on the same text: ``cer_sql`` for the
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import cerql
 from cerql.errors import CeqlError
 from cerql.parser.sqlexpr import parse_fragment
-from cerql.planner.arrow_expr import LocalTypeRefusal, SparkTypeMismatch, compile_expr
+from cerql.expr import LocalTypeRefusal, SparkTypeMismatch, compile_expr
 
 pytestmark = pytest.mark.spark
 

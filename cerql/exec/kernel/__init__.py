@@ -1,14 +1,15 @@
 """The compiled kernel: deterministic CEA runs over a time-ordered ECS, in numba.
 
-Used by ``cerql.exec.driver`` (and :mod:`.gather` by ``cerql.exec.output``), and the only
-package that imports numba. Every function is
+Used by ``cerql.exec.driver`` (and :mod:`.gather` by ``cerql.exec.output``, :mod:`.aggregate` by
+``cerql.exec.aggregate``), and the only package that imports numba. Every function is
 ``@njit(nogil=True, cache=True)`` over NumPy arrays and integers: no dicts, objects or Arrow.
 One module per job: :mod:`.state` (statuses and the slots of the state vector the driver keeps),
 :mod:`.arena` (the enumerable structure and its compaction), :mod:`.stepping` (the per-event
 loop, :func:`run_batch`), :mod:`.enumeration`, :mod:`.selection` (LAST's winner, searched on the
 arena) and :mod:`.strategies` (NEXT and MAX among an end event's candidates), :mod:`.registers`
 (FILTER comparisons and aggregates checked as events are bound), :mod:`.gather` (the result
-builder's per-variable gathering and match-id sums).
+builder's per-variable gathering and match-id sums), :mod:`.aggregate` (the SELECT aggregates'
+sums, min and max over many results at once).
 Its arguments come in bundles (NamedTuples of arrays, which numba takes as they are), built
 by the driver: :class:`Options`, :class:`Events`, :class:`Transitions`, :class:`RegisterPlan`,
 :class:`Runs`, :class:`Arena`, :class:`Output`. This module re-exports what the driver reads.

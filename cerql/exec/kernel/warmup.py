@@ -1,7 +1,7 @@
 """Compiling the kernel ahead of the first query: ``python -m cerql warmup`` (or
 ``python -m cerql.exec.kernel.warmup``).
 
-Input: nothing. Output: numba's cache of the kernel (and of cerql's other numba functions)
+Input: nothing. Output: numba's cache of the kernel (which holds all of cerql's numba functions)
 filled, and one or two lines on stdout saying what happened and how long it took. ``make demo``
 and ``make test`` run it after installing, so their first query does not compile; anyone can
 run it after ``pip install cerql`` (or bake it into a Spark image: the cache lives beside the

@@ -1,88 +1,39 @@
-"""Running compiled expressions on Arrow tables.
+"""Spark's CAST AS STRING: values printed as Spark prints them.
 
-Input: a function from planner/arrow_expr.py (``table -> value``) and a table. Output: a whole
-Arrow array, or a NumPy bool array for predicates (NULL counts as false: docs/language.md, "NULL").
+Spark reads a type column as a string (an atom `1` matches the row whose type casts to '1') and
+casts numbers, booleans, dates and timestamps to strings in CAST, concat and the string
+functions. Its text is Java's, not Arrow's: 1.0 is "1.0" (Arrow: "1"), 1e7 is "1.0E7", NaN is
+"NaN"; a timestamp is "yyyy-MM-dd HH:mm:ss[.ffffff]" in the session time zone. The stream reader
+(cerql.exec.stream) prints type columns with :func:`spark_strings`; CAST and the string family
+print their arguments with :func:`_text`.
 """
 
 from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cerql.errors import UnsupportedError
-from cerql.exec.aggregate import BIGINT_MAX
+from cerql.expr.errors import _refuse_type
+from cerql.expr.kinds import Value
+from cerql.expr.session import SESSION_TIME_ZONE, _now_zone
 
 
-def evaluate(fn: Callable, table: pa.Table) -> pa.Array:
-    """Run a compiled expression on a table; scalars are broadcast to the table's length."""
-    value = fn(table)
-    if isinstance(value, pa.Scalar):
-        return pa.array([value.as_py()] * table.num_rows, type=value.type)
-    if isinstance(value, pa.ChunkedArray):
-        return value.combine_chunks()
-    return value
-
-
-def evaluate_predicate(fn: Callable, table: pa.Table):
-    """A predicate as a NumPy bool array; NULL counts as false."""
-    value = evaluate(fn, table)
-    if pa.types.is_null(value.type):
-        value = pa.array([False] * len(value), pa.bool_())
-    return np.asarray(pc.fill_null(value, False).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def signed_columns(table: pa.Table) -> pa.Table:
-    """Unsigned 64-bit columns as BIGINT, Spark's type for them (Spark has no unsigned types and
-    ``createDataFrame`` reads a pandas uint64 column as bigint). Spark turns a value above
-    2**63 - 1 into NULL without a word; cerql refuses it instead of losing it."""
-    for k, field in enumerate(table.schema):
-        if not pa.types.is_uint64(field.type):
-            continue
-        column = table.column(k)
-        top = pc.max(column).as_py() if len(column) else None
-        if top is not None and top > BIGINT_MAX:
-            raise UnsupportedError(
-                f"Column '{field.name}' is unsigned 64-bit and holds {top}, above BIGINT's maximum 2**63 - 1",
-                error_class="UNSUPPORTED_COLUMN_TYPE", params={"column": field.name},
-                hint="Spark has no unsigned 64-bit type (it would read the value as NULL): cast the column "
-                     "to float64 or to a decimal before the query, or subtract an offset")
-        table = table.set_column(k, field.with_type(pa.int64()), pc.cast(column, pa.int64()))
-    return table
-
-
-def spark_types(table: pa.Table) -> pa.Table:
-    """The table's columns as Spark's ``createDataFrame`` types them, where Arrow has a type Spark
-    has not: a dictionary column (a pandas ``category``) as its values' type, half floats as
-    DOUBLE, date64 (milliseconds) as DATE (days; Spark's only date type), unsigned 64-bit as
-    BIGINT (:func:`signed_columns`). Every engine then sees one type per Spark type."""
-    for k, field in enumerate(table.schema):
-        kind = field.type
-        target = None
-        if pa.types.is_dictionary(kind):
-            kind = target = kind.value_type
-        if pa.types.is_float16(kind):
-            target = pa.float64()
-        elif pa.types.is_date64(kind):
-            target = pa.date32()
-        if target is not None:
-            column = table.column(k)
-            if pa.types.is_dictionary(column.type):
-                column = pc.cast(column, column.type.value_type)
-            table = table.set_column(k, field.with_type(target), pc.cast(column, target, safe=False))
-    return signed_columns(table)
-
-
-# --------------------------------------------------------------------------- Spark's CAST AS STRING
-# Spark reads a type column as a string (an atom `1` matches the row whose type casts to '1') and
-# casts numbers, booleans, dates and timestamps to strings in CAST, concat and the string
-# functions. Its text is Java's, not Arrow's: 1.0 is "1.0" (Arrow: "1"), 1e7 is "1.0E7",
-# NaN is "NaN"; a timestamp is "yyyy-MM-dd HH:mm:ss[.ffffff]" in the session time zone.
-SESSION_TIME_ZONE = "UTC"  # the local engines' spark.sql.session.timeZone (the cerql CLI's Spark setting)
+def _text(node, value: Value) -> Value:
+    """A string function's argument as STRING: Spark casts numbers, booleans, dates and
+    timestamps to their text (see :func:`spark_strings`)."""
+    kind = value.type
+    if pa.types.is_string(kind):
+        return value
+    if pa.types.is_null(kind):
+        return pc.cast(value, pa.string())
+    try:
+        return spark_strings(value, _now_zone())
+    except TypeError:
+        raise _refuse_type(node, kind) from None
 
 
 def java_double_string(value: float, single: bool = False) -> str:
