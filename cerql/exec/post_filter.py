@@ -55,7 +55,7 @@ from cerql.exec.results import Result, Valuation, too_many_matches
 from cerql.exec.stream import Stream
 from cerql.exec.values import evaluate_predicate
 from cerql.plan import QueryPlan, TaskPlan
-from cerql.exec.bits import label_bits
+from cerql.automaton import label_bits
 
 P = TypeVar("P", bound=TaskPlan)  # ``relaxed`` keeps the kind of plan it is given
 BATCH = 1 << 13  # rows per kernel call: a batch's candidates are held until they are checked

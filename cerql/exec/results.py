@@ -83,7 +83,7 @@ def too_many_candidates(count: int, limit: int) -> ExecutionError:
     """Where MAX still chooses among every result ALL would give at an end event (a FILTER
     aggregate or comparison across variables), the automaton engine fails when one event has
     more than ``limit`` of them (kernel/state.py candidate_limit). Otherwise the automaton drops
-    the results a superset beats (automaton.Determinizer's dominance), and NEXT and LAST search
+    the results a superset beats (determinizer.Determinizer's dominance), and NEXT and LAST search
     for their data set (kernel/selection.py)."""
     return ExecutionError(
         f"One event has {count:,} or more candidate matches to choose "

@@ -34,7 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cerql.exec import kernel
-from cerql.exec.bits import inert_steps, label_bits
+from cerql.automaton import label_bits
+from cerql.exec.bits import inert_steps
 from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec import output
 from cerql.exec.post_filter import (CandidateFilter, chosen, decided_by_prune, group_by_substream, prune, search_order,
