@@ -2,7 +2,8 @@
 
 Every engine gives its results as the same values, so tests compare them and ``cerql.run``
 renders them alike: a :class:`Result` (substream, interval, selected (variable, position)
-pairs), built from :class:`Valuation` values by the reference evaluator and the post-filter. The
+pairs), built from :class:`Valuation` values by the post-filter (the reference evaluator has
+its own valuations, and gives Result values too: tests compare them with the engines'). The
 kernel's results travel as arrays until a caller wants the values: a :class:`MatchChunk` per
 batch. The guards (TOO_MANY_MATCHES_PER_EVENT, TOO_MANY_CANDIDATES_PER_EVENT,
 TOO_MANY_RUNS_PER_EVENT) are shared so that every engine fails a query alike. Why a module of
