@@ -19,7 +19,7 @@ from cerql import ast
 if TYPE_CHECKING:  # the plan is data the engines read; it imports no engine
     import pyarrow as pa
 
-    from cerql.exec.automaton import Automaton
+    from cerql.automaton import Automaton
 
 SOURCE_COLUMN = "__cerql_source"    # position of the row's source in FROM
 ORDINAL_COLUMN = "__cerql_ordinal"  # row number within its source, before any reordering

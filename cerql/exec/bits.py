@@ -1,4 +1,4 @@
-"""Which rows of a stream can take part in a match, and what a result's label bits stand for.
+"""Which rows of a stream can take part in a match.
 
 Every engine drops the same rows before matching (docs/semantics.md, "Rows that take no part"
 and "On Spark"), each in its own medium: the local engine and the SQL-cell function on Arrow
@@ -19,13 +19,10 @@ before they reach Python, sends each kept row's position in its substream, and t
 back at most that many inert events per gap (``cerql.spark.arrow_task``);
 :func:`gap_masks` says when this applies.
 
-Label bits: bit 0 of a label is START, bit k + 1 the k-th selected variable
-(``cerql.exec.automaton``); :func:`label_bits` is that map.
+What a result's label bits stand for is the automaton's (``cerql.automaton.label_bits``).
 """
 
 from __future__ import annotations
-
-from typing import Iterable
 
 
 def non_null_columns(plan) -> tuple[str, ...]:
@@ -37,11 +34,6 @@ def firing_masks(plan) -> list[int] | None:
     """The condition sets of which a row must have every bit of one to be kept, or None to
     keep every row (the query counts positions, or a TRUE transition marks events)."""
     return None if plan.uses_positions else plan.automaton.firing_masks()
-
-
-def label_bits(labels: Iterable[str]) -> dict[str, int]:
-    """``{variable: its label bit}`` for the selected variables in ``labels`` order."""
-    return {v: 1 << (k + 1) for k, v in enumerate(labels)}
 
 
 def inert_steps(automaton) -> int | None:

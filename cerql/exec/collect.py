@@ -32,7 +32,7 @@ import bisect
 import numpy as np
 
 from cerql.errors import MAX_OUTPUT_EVENTS_CONF, MAX_OUTPUT_ROWS_CONF, ExecutionError
-from cerql.exec.bits import label_bits
+from cerql.automaton import label_bits
 from cerql.exec.output import ResultRows, sort_key
 from cerql.exec.results import Result
 from cerql.exec.stream import Stream

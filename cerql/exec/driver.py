@@ -20,12 +20,12 @@ import numpy as np
 from cerql import ast
 from cerql.exec import kernel
 from cerql.exec.aggregate import sum_overflow
-from cerql.exec.automaton import START, Automaton, Determinizer
+from cerql.automaton import START, Automaton, label_bits
+from cerql.exec.determinizer import Determinizer
 from cerql.exec.results import (MatchChunk, Result, too_many_candidate_events, too_many_candidates, too_many_matches,
                                 too_many_runs, too_many_steps)
 from cerql.exec.stream import Stream
 from cerql.plan import QueryPlan, TaskPlan
-from cerql.exec.bits import label_bits
 
 STRATEGY_CODES = {"ALL": kernel.ALL, "ANY": kernel.ANY, "NEXT": kernel.NEXT, "LAST": kernel.LAST,
                   "MAX": kernel.MAX, "STRICT": kernel.STRICT}

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from pandas._libs import lib
 
 from cerql.exec import aggregate
-from cerql.exec.bits import label_bits
+from cerql.automaton import label_bits
 from cerql.exec.kernel import gather
 from cerql.expr import evaluate
 from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN
@@ -39,7 +39,7 @@ class ResultRows(NamedTuple):
     """Results as int64 row indices into the rows they refer to. Result r starts at row
     ``start_row[r]`` and ends at ``end_row[r]``; label entry j says that result ``owner[j]``
     selects row ``entry_row[j]`` as the variables whose label bits are in ``entry_mask[j]``
-    (``cerql.exec.bits.label_bits``), one entry per (result, row)."""
+    (``cerql.automaton.label_bits``), one entry per (result, row)."""
 
     end_row: np.ndarray
     start_row: np.ndarray

@@ -14,9 +14,10 @@ cannot be one of its conditions. Seed 002's registers carry values along the run
 comparisons the kernel can check (planner/registers.py); for the rest (aggregates, both
 variables on one side, FILTERs inside the pattern or under +) the relaxed automaton enumerates
 every valuation that satisfies the rest of the pattern (strategy ALL, no CONSUME BY, WITHIN
-applied), each result is kept when every such FILTER holds on its events (the reference
-evaluator's own check, so the two cannot drift apart), and CONSUME BY, the projection and the
-strategy are then applied end by end as docs/language.md ("Selection strategies") orders them. The filter is part of the
+applied), each result is kept when every such FILTER holds on its events (exec/candidate_rows.py,
+the engine's own check: the reference evaluator keeps one of its own, so the differential tests
+compare two), and CONSUME BY, the projection and the strategy are then applied end by end as
+docs/language.md ("Selection strategies") orders them (exec/choice.py). The filter is part of the
 pattern, so strategies choose among results that pass. A FILTER under + or :+ is checked on
 each repetition, which the relaxed automaton marks by its first event (``_owns``).
 
@@ -50,12 +51,13 @@ import numpy as np
 import pyarrow as pa
 
 from cerql import ast
-from cerql.exec import driver, kernel, reference
+from cerql.exec import choice, driver, kernel
+from cerql.exec.candidate_rows import CandidateRows
 from cerql.exec.results import Result, Valuation, too_many_matches
 from cerql.exec.stream import Stream
 from cerql.expr import evaluate_predicate
 from cerql.plan import QueryPlan, TaskPlan
-from cerql.exec.bits import label_bits
+from cerql.automaton import label_bits
 
 P = TypeVar("P", bound=TaskPlan)  # ``relaxed`` keeps the kind of plan it is given
 BATCH = 1 << 13  # rows per kernel call: a batch's candidates are held until they are checked
@@ -105,7 +107,7 @@ class CandidateFilter:
         self.substream: object = None
         self.consumed = -1
 
-    def choose(self, k, view: reference.Substream, by_end: dict[int, list[Valuation]]) -> list[Result]:
+    def choose(self, k, view: CandidateRows, by_end: dict[int, list[Valuation]]) -> list[Result]:
         """The results among substream k's candidates ``by_end`` (end position -> valuations,
         positions within the substream), checked on ``view``'s rows. Substreams come in order.
         The candidates have been through :func:`prune`, which decides an UNLESS inside the
@@ -130,11 +132,11 @@ class CandidateFilter:
                 for end, valuations in by_end.items()}
         view.known.clear()  # the cache of this batch's values: memory stays with the batch
         view.count = 0
-        results, self.consumed = reference.choose_from(self.plan, k, kept, self.consumed)
+        results, self.consumed = choice.choose(self.plan, k, kept, self.consumed)
         return results
 
 
-def _holds(view: reference.Substream, check, own: Valuation) -> bool:
+def _holds(view: CandidateRows, check, own: Valuation) -> bool:
     """A FILTER's condition on its own valuation, or (an int k) the k-th UNLESS inside the
     pattern on its left side's match: no result of its right side lies within [start, end],
     that is, the latest start of one ending at ``end`` or before (``view.reach``) is before
@@ -253,7 +255,7 @@ def decided_by_prune(plan: TaskPlan) -> bool:
 
 def chosen(plan: TaskPlan, matches: "driver.Matches") -> "driver.Matches":
     """The results among pruned candidates (:func:`decided_by_prune`): projected, then the
-    strategy end by end as reference.select_strategy applies it, on arrays: ANY keeps an end's
+    strategy end by end as choice.by_strategy applies it, on arrays: ANY keeps an end's
     first candidate, STRICT those whose positions have no gap, NEXT and LAST those with the
     winning data set (``_winners``). An end with more results than ``max_matches_per_event``
     fails as on every engine."""
@@ -358,7 +360,7 @@ def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = BATCH):
     gives."""
     check = CandidateFilter(plan)
     decided = decided_by_prune(plan)
-    views: dict[int, reference.Substream] = {}
+    views: dict[int, CandidateRows] = {}
     # per UNLESS inside the pattern, per stream row: the latest start of its right side's
     # results up to there (driver.Run.reach), as the stream's condition bits are held whole
     reach = np.full((len(plan.automaton.unless_inside), stream.table.num_rows), -1, np.int64)
@@ -383,8 +385,7 @@ def result_batches(plan: QueryPlan, stream: Stream, batch_size: int = BATCH):
             if k not in views:
                 views.clear()  # substreams come in order: an earlier one has no candidates left
                 lo, hi = stream.bounds[k]
-                views[k] = reference.Substream(plan, stream, lo, hi)
-                views[k].reach = reach[:, lo:hi]
+                views[k] = CandidateRows.of_substream(plan, stream, lo, hi, reach[:, lo:hi])
             results.extend(check.choose(k, views[k], by_end))
         if settle is not None:
             k_open = int(np.searchsorted([lo for lo, _ in stream.bounds], open_row, side="right")) - 1

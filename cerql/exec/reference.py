@@ -8,23 +8,37 @@ set of positions), then WITHIN, CONSUME BY, projection and the strategy are appl
 position in that order (docs/language.md, "Selection strategies"). Its only shortcut is sound: a valuation wider than
 the window is dropped as soon as it exists, since every valuation built from it is wider
 still. It refuses inputs whose valuations outgrow ``MAX_VALUATIONS``.
+
+It shares no code with the engines beyond their common inputs and outputs: the AST, the plan
+(cerql.plan, cerql.automaton), the Stream they all read (cerql.exec.stream, the order and
+substreams of docs/language.md, "Events and the stream"), the Spark-SQL expression evaluator
+(cerql.expr, cerql.exec.aggregate), the Result values every engine gives and the
+TOO_MANY_MATCHES_PER_EVENT error (cerql.exec.results). The engines have their own check of
+FILTERs on candidates (exec/candidate_rows.py) and their own choice among them
+(exec/choice.py): the duplication is on purpose, so that the differential tests compare two
+implementations of the semantics and not one function with itself;
+tests/exec/test_reference_independence.py keeps it so.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from cerql import ast
-from cerql.errors import CeqlError, ExecutionError
+from cerql.errors import ExecutionError
 from cerql.exec import aggregate
-from cerql.exec.results import Result, Valuation, too_many_matches
-from cerql.exec.stream import Stream
+from cerql.exec.results import Result, too_many_matches
 from cerql.expr import evaluate_predicate
 from cerql.plan import AGGREGATE_COLUMN, CrossPlan, QueryPlan, TaskPlan
+
+if TYPE_CHECKING:  # the input every engine reads; the oracle only reads it
+    from cerql.exec.stream import Stream
 
 MAX_VALUATIONS = 2_000_000
 # label entries the evaluator may build while joining (each pair joined costs the labels of
@@ -41,6 +55,19 @@ def _too_large(what: str) -> ExecutionError:
                           "shrink the input, or use engine='local'")
 
 
+@dataclass(frozen=True, order=True)
+class Valuation:
+    """A partial match: positions are 0-based within the substream; ``labels`` holds
+    (variable, position) pairs, the variable "" (UNNAMED) for NOT's event."""
+
+    start: int
+    end: int
+    labels: frozenset
+
+    def positions(self) -> frozenset[int]:
+        return frozenset(p for _, p in self.labels)
+
+
 class Substream:
     """Evaluation of the pattern over one substream (rows lo:hi of the stream)."""
 
@@ -49,24 +76,9 @@ class Substream:
         self.atoms = {a: np.flatnonzero(rows[lo:hi]) for a, rows in stream.atoms.items()}
         self.preds = {t: rows[lo:hi] for t, rows in stream.predicates.items()}
         self.table = stream.table.slice(lo, hi - lo)
-        self.known: dict[tuple, bool] = {}  # (predicate text, labels) -> value, filled by prepare_cross
         values = stream.window_values
         self.values = None if values is None else values[lo:hi]
         self.count = self.work = 0
-        self.offset = 0  # the position of table's first row
-        self.reach = None  # UNLESS inside the pattern, for exec/post_filter.py: set by its caller
-
-    @classmethod
-    def rows(cls, plan: TaskPlan, table: pa.Table, preds: dict, offset: int, reach=None) -> "Substream":
-        """The substream's rows from position ``offset`` on, with each FILTER predicate's value
-        per row: enough for ``holds`` on valuations inside them. A Spark task keeps only the
-        rows its window can still reach (exec/post_filter.py). ``reach``: per UNLESS inside
-        the pattern, per row, the latest start of its right side's results (driver.Run.reach)."""
-        self = cls.__new__(cls)
-        self.plan, self.n, self.atoms, self.preds, self.table = plan, None, {}, preds, table
-        self.known, self.values, self.count, self.offset, self.reach = {}, None, 0, offset, reach
-        self.work = 0
-        return self
 
     def within(self, start: int, end: int) -> bool:
         w = self.plan.window
@@ -181,55 +193,9 @@ class Substream:
         if isinstance(cond, ast.FilterOr):
             return self.holds(cond.left, v) or self.holds(cond.right, v)
         if isinstance(cond, ast.CrossPredicate):
-            known = self.known.get((cond.expr.text, v.labels))
-            if known is not None:
-                return known
             return self.cross_holds(self.plan.cross_predicates[cond.expr.text], v)
-        rows, at = self.preds[cond.predicate.text], self.offset
-        return all(rows[p - at] for var, p in v.labels if var == cond.var)
-
-    def prepare_cross(self, text: str, valuations: list[Valuation]) -> None:
-        """Evaluate one predicate across variables for many valuations at once, where that is
-        one row each: one event per variable it reads outside aggregates (the common case of
-        single-event variables), or none. An aggregate is one value per valuation, computed
-        here as ``cross_holds`` computes it. ``holds`` then looks the values up instead of
-        building a table per valuation; the others are left to ``cross_holds``, and so is
-        every valuation when a value fails to compute (an overflow, a malformed CAST): the
-        valuation-at-a-time check raises the error where the reference evaluator would,
-        after AND and OR have had their say."""
-        cross = self.plan.cross_predicates[text]
-        variables = cross.variables
-        rows, todo, events = [], [], []
-        for v in valuations:
-            at = {}
-            for name, p in v.labels:
-                at[name] = None if name in at else p  # None: several events
-            if all(at.get(var) is not None for var in variables):
-                rows.append([at[var] for var in variables])
-                todo.append(v)
-        if cross.aggregates:  # each valuation's events of each variable, for the aggregates
-            for v in todo:
-                events_of = {}
-                for name, p in v.labels:
-                    events_of.setdefault(name, []).append(p)
-                events.append(events_of)
-        if not todo:
-            return
-        columns = {}
-        if variables:
-            positions = np.array(rows, dtype=np.int64) - self.offset
-            columns = {f"{var}.{col}": self.table.column(col).take(positions[:, variables.index(var)])
-                       for var, col in cross.columns}
-        try:
-            for k, agg in enumerate(cross.aggregates):
-                positions = [sorted(e.get(agg.var, ())) for e in events]
-                columns[f"{AGGREGATE_COLUMN}{k}"] = pa.array(self._aggregates(agg, positions), agg.type)
-            table = pa.table(columns) if columns else pa.table({"row": [0] * len(todo)})
-            values = evaluate_predicate(cross.fn, table).tolist()
-        except CeqlError:
-            return
-        for v, value in zip(todo, values):
-            self.known[(text, v.labels)] = value
+        rows = self.preds[cond.predicate.text]
+        return all(rows[p] for var, p in v.labels if var == cond.var)
 
     def _aggregates(self, agg, positions: list[list[int]]) -> list:
         """One aggregate's value for each list of positions (one valuation's events of its
@@ -237,7 +203,7 @@ class Substream:
         if agg.column is None:
             return [aggregate.value(agg.kind, p, None) for p in positions]
         column = self.table.column(agg.column)
-        flat = np.fromiter(itertools.chain.from_iterable(positions), np.int64) - self.offset
+        flat = np.fromiter(itertools.chain.from_iterable(positions), np.int64)
         values = column.take(pa.array(flat, pa.int64())).to_pylist()
         out, at = [], 0
         for p in positions:
@@ -259,7 +225,7 @@ class Substream:
             return True
         columns, rows = {}, 1  # no variable outside aggregates: one row
         if variables:
-            combos = np.array(list(itertools.product(*events)), dtype=np.int64) - self.offset
+            combos = np.array(list(itertools.product(*events)), dtype=np.int64)
             self._guard(len(combos))
             rows = len(combos)
             columns = {f"{var}.{col}": self.table.column(col).take(combos[:, variables.index(var)])
@@ -311,15 +277,10 @@ def select_strategy(strategy: str, results: list[Result]) -> list[Result]:
 
 def choose(plan: TaskPlan, k: int, by_end: dict[int, list[Valuation]]) -> list[Result]:
     """CONSUME BY, the projection and the strategy, end by end (docs/language.md, "Selection strategies"), over the
-    valuations of substream k grouped by end position."""
-    return choose_from(plan, k, by_end, -1)[0]
-
-
-def choose_from(plan: TaskPlan, k: int, by_end: dict[int, list[Valuation]],
-                consumed: int) -> tuple[list[Result], int]:
-    """``choose`` for a part of substream k's end positions, after the parts before it: takes
-    and returns the last consumed position. exec/post_filter.py calls it batch by batch."""
+    valuations of substream k grouped by end position. The engines choose with their own code
+    (exec/choice.py), on purpose."""
     selected = set(plan.selected)
+    consumed = -1
     results: list[Result] = []
     for end in sorted(by_end):
         found = set()
@@ -335,7 +296,7 @@ def choose_from(plan: TaskPlan, k: int, by_end: dict[int, list[Valuation]],
         if chosen and plan.consume != "NONE":
             consumed = end
         results.extend(chosen)
-    return results, consumed
+    return results
 
 
 def evaluate(plan: QueryPlan, stream: Stream) -> list[Result]:

@@ -2,7 +2,8 @@
 
 Every engine gives its results as the same values, so tests compare them and ``cerql.run``
 renders them alike: a :class:`Result` (substream, interval, selected (variable, position)
-pairs), built from :class:`Valuation` values by the reference evaluator and the post-filter. The
+pairs), built from :class:`Valuation` values by the post-filter (the reference evaluator has
+its own valuations, and gives Result values too: tests compare them with the engines'). The
 kernel's results travel as arrays until a caller wants the values: a :class:`MatchChunk` per
 batch. The guards (TOO_MANY_MATCHES_PER_EVENT, TOO_MANY_CANDIDATES_PER_EVENT,
 TOO_MANY_RUNS_PER_EVENT) are shared so that every engine fails a query alike. Why a module of
@@ -83,7 +84,7 @@ def too_many_candidates(count: int, limit: int) -> ExecutionError:
     """Where MAX still chooses among every result ALL would give at an end event (a FILTER
     aggregate or comparison across variables), the automaton engine fails when one event has
     more than ``limit`` of them (kernel/state.py candidate_limit). Otherwise the automaton drops
-    the results a superset beats (automaton.Determinizer's dominance), and NEXT and LAST search
+    the results a superset beats (determinizer.Determinizer's dominance), and NEXT and LAST search
     for their data set (kernel/selection.py)."""
     return ExecutionError(
         f"One event has {count:,} or more candidate matches to choose "

@@ -1,7 +1,7 @@
 """Compile a CEQL pattern into a complex event automaton (seed 000, section 6; seed 001, section 3).
 
 Input: the pattern of an analyzed query and the selected variables. Output: an
-:class:`cerql.exec.automaton.Automaton` (epsilon-free) whose transitions test condition bits and
+:class:`cerql.automaton.Automaton` (epsilon-free) whose transitions test condition bits and
 mark events with START and the selected variables.
 
 The construction is Thompson's, one fragment per operator, then epsilon removal:
@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 
 from cerql import ast
 from cerql.errors import UnsupportedError
-from cerql.exec.automaton import START, Automaton, Transition
-from cerql.exec.bits import label_bits
+from cerql.automaton import START, Automaton, Transition, label_bits
 
 
 @dataclass

@@ -34,13 +34,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cerql.exec import kernel
-from cerql.exec.bits import inert_steps, label_bits
+from cerql.automaton import label_bits
+from cerql.exec.bits import inert_steps
 from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
 from cerql.exec import output
+from cerql.exec.candidate_rows import CandidateRows
 from cerql.exec.post_filter import (CandidateFilter, chosen, decided_by_prune, group_by_substream, prune, search_order,
                                     unless_cut)
 from cerql.exec.post_filter import relaxed as post_filter_relaxed
-from cerql.exec.reference import Substream
 from cerql.exec.results import MatchChunk
 from cerql.exec.stream import window_values
 from cerql.plan import TaskPlan
@@ -181,9 +182,9 @@ class MatchTask:
         for k, by_end in group_by_substream(matches.results()).items():
             first = n_kept + k if k >= 0 else 0
             offset = 0 if k >= 0 else self.kept_pos0
-            view = Substream.rows(self.plan, combined.slice(first),
-                                  {cond: rows[first:] for cond, rows in predicates.items()}, offset,
-                                  reach[:, first:])
+            view = CandidateRows(self.plan, combined.slice(first),
+                                 {cond: rows[first:] for cond, rows in predicates.items()}, offset,
+                                 reach[:, first:])
             results = self.check.choose(int(serial[k]) if k >= 0 else begun, view, by_end)
             if results:
                 shift = k if k >= 0 else -first_pos  # batch row of a position

@@ -1,7 +1,7 @@
 """Differential tests: the automaton engine ("local") against the brute-force oracle ("reference").
 
 The reference evaluator (cerql/exec/reference.py) is the semantics (docs/language.md) written as
-set operations on valuations; the local engine (planner/compile.py -> exec/automaton.py ->
+set operations on valuations; the local engine (planner/compile.py -> automaton.py + exec/determinizer.py ->
 the exec/kernel package, fed by exec/driver.py) computes the same results by a lazily determinized
 automaton over an enumerable structure. Hypothesis generates random nested patterns over event
 types A, B, C, D (every operator: ``;`` ``:`` ``+`` ``:+`` OR, AS with repeated variables, FILTERs

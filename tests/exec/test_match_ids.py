@@ -51,7 +51,7 @@ def test_result_table_ids_equal_match_ids_whatever_the_entry_order():
     owners in order (the kernel's layout, summed by runs) and shuffled (summed unbuffered)."""
     import pyarrow as pa
 
-    from cerql.exec.bits import label_bits
+    from cerql.automaton import label_bits
     from cerql.exec.output import _ids
     from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN
 

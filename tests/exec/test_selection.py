@@ -1,6 +1,6 @@
 """NEXT, LAST and MAX without every candidate. LAST on the arena (cerql/exec/kernel/selection.py):
 the winning data set is searched for. NEXT and MAX: the automaton drops the runs a strict
-superset with the same first event beats (cerql/exec/automaton.Determinizer's dominance), and
+superset with the same first event beats (cerql/exec/determinizer.Determinizer's dominance), and
 NEXT searches for the earliest live start before it enumerates. The results equal the reference
 evaluator's.
 

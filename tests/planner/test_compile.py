@@ -1,4 +1,4 @@
-"""The pattern compiler (planner/compile.py) and the lazy determinization (exec/automaton.py).
+"""The pattern compiler (planner/compile.py) and the lazy determinization (exec/determinizer.py).
 
 The automaton must mark exactly the events each result selects, START on the first event of a
 match, nothing on gaps; drop branches that cannot select anything; and, determinized, produce
@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 import cerql
-from cerql.exec.automaton import START, Determinizer
+from cerql.automaton import START
+from cerql.exec.determinizer import Determinizer
 from cerql.planner.compile import compile_pattern
 
 

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from numba import njit
 
-from cerql.exec.automaton import START  # noqa: F401  (re-exported: the START marker's label bit)
+from cerql.automaton import START  # noqa: F401  (re-exported: the START marker's label bit)
 
 
 class Options(NamedTuple):

@@ -55,7 +55,7 @@ def _holds(lab_pos, off, length, p):
 def _strict_subset(lab_pos, off1, len1, off2, len2):
     """D1 strictly inside D2 (both descending). D1's first event is looked up in D2 first (a
     binary search): results with different first events, each the largest of its own start
-    (automaton.Determinizer's dominance), differ there, so most tests end in O(log |D2|)."""
+    (determinizer.Determinizer's dominance), differ there, so most tests end in O(log |D2|)."""
     if len1 >= len2:
         return False
     if len1 > 0 and not _holds(lab_pos, off2, len2, lab_pos[off1 + len1 - 1]):
