@@ -222,10 +222,11 @@ def parse_select_item(text: str, offset: int, query: str, alias: str | None, spa
             isinstance(c, exp.Column) and not c.table for c in tree.expressions
         ):
             return ast.SelectVarColumns(var, tuple(c.name for c in tree.expressions), span)
-    if written.extent(tree, text) is None:
-        # Nothing inside carries a position (``INTERVAL 3 WEEKS``: sqlglot positions names,
-        # not numbers or units), but the item is the whole fragment, so that is where it is.
-        tree.meta[written.EXTENT] = (len(text) - len(text.lstrip()), len(text.rstrip()))
+    # Found once here (extent re-reads growing slices of the text) and kept for sql_expr. When
+    # nothing inside carries a position (``INTERVAL 3 WEEKS``: sqlglot positions names, not
+    # numbers or units), the item is still the whole fragment, so that is where it is.
+    where = written.extent(tree, text)
+    tree.meta[written.EXTENT] = where or (len(text) - len(text.lstrip()), len(text.rstrip()))
     return ast.SelectExpr(sql_expr(tree, text, offset, span), alias, span)
 
 
