@@ -60,3 +60,19 @@ def connect(spark):
     session = ConnectSession.builder.remote(f"sc://localhost:{spark._cerql_connect_port}").getOrCreate()
     yield session
     session.stop()
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """Every Planned the front door (cerql/planner/front.py) gives while the test runs, in order."""
+    from cerql.planner import front
+
+    out = []
+    door = front.plan
+
+    def spy(*args, **kwargs):
+        out.append(door(*args, **kwargs))
+        return out[-1]
+
+    monkeypatch.setattr(front, "plan", spy)
+    return out

@@ -18,6 +18,26 @@ from cerql.planner.resolve import resolve
 ENGINES = ["reference", "local"]  # the engines cerql.run has without Spark, the oracle first
 MATCH_COLUMNS = ("match_id", "match_start", "match_end")
 
+# Queries and a stream every surface must plan alike through the front door (cerql/planner/front.py):
+# tests/planner/test_front.py without Spark, tests/spark/test_front_door.py on it.
+FRONT_DOOR_QUERIES = (
+    "SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts",
+    "SELECT a, b FROM s WHERE A AS a ; B+ AS b FILTER b.v > a.v PARTITION BY [k] ORDER BY ts WITHIN 5 EVENTS",
+    "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.k = a.k ORDER BY ts",
+    "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.v + a.v > 3)+ ORDER BY ts",
+    "SELECT a.v AS av, count(b) AS n FROM s WHERE A AS a ; B+ AS b FILTER sum(b.v) > 3 ORDER BY ts",
+)
+FRONT_DOOR_STREAM = pd.DataFrame({"type": list("ABABBAB"), "ts": range(7), "v": [1, 2, 3, 4, 5, 6, 7],
+                       "k": [1, 1, 2, 2, 1, 1, 2]})
+
+
+def explained_body(plan) -> str:
+    """What ``explain`` prints of a plan after the query's header: the rules' choices and the
+    automaton."""
+    from cerql.api import _evaluation_lines
+
+    return "\n".join(_evaluation_lines(plan.evaluation) + [plan.automaton.describe()])
+
 
 def typed_stream(spec: str, **columns) -> pd.DataFrame:
     """``"A B A"`` -> rows of types A, B, A with ts = position (0, 1, 2) and extra columns."""

@@ -17,6 +17,7 @@ from cerql import api
 from cerql.errors import UnsupportedError
 from cerql.parser import parse
 from cerql.planner import front
+from tests.support import FRONT_DOOR_QUERIES, FRONT_DOOR_STREAM, explained_body
 
 PACKAGE = Path(cerql.__file__).parent
 FRONT = "cerql/planner/front.py"
@@ -31,15 +32,7 @@ STAGES = {
 # The rules run inside resolve, and without schemas (names as written) from the front door.
 RULES = {"start", "optimize"}
 
-QUERIES = (
-    "SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts",
-    "SELECT a, b FROM s WHERE A AS a ; B+ AS b FILTER b.v > a.v PARTITION BY [k] ORDER BY ts WITHIN 5 EVENTS",
-    "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.k = a.k ORDER BY ts",
-    "SELECT * FROM s WHERE (A AS a ; B AS b FILTER b.v + a.v > 3)+ ORDER BY ts",
-    "SELECT a.v AS av, count(b) AS n FROM s WHERE A AS a ; B+ AS b FILTER sum(b.v) > 3 ORDER BY ts",
-)
-STREAM = pd.DataFrame({"type": list("ABABBAB"), "ts": range(7), "v": [1, 2, 3, 4, 5, 6, 7],
-                       "k": [1, 1, 2, 2, 1, 1, 2]})
+QUERIES, STREAM = FRONT_DOOR_QUERIES, FRONT_DOOR_STREAM
 
 
 def _uses(path: Path) -> dict[str, int]:
@@ -118,36 +111,23 @@ def test_a_dialect_is_a_parser_to_the_same_ast():
     assert err.value.error_class == "UNKNOWN_DIALECT" and "ceql" in err.value.hint
 
 
-def _body(plan) -> str:
-    """What ``explain`` prints of a plan after the query's header: the rules' choices and the
-    automaton."""
-    return "\n".join(api._evaluation_lines(plan.evaluation) + [plan.automaton.describe()])
-
-
 @pytest.mark.parametrize("text", QUERIES)
-def test_every_surface_without_spark_plans_through_the_front_door(text, monkeypatch):
+def test_every_surface_without_spark_plans_through_the_front_door(text, seen):
     """cerql.run, cerql.analyze and cerql.explain each plan once through ``front.plan``, and the
     plan ``run`` runs is the one the front door gives for the tables' schemas and the one
     ``explain`` prints (whose rules, without schemas, take names as written)."""
-    seen = []
-    door = front.plan
-
-    def spy(*args, **kwargs):
-        seen.append(door(*args, **kwargs))
-        return seen[-1]
-
-    monkeypatch.setattr(front, "plan", spy)
-    direct = door(text, {"s": pa.Table.from_pandas(STREAM, preserve_index=False).schema})
+    direct = front.plan(text, {"s": pa.Table.from_pandas(STREAM, preserve_index=False).schema})
+    seen.clear()  # the spy saw that call too
     for engine in api.ENGINES:
         cerql.run(text, {"s": STREAM}, engine=engine)
     assert len(seen) == 2
     for planned in seen:
-        assert planned.plan is not None and _body(planned.plan) == _body(direct.plan)
+        assert planned.plan is not None and explained_body(planned.plan) == explained_body(direct.plan)
         assert planned.analysis == direct.analysis and planned.query == direct.query
     seen.clear()
     assert cerql.analyze(text) == direct.analysis and len(seen) == 1
     seen.clear()
     explained = cerql.explain(text)
     assert len(seen) == 1 and seen[0].plan is None
-    assert explained.endswith("\n" + _body(direct.plan))
+    assert explained.endswith("\n" + explained_body(direct.plan))
     assert explained.startswith(f"query: {direct.query}\n")

@@ -15,17 +15,11 @@ from cerql.cli.commands import main
 from cerql.planner import front
 from cerql.spark import magic, sql_cells
 from cerql.spark.lower import arrow_schema
+from tests.support import FRONT_DOOR_QUERIES, FRONT_DOOR_STREAM, explained_body
 
 pytestmark = pytest.mark.spark
 
-QUERIES = (
-    "SELECT * FROM s WHERE A AS a ; B AS b ORDER BY ts",
-    "SELECT a, b FROM s WHERE A AS a ; B+ AS b FILTER b.v > a.v PARTITION BY [k] ORDER BY ts WITHIN 5 EVENTS",
-    "SELECT * FROM s WHERE A AS a ; B AS b FILTER b.k = a.k ORDER BY ts",
-    "SELECT a.v AS av, count(b) AS n FROM s WHERE A AS a ; B+ AS b FILTER sum(b.v) > 3 ORDER BY ts",
-)
-STREAM = pd.DataFrame({"type": list("ABABBAB"), "ts": range(7), "v": [1, 2, 3, 4, 5, 6, 7],
-                       "k": [1, 1, 2, 2, 1, 1, 2]})
+QUERIES, STREAM = FRONT_DOOR_QUERIES, FRONT_DOOR_STREAM
 
 
 @pytest.fixture(scope="module")
@@ -37,26 +31,6 @@ def s(spark, tmp_path_factory):
     df.createOrReplaceTempView("s")
     yield df, path
     spark.catalog.dropTempView("s")
-
-
-@pytest.fixture
-def seen(monkeypatch):
-    """Every Planned the front door gives while the test runs, in order."""
-    out = []
-    door = front.plan
-
-    def spy(*args, **kwargs):
-        out.append(door(*args, **kwargs))
-        return out[-1]
-
-    monkeypatch.setattr(front, "plan", spy)
-    return out
-
-
-def _body(plan) -> str:
-    """What ``explain`` prints of a plan after the query's header: the rules' choices and the
-    automaton."""
-    return "\n".join(api._evaluation_lines(plan.evaluation) + [plan.automaton.describe()])
 
 
 def _planned(seen: list) -> list:
@@ -71,7 +45,7 @@ def test_every_spark_surface_plans_through_the_front_door(spark, s, seen, text, 
     schema = arrow_schema(df.schema, text, 0, "s", "")
     want = front.plan(text, {"s": schema})  # the spy sees it too
     assert _planned(seen) == [want]
-    body = _body(want.plan)
+    body = explained_body(want.plan)
 
     cerql.cer_sql(spark, text, s=df)
     spark.cer_sql(text)  # the temp view
@@ -79,18 +53,18 @@ def test_every_spark_surface_plans_through_the_front_door(spark, s, seen, text, 
     plans = _planned(seen)
     assert len(plans) == 3
     for planned in plans:
-        assert _body(planned.plan) == body and planned.query == want.query
+        assert explained_body(planned.plan) == body and planned.query == want.query
         assert planned.plan.order_columns == want.plan.order_columns
         assert planned.plan.substream_columns == want.plan.substream_columns
 
     sql_cells._prepare.cache_clear()
     prepared = sql_cells._prepare(text, df.schema.json())
     (cell,) = _planned(seen)
-    assert cell.plan is prepared.plan and _body(prepared.plan) == body
+    assert cell.plan is prepared.plan and explained_body(prepared.plan) == body
 
     explained = cerql.explain(text, spark, s=df)
     header_only, on_spark = seen  # explain's header (no schemas), then the plan cer_sql runs
-    assert header_only.plan is None and _body(on_spark.plan) == body
+    assert header_only.plan is None and explained_body(on_spark.plan) == body
     header, _, _ = explained.partition("\non spark:")
     assert header == cerql.explain(text) and header.endswith("\n" + body)
     seen.clear()
@@ -99,4 +73,4 @@ def test_every_spark_surface_plans_through_the_front_door(spark, s, seen, text, 
     assert main(["explain", "-e", text, "--table", f"s={path}"]) == 0
     printed, _, _ = capsys.readouterr().out.partition("\non spark:")
     assert printed == header
-    assert any(p.plan is not None and _body(p.plan) == body for p in seen)
+    assert any(p.plan is not None and explained_body(p.plan) == body for p in seen)
