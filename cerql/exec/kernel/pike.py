@@ -1,0 +1,347 @@
+"""The MATCH_RECOGNIZE matcher for row-local DEFINEs: a Pike VM over one ordered partition.
+
+Input: the NFA tables of a row pattern (``cerql.mr_plan.NfaTables``), ``bits`` (uint64 per row:
+bit v set when the row satisfies variable v's DEFINE) and the AFTER MATCH SKIP mode. Output: the
+matches in order, as ``(start, end)`` row ranges (end exclusive; equal for an empty match) and
+one label per row of each match, concatenated (``mr_plan``: the variable, and whether the row is
+inside an exclusion).
+
+Semantics (docs/semantics.md): from the current start row the match is the first mapping in the
+pattern's preference order; a start row without one is unmatched and the next row is tried. The
+threads (a state, a start row, a path) are kept in priority order: earlier start first, then
+preference order; at each row only the first thread to reach an NFA state is kept. With
+row-local conditions a thread's future is fixed by its state and row, so a later thread in the
+same place (a less preferred path, or a later start) can only repeat what the first one does:
+dropping it costs nothing, and the work per row is bounded by the number of states (linear in
+rows, whatever the pattern). When a thread accepts, the less preferred threads of its start are
+cut, the more preferred ones go on (they may still find a preferred, longer match), and a start
+row's match is final once none of its threads is left.
+
+Several start rows run at once. With PAST LAST ROW the next search starts where the match ends,
+so threads of start rows before that point are cut when a thread accepts, and later ones go on:
+one pass over the partition. A thread of a later start can have been dropped for one in the same
+place that is cut afterwards only when that later start falls inside the match, except for a
+start row at the very row where an earlier match ends: there a state already reached from which
+ACCEPT is reachable without consuming (``nullable``) still gives the new start its empty match.
+The other modes resume inside the match, where threads were dropped in favour of threads that are
+then cut, so after each non-empty match the search restarts at the resume row: the work is then
+rows plus, per match, its length and how far its preferred threads looked ahead past its end.
+
+Paths are nodes in a shared arena (label, parent), so extending a thread by a row is one node;
+when the arena is full it is compacted to the nodes the live threads and pending matches use, and
+grown only when more than half of it is live: memory follows the live matches, not the partition.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from cerql.errors import ExecutionError
+from cerql.mr_plan import (ACCEPT, ANCHOR_END, ANCHOR_START, CONSUME, PAST_LAST_ROW, TO_FIRST, TO_LAST, TO_NEXT_ROW,
+                           Nfa, NfaTables, Skip)
+
+# error codes of the kernel
+OK = 0
+SKIP_TO_FIRST_ROW = 1   # AFTER MATCH SKIP TO FIRST/LAST v lands on the match's first row
+SKIP_TO_NO_ROW = 2      # ... v maps no row in the match
+
+# slots of the kernel's scalar vector (shared with the closure)
+_NEXT = 0    # threads in the next list
+_STEPS = 1   # work done: states visited plus threads stepped
+_CUT = 2     # threads after this point of the current row with a start below this are cut
+_FLOOR = 3   # no start row below this is begun
+_GEN = 4     # stamp of the current closure round (``visited``)
+_CONT = 5    # 1: PAST LAST ROW (one pass), 0: restart after each match
+_N = 6       # rows of the partition
+_SLOTS = 7
+
+_NEVER = np.int64(1) << np.int64(62)
+
+
+@njit(nogil=True, cache=True)
+def _accept(start, node, pos, rec_end, rec_node, sc):
+    """A thread of ``start`` reached ACCEPT at ``pos``: it is the start's best match so far (the
+    threads before it that are still alive are preferred, the ones after it are cut)."""
+    rec_end[start] = pos
+    rec_node[start] = node
+    if sc[_CONT] == 1:
+        resume = pos if pos > start else start + 1
+        if resume > sc[_CUT]:
+            sc[_CUT] = resume
+        if resume > sc[_FLOOR]:
+            sc[_FLOOR] = resume
+    else:
+        sc[_CUT] = _NEVER
+        sc[_FLOOR] = _NEVER
+
+
+@njit(nogil=True, cache=True)
+def _closure(root, start, node, pos, kind, out_start, out, nullable, visited, stack,
+             nxt_state, nxt_start, nxt_node, cnt, rec_end, rec_node, sc):
+    """Follow the epsilon moves from ``root`` at position ``pos`` (before row ``pos``) in
+    preference order (depth first), appending the CONSUME states reached first to the next list
+    and recording an ACCEPT reached."""
+    n = sc[_N]
+    anchors = (1 if pos == 0 else 0) | (2 if pos == n else 0)
+    gen = sc[_GEN]
+    top = 1
+    stack[0] = root
+    while top > 0:
+        top -= 1
+        s = stack[top]
+        sc[_STEPS] += 1
+        if visited[s] == gen:
+            # an earlier thread got here first; if ACCEPT is reachable from here without a row,
+            # this start's match may end here too (the module docstring says when that matters)
+            if nullable[s, anchors]:
+                _accept(start, node, pos, rec_end, rec_node, sc)
+                return
+            continue
+        visited[s] = gen
+        k = kind[s]
+        if k == CONSUME:
+            i = sc[_NEXT]
+            nxt_state[i] = s
+            nxt_start[i] = start
+            nxt_node[i] = node
+            sc[_NEXT] = i + 1
+            cnt[start] += 1
+        elif k == ACCEPT:
+            _accept(start, node, pos, rec_end, rec_node, sc)
+            return
+        elif (k == ANCHOR_START and pos != 0) or (k == ANCHOR_END and pos != n):
+            continue
+        else:
+            for j in range(out_start[s + 1] - 1, out_start[s] - 1, -1):
+                stack[top] = out[j]
+                top += 1
+
+
+@njit(nogil=True, cache=True)
+def _compact(node_label, node_parent, n_nodes, cur_node, n_cur, rec_end, rec_node, first, last):
+    """Keep the nodes the live threads and the pending matches (starts ``first``..``last``) use;
+    returns the new node count. Parents have smaller indices, so one forward pass remaps."""
+    keep = np.zeros(n_nodes, dtype=np.bool_)
+    for i in range(n_cur):
+        r = cur_node[i]
+        while r >= 0 and not keep[r]:
+            keep[r] = True
+            r = node_parent[r]
+    for t in range(first, last + 1):
+        if rec_end[t] >= 0:
+            r = rec_node[t]
+            while r >= 0 and not keep[r]:
+                keep[r] = True
+                r = node_parent[r]
+    remap = np.full(n_nodes, -1, dtype=np.int64)
+    new = 0
+    for i in range(n_nodes):
+        if keep[i]:
+            remap[i] = new
+            node_label[new] = node_label[i]
+            p = node_parent[i]
+            node_parent[new] = remap[p] if p >= 0 else -1
+            new += 1
+    for i in range(n_cur):
+        if cur_node[i] >= 0:
+            cur_node[i] = remap[cur_node[i]]
+    for t in range(first, last + 1):
+        if rec_end[t] >= 0 and rec_node[t] >= 0:
+            rec_node[t] = remap[rec_node[t]]
+    return new
+
+
+@njit(nogil=True, cache=True)
+def _grow(a, size):
+    b = np.empty(size, dtype=a.dtype)
+    b[:a.shape[0]] = a
+    return b
+
+
+@njit(nogil=True, cache=True)
+def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, bits, mode, mask):
+    """All matches of one partition (module docstring). Returns ``(starts, ends, labels, error,
+    error_match, steps)``: ``error`` is OK or a SKIP_TO_* code, ``error_match`` the 1-based number
+    of the match that raised it (the matches before it are returned), ``steps`` the work done."""
+    n = bits.shape[0]
+    ns = kind.shape[0]
+    sc = np.zeros(_SLOTS, dtype=np.int64)
+    sc[_CONT] = 1 if mode == PAST_LAST_ROW else 0
+    sc[_N] = n
+    sc[_CUT] = -1
+    cur_state = np.empty(ns, dtype=np.int64)
+    cur_start = np.empty(ns, dtype=np.int64)
+    cur_node = np.empty(ns, dtype=np.int64)
+    nxt_state = np.empty(ns, dtype=np.int64)
+    nxt_start = np.empty(ns, dtype=np.int64)
+    nxt_node = np.empty(ns, dtype=np.int64)
+    visited = np.full(ns, -1, dtype=np.int64)
+    stack = np.empty(out.shape[0] + 2, dtype=np.int64)
+    cap = max(1024, 4 * ns)
+    node_label = np.empty(cap, dtype=np.int64)
+    node_parent = np.empty(cap, dtype=np.int64)
+    n_nodes = 0
+    rec_end = np.full(n + 1, -1, dtype=np.int64)
+    rec_node = np.full(n + 1, -1, dtype=np.int64)
+    cnt = np.zeros(n + 1, dtype=np.int64)
+    m_start = np.empty(16, dtype=np.int64)
+    m_end = np.empty(16, dtype=np.int64)
+    labels = np.empty(64, dtype=np.int64)
+    n_match = 0
+    n_labels = 0
+    head = 0          # the earliest start row whose outcome is not yet known
+    last_start = -1   # the latest start row begun
+    p = 0             # the next row to consume
+    n_cur = 0
+    if n > 0:
+        sc[_GEN] += 1
+        sc[_NEXT] = 0
+        last_start = 0
+        rec_end[0] = -1
+        _closure(start_state, 0, -1, 0, kind, out_start, out, nullable, visited, stack,
+                 cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
+        n_cur = sc[_NEXT]
+    while True:
+        if p >= n:   # threads waiting for a row past the end die
+            for i in range(n_cur):
+                cnt[cur_start[i]] -= 1
+            n_cur = 0
+        # the starts whose threads are all gone are decided, in order
+        while head <= last_start and cnt[head] == 0:
+            if rec_end[head] < 0:
+                head += 1
+                continue
+            s = head
+            e = rec_end[s]
+            if n_match == m_start.shape[0]:
+                m_start = _grow(m_start, 2 * n_match)
+                m_end = _grow(m_end, 2 * n_match)
+            if n_labels + (e - s) > labels.shape[0]:
+                labels = _grow(labels, max(2 * labels.shape[0], n_labels + (e - s)))
+            r = rec_node[s]
+            for j in range(e - s - 1, -1, -1):
+                labels[n_labels + j] = node_label[r]
+                r = node_parent[r]
+            m_start[n_match] = s
+            m_end[n_match] = e
+            n_match += 1
+            if mode == PAST_LAST_ROW:
+                resume = e if e > s else s + 1
+            elif mode == TO_NEXT_ROW:
+                resume = s + 1
+            else:
+                resume = -1
+                for j in range(e - s):
+                    if (mask >> np.uint64(label_var[labels[n_labels + j]])) & np.uint64(1):
+                        resume = s + j
+                        if mode == TO_FIRST:
+                            break
+                if resume < 0:
+                    return m_start[:n_match], m_end[:n_match], labels[:n_labels + e - s], SKIP_TO_NO_ROW, \
+                        n_match, sc[_STEPS]
+                if resume == s:
+                    return m_start[:n_match], m_end[:n_match], labels[:n_labels + e - s], SKIP_TO_FIRST_ROW, \
+                        n_match, sc[_STEPS]
+            n_labels += e - s
+            head = resume
+            if mode != PAST_LAST_ROW:
+                # restart at the resume row: no thread is left (every other start was cut)
+                p = resume
+                sc[_FLOOR] = resume
+                last_start = resume - 1
+                n_cur = 0
+                if resume < n:
+                    sc[_GEN] += 1
+                    sc[_NEXT] = 0
+                    sc[_CUT] = -1
+                    last_start = resume
+                    rec_end[resume] = -1
+                    _closure(start_state, resume, -1, resume, kind, out_start, out, nullable, visited, stack,
+                             cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
+                    n_cur = sc[_NEXT]
+        if p >= n:
+            break
+        if n_nodes + n_cur > cap:
+            n_nodes = _compact(node_label, node_parent, n_nodes, cur_node, n_cur, rec_end, rec_node,
+                               head, last_start)
+            if 2 * (n_nodes + n_cur) > cap:
+                cap = 2 * cap + n_cur
+                node_label = _grow(node_label, cap)
+                node_parent = _grow(node_parent, cap)
+        # consume row p
+        sc[_GEN] += 1
+        sc[_NEXT] = 0
+        sc[_CUT] = -1
+        row = bits[p]
+        for i in range(n_cur):
+            s = cur_state[i]
+            t = cur_start[i]
+            cnt[t] -= 1
+            sc[_STEPS] += 1
+            if t < sc[_CUT]:
+                continue
+            lab = label[s]
+            if (row >> np.uint64(label_var[lab])) & np.uint64(1):
+                node = n_nodes
+                node_label[node] = lab
+                node_parent[node] = cur_node[i]
+                n_nodes += 1
+                _closure(out[out_start[s]], t, node, p + 1, kind, out_start, out, nullable, visited, stack,
+                         nxt_state, nxt_start, nxt_node, cnt, rec_end, rec_node, sc)
+        p += 1
+        if p < n and p >= sc[_FLOOR]:
+            last_start = p
+            rec_end[p] = -1
+            _closure(start_state, p, -1, p, kind, out_start, out, nullable, visited, stack,
+                     nxt_state, nxt_start, nxt_node, cnt, rec_end, rec_node, sc)
+        n_cur = sc[_NEXT]
+        cur_state, nxt_state = nxt_state, cur_state
+        cur_start, nxt_start = nxt_start, cur_start
+        cur_node, nxt_node = nxt_node, cur_node
+    return m_start[:n_match], m_end[:n_match], labels[:n_labels], OK, 0, sc[_STEPS]
+
+
+class Matches(NamedTuple):
+    """The matches of one partition: ``starts``, ``ends`` (exclusive) and the flat ``labels`` of
+    their rows; ``steps``: the kernel's work (states visited plus threads stepped)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    labels: np.ndarray
+    steps: int = 0
+
+
+def skip_error(nfa: Nfa, skip: Skip, code: int, match_number: int, partition: str | None = None) -> ExecutionError:
+    """The standard's exception for AFTER MATCH SKIP TO FIRST/LAST that cannot resume."""
+    to = "FIRST" if skip.mode == TO_FIRST else "LAST"
+    where = f" in partition {partition}" if partition else ""
+    if code == SKIP_TO_NO_ROW:
+        what = f"maps no row to {skip.target}"
+    else:
+        what = f"would resume at its own first row (the row of {to} {skip.target})"
+    return ExecutionError(
+        f"AFTER MATCH SKIP TO {to} {skip.target}: match {match_number}{where} {what}",
+        error_class="MATCH_RECOGNIZE_SKIP_ERROR",
+        hint="SKIP TO a variable that maps a row after the first one in every match, or use "
+             "AFTER MATCH SKIP PAST LAST ROW / TO NEXT ROW")
+
+
+def match_partition(nfa: Nfa, bits: np.ndarray, skip: Skip, tables: NfaTables | None = None,
+                    partition: str | None = None) -> Matches:
+    """Every match of one partition, in order (module docstring); ``tables`` is ``nfa.tables()``
+    when the caller keeps it. Raises the MATCH_RECOGNIZE_SKIP_ERROR ExecutionError when AFTER MATCH
+    SKIP TO cannot resume (``partition`` names the partition in its message)."""
+    t = tables if tables is not None else nfa.tables()
+    bits = np.ascontiguousarray(bits, dtype=np.uint64)
+    starts, ends, labels, error, which, steps = match_kernel(
+        t.kind, t.label, t.out_start, t.out, t.label_var, t.nullable, np.int64(t.start), bits,
+        np.int64(skip.mode), np.uint64(skip.mask))
+    if error != OK:
+        raise skip_error(nfa, skip, int(error), int(which), partition)
+    return Matches(starts, ends, labels, int(steps))
+
+
+__all__ = ["Matches", "OK", "SKIP_TO_FIRST_ROW", "SKIP_TO_NO_ROW", "match_kernel", "match_partition", "skip_error"]
