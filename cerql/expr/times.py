@@ -49,14 +49,26 @@ def _to_timestamp(node, value: Value, env: _Env) -> Value:
     raise _refuse_type(node, kind)
 
 
+def _time_difference(node, a: Value, b: Value, env: _Env) -> Value:
+    """``a - b`` of dates and timestamps, as Spark 4's SubtractTimestamps: both are cast to their
+    common type (TIMESTAMP_NTZ when either is one, else TIMESTAMP when either is one; a DATE its
+    midnight) and the INTERVAL DAY TO SECOND is the microseconds between their wall times, in
+    the session time zone for TIMESTAMP (Spark's subtractTimestamps), so across a clock change
+    two instants an hour apart differ by 0 or 2 hours, as Spark SQL computes it."""
+    stamps = [v.type for v in (a, b) if pa.types.is_timestamp(v.type)]
+    aware = bool(stamps) and all(kind.tz for kind in stamps)
+    x, y = (_micros(_wall(_as_timestamp(v, aware))) for v in (a, b))
+    checked, plain = _ARITH_FN["-"]
+    return _as_duration(_checked(env, node, checked, plain, (x, y)))
+
+
 def _time_arith(node, op: str, a: Value, b: Value, env: _Env) -> Value:
     """``a op b`` where either is a date, a timestamp or a day-time interval, as Spark 4:
-    timestamp - timestamp (or date) is an INTERVAL DAY TO SECOND, the microseconds between them
-    (a TIMESTAMP_NTZ or a DATE with a TIMESTAMP is first read in the session time zone, as Spark
-    casts it; DATE - DATE is the days between them); timestamp +/- interval is a timestamp of
-    the same type; interval +/- interval an interval. Types Spark refuses are its
-    DATATYPE_MISMATCH error; types Spark takes and the local engine does not compute
-    (date + interval, interval * number...) a LocalTypeRefusal."""
+    timestamp - timestamp (or date) is an INTERVAL DAY TO SECOND (:func:`_time_difference`;
+    DATE - DATE is the days between them); timestamp +/- interval is a timestamp of the same
+    type; interval +/- interval an interval. Types Spark refuses are its DATATYPE_MISMATCH
+    error; types Spark takes and the local engine does not compute (date + interval, interval *
+    number...) a LocalTypeRefusal."""
     ta, tb = a.type, b.type
     verdict = _arith_check(op, ta, tb)
     if verdict == _SPARK_RUNS:
@@ -65,10 +77,8 @@ def _time_arith(node, op: str, a: Value, b: Value, env: _Env) -> Value:
         raise _mismatch(node, verdict, ta, tb)
     fa, fb = _family(ta), _family(tb)
     checked, plain = _ARITH_FN[op]
-    if fa in "TD" and fb in "TD":  # a difference of times
-        aware = bool((fa == "T" and ta.tz) or (fb == "T" and tb.tz))
-        x, y = _micros(_as_timestamp(a, aware)), _micros(_as_timestamp(b, aware))
-        return _as_duration(_checked(env, node, checked, plain, (x, y)))
+    if fa in "TD" and fb in "TD":
+        return _time_difference(node, a, b, env)
     if fa == fb == "V":
         return _as_duration(_checked(env, node, checked, plain, (_micros(a), _micros(b))))
     stamp, delta = (a, b) if fa == "T" else (b, a)  # a timestamp and an interval
