@@ -134,12 +134,13 @@ def _as_timestamp(value: Value, aware: bool) -> Value:
     return value
 
 
-def _instant(local: Value, zone: str) -> Value:
+def _instant(local: Value, zone: str, ambiguous: str = "earliest") -> Value:
     """A naive wall time of ``zone`` as the instant Java's ZonedDateTime.of (so Spark's cast to
-    TIMESTAMP) makes of it: in an overlap the earlier offset; in a gap the offset before it, so
-    02:30 in New York's spring-forward hour is 03:30 after it. Arrow's assume_timezone puts a
-    time in a gap at the gap's edge, so only its offset there (the one before) is kept."""
-    guess = pc.assume_timezone(local, zone, ambiguous="earliest", nonexistent="earliest")
+    TIMESTAMP) makes of it: in an overlap the earlier offset (``ambiguous="latest"``: the later);
+    in a gap the offset before it, so 02:30 in New York's spring-forward hour is 03:30 after it.
+    Arrow's assume_timezone puts a time in a gap at the gap's edge, so only its offset there
+    (the one before) is kept."""
+    guess = pc.assume_timezone(local, zone, ambiguous=ambiguous, nonexistent="earliest")
     offset = pc.subtract(_micros(pc.local_timestamp(guess)), _micros(guess))
     return pc.cast(pc.subtract(_micros(local), offset), pa.timestamp("us", "UTC"))
 

@@ -17,10 +17,11 @@ from sqlglot import exp
 
 from cerql.errors import UnsupportedError
 from cerql.expr.casts import _cast_value
-from cerql.expr.coercion import _as_duration, _as_timestamp, _date_of_timestamp, _micros, _wall
+from cerql.expr.coercion import _as_duration, _as_timestamp, _date_of_timestamp, _instant, _micros, _wall
 from cerql.expr.errors import ExprError, _mismatch, _refuse_type, _unsupported
 from cerql.expr.kinds import _SPARK_RUNS, Handler, Value, _arith_check, _family, _is_num, _is_str, _null_as
 from cerql.expr.rows import _ARITH_FN, _bad_rows, _checked, _Env
+from cerql.expr.session import _now_zone
 
 
 def _to_date(node, value: Value, env: _Env) -> Value:
@@ -82,9 +83,34 @@ def _time_arith(node, op: str, a: Value, b: Value, env: _Env) -> Value:
     if fa == fb == "V":
         return _as_duration(_checked(env, node, checked, plain, (_micros(a), _micros(b))))
     stamp, delta = (a, b) if fa == "T" else (b, a)  # a timestamp and an interval
-    out = _checked(env, node, checked, plain, (_micros(stamp), _micros(delta)) if fa == "T"
-                   else (_micros(delta), _micros(stamp)))
-    return pc.cast(out, stamp.type)
+    micros = _micros(delta) if op == "+" else _checked(env, node, checked, plain, (pa.scalar(0), _micros(delta)))
+    return _shift_timestamp(node, stamp, micros, env)
+
+
+_DAY = 86_400_000_000  # microseconds
+
+
+def _shift_timestamp(node, stamp: Value, micros: Value, env: _Env) -> Value:
+    """``stamp`` plus an interval's microseconds, as Spark 4's timestampAddDayTime: a
+    TIMESTAMP's whole days move its wall time in the session time zone (Java's plusDays), the
+    rest its instant, so ``ts + INTERVAL 1 DAY`` is the same wall time the next day across a
+    clock change; a TIMESTAMP_NTZ, or any timestamp in a UTC session, just adds."""
+    add = _ARITH_FN["+"]
+    zone = _now_zone()
+    if not stamp.type.tz or zone == "UTC":
+        return pc.cast(_checked(env, node, *add, (_micros(stamp), micros)), stamp.type)
+    days = pc.multiply(pc.divide(micros, pa.scalar(_DAY)), pa.scalar(_DAY))  # toward zero, as Java's
+    local = _checked(env, node, *add, (_micros(_wall(stamp)), days))
+    moved = _at_wall(pc.cast(local, pa.timestamp("us")), stamp, zone)
+    return pc.cast(_checked(env, node, *add, (_micros(moved), pc.subtract(micros, days))), stamp.type)
+
+
+def _at_wall(local: Value, stamp: Value, zone: str) -> Value:
+    """The instant of wall time ``local``, keeping ``stamp``'s offset where ``local`` has two (a
+    clock going back), as Java's ZonedDateTime.plusDays resolves it."""
+    early, late = _instant(local, zone), _instant(local, zone, ambiguous="latest")
+    offset = pc.subtract(_micros(_wall(stamp)), _micros(stamp))
+    return pc.if_else(pc.equal(pc.subtract(_micros(local), _micros(late)), offset), late, early)
 
 
 _FIELDS = {exp.Hour: pc.hour, exp.Minute: pc.minute, exp.Second: pc.second}
