@@ -1,8 +1,8 @@
 """Dates, timestamps and day-time intervals: arithmetic, fields and date_format.
 
-timestamp - timestamp is an INTERVAL DAY TO SECOND (an Arrow duration in microseconds),
-timestamp +/- interval a timestamp of the same type, interval +/- interval an interval, all
-overflow-checked; year, month, day, dayofweek, hour, minute, second read a date or timestamp
+timestamp - timestamp is an INTERVAL DAY TO SECOND (an Arrow duration in microseconds) between
+wall times in the session time zone, timestamp +/- interval a timestamp of the same type (whole
+days on the wall clock), interval +/- interval an interval, all overflow-checked, as Spark 4; year, month, day, dayofweek, hour, minute, second read a date or timestamp
 (or a string cast to one) in the session time zone; date_format prints the pattern letters whose
 Java meaning is exact here. Operand types Spark's analyzer refuses are its DATATYPE_MISMATCH
 (cerql.expr.kinds ``_arith_check``).
