@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from cerql.errors import ExecutionError, UnsupportedError
-from cerql.expr.coercion import _as_timestamp, _date_of_timestamp, _decimal_fit, _to_float64, _wall
+from cerql.expr.coercion import _as_timestamp, _date_of_timestamp, _decimal_fit, _to_float64
 from cerql.expr.errors import ExprError, _mismatch, _refuse_type, _unsupported
 from cerql.expr.kinds import (MAX_PRECISION, Handler, Value, _is_dec, _is_float, _is_int, _is_num, _is_str,
                               _spark_type_name)
@@ -131,9 +131,9 @@ def _convert_string(node, value: Value, target: pa.DataType) -> _Cast:
         out, bad = _map_checked(value, lambda s: _readable(_parse_date, s), target)
         return _Cast(out, bad)
     if pa.types.is_timestamp(target):
-        out, bad = _map_checked(value, lambda s: _readable(_parse_timestamp, s), pa.timestamp("us", "UTC"))
-        if not target.tz:  # TIMESTAMP_NTZ: the wall time as written; a zone in the text is ignored by none
-            out = _wall(out)
+        wall = not target.tz  # TIMESTAMP_NTZ: the wall time as written, a zone in the text ignored
+        kind = pa.timestamp("us") if wall else pa.timestamp("us", "UTC")
+        out, bad = _map_checked(value, lambda s: _readable(lambda t: _parse_timestamp(t, wall), s), kind)
         return _Cast(out, bad)
     raise _refuse_type(node, pa.string(), target)
 

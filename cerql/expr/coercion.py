@@ -126,13 +126,23 @@ def _as_timestamp(value: Value, aware: bool) -> Value:
         zone = _now_zone()
         if zone == "UTC":
             return pc.cast(value, pa.timestamp("us", "UTC"))
-        return pc.cast(pc.assume_timezone(value, zone, ambiguous="earliest", nonexistent="earliest"),
-                       pa.timestamp("us", "UTC"))
+        return _instant(value, zone)
     if aware:
         return value if kind.tz == "UTC" else pc.cast(value, pa.timestamp("us", "UTC"))
     if kind.tz:
         return _wall(value)
     return value
+
+
+def _instant(local: Value, zone: str, ambiguous: str = "earliest") -> Value:
+    """A naive wall time of ``zone`` as the instant Java's ZonedDateTime.of (so Spark's cast to
+    TIMESTAMP) makes of it: in an overlap the earlier offset (``ambiguous="latest"``: the later);
+    in a gap the offset before it, so 02:30 in New York's spring-forward hour is 03:30 after it.
+    Arrow's assume_timezone puts a time in a gap at the gap's edge, so only its offset there
+    (the one before) is kept."""
+    guess = pc.assume_timezone(local, zone, ambiguous=ambiguous, nonexistent="earliest")
+    offset = pc.subtract(_micros(pc.local_timestamp(guess)), _micros(guess))
+    return pc.cast(pc.subtract(_micros(local), offset), pa.timestamp("us", "UTC"))
 
 
 def _wall(value: Value) -> Value:

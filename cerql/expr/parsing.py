@@ -61,11 +61,13 @@ def _parse_date(text: str):
         return None
 
 
-def _parse_timestamp(text: str):
+def _parse_timestamp(text: str, wall: bool = False):
     """Spark's stringToTimestamp for what the local engine reads: ``yyyy[-m[m][-d[d]]]``, then
     ' ' or 'T' and ``h[h][:m[m][:s[s][.fraction]]]``, then a zone 'Z', 'UTC', '+hh[:mm]';
     without a zone the session time zone's. An aware datetime in UTC; None when malformed;
-    :class:`_Unreadable` for zone names and other forms Spark reads but this parser does not."""
+    :class:`_Unreadable` for zone names and other forms Spark reads but this parser does not.
+    ``wall``: Spark's stringToTimestampWithoutTimeZone (a TIMESTAMP_NTZ), the naive date and
+    time as written, a zone checked and ignored, so a time in a clock change's gap is kept."""
     text = _trim_all(text)
     m = _DATE_RE.match(text)
     if not m:
@@ -105,6 +107,8 @@ def _parse_timestamp(text: str):
         value = datetime(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1), hour, minute, second, micro)
     except ValueError:
         return None
+    if wall:
+        return value
     if zone is None:
         from zoneinfo import ZoneInfo
 

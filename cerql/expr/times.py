@@ -1,8 +1,8 @@
 """Dates, timestamps and day-time intervals: arithmetic, fields and date_format.
 
-timestamp - timestamp is an INTERVAL DAY TO SECOND (an Arrow duration in microseconds),
-timestamp +/- interval a timestamp of the same type, interval +/- interval an interval, all
-overflow-checked; year, month, day, dayofweek, hour, minute, second read a date or timestamp
+timestamp - timestamp is an INTERVAL DAY TO SECOND (an Arrow duration in microseconds) between
+wall times in the session time zone, timestamp +/- interval a timestamp of the same type (whole
+days on the wall clock), interval +/- interval an interval, all overflow-checked, as Spark 4; year, month, day, dayofweek, hour, minute, second read a date or timestamp
 (or a string cast to one) in the session time zone; date_format prints the pattern letters whose
 Java meaning is exact here. Operand types Spark's analyzer refuses are its DATATYPE_MISMATCH
 (cerql.expr.kinds ``_arith_check``).
@@ -17,10 +17,11 @@ from sqlglot import exp
 
 from cerql.errors import UnsupportedError
 from cerql.expr.casts import _cast_value
-from cerql.expr.coercion import _as_duration, _as_timestamp, _date_of_timestamp, _micros, _wall
+from cerql.expr.coercion import _as_duration, _as_timestamp, _date_of_timestamp, _instant, _micros, _wall
 from cerql.expr.errors import ExprError, _mismatch, _refuse_type, _unsupported
 from cerql.expr.kinds import _SPARK_RUNS, Handler, Value, _arith_check, _family, _is_num, _is_str, _null_as
 from cerql.expr.rows import _ARITH_FN, _bad_rows, _checked, _Env
+from cerql.expr.session import _now_zone
 
 
 def _to_date(node, value: Value, env: _Env) -> Value:
@@ -49,14 +50,26 @@ def _to_timestamp(node, value: Value, env: _Env) -> Value:
     raise _refuse_type(node, kind)
 
 
+def _time_difference(node, a: Value, b: Value, env: _Env) -> Value:
+    """``a - b`` of dates and timestamps, as Spark 4's SubtractTimestamps: both are cast to their
+    common type (TIMESTAMP_NTZ when either is one, else TIMESTAMP when either is one; a DATE its
+    midnight) and the INTERVAL DAY TO SECOND is the microseconds between their wall times, in
+    the session time zone for TIMESTAMP (Spark's subtractTimestamps), so across a clock change
+    two instants an hour apart differ by 0 or 2 hours, as Spark SQL computes it."""
+    stamps = [v.type for v in (a, b) if pa.types.is_timestamp(v.type)]
+    aware = bool(stamps) and all(kind.tz for kind in stamps)
+    x, y = (_micros(_wall(_as_timestamp(v, aware))) for v in (a, b))
+    checked, plain = _ARITH_FN["-"]
+    return _as_duration(_checked(env, node, checked, plain, (x, y)))
+
+
 def _time_arith(node, op: str, a: Value, b: Value, env: _Env) -> Value:
     """``a op b`` where either is a date, a timestamp or a day-time interval, as Spark 4:
-    timestamp - timestamp (or date) is an INTERVAL DAY TO SECOND, the microseconds between them
-    (a TIMESTAMP_NTZ or a DATE with a TIMESTAMP is first read in the session time zone, as Spark
-    casts it; DATE - DATE is the days between them); timestamp +/- interval is a timestamp of
-    the same type; interval +/- interval an interval. Types Spark refuses are its
-    DATATYPE_MISMATCH error; types Spark takes and the local engine does not compute
-    (date + interval, interval * number...) a LocalTypeRefusal."""
+    timestamp - timestamp (or date) is an INTERVAL DAY TO SECOND (:func:`_time_difference`;
+    DATE - DATE is the days between them); timestamp +/- interval is a timestamp of the same
+    type; interval +/- interval an interval. Types Spark refuses are its DATATYPE_MISMATCH
+    error; types Spark takes and the local engine does not compute (date + interval, interval *
+    number...) a LocalTypeRefusal."""
     ta, tb = a.type, b.type
     verdict = _arith_check(op, ta, tb)
     if verdict == _SPARK_RUNS:
@@ -65,16 +78,39 @@ def _time_arith(node, op: str, a: Value, b: Value, env: _Env) -> Value:
         raise _mismatch(node, verdict, ta, tb)
     fa, fb = _family(ta), _family(tb)
     checked, plain = _ARITH_FN[op]
-    if fa in "TD" and fb in "TD":  # a difference of times
-        aware = bool((fa == "T" and ta.tz) or (fb == "T" and tb.tz))
-        x, y = _micros(_as_timestamp(a, aware)), _micros(_as_timestamp(b, aware))
-        return _as_duration(_checked(env, node, checked, plain, (x, y)))
+    if fa in "TD" and fb in "TD":
+        return _time_difference(node, a, b, env)
     if fa == fb == "V":
         return _as_duration(_checked(env, node, checked, plain, (_micros(a), _micros(b))))
     stamp, delta = (a, b) if fa == "T" else (b, a)  # a timestamp and an interval
-    out = _checked(env, node, checked, plain, (_micros(stamp), _micros(delta)) if fa == "T"
-                   else (_micros(delta), _micros(stamp)))
-    return pc.cast(out, stamp.type)
+    micros = _micros(delta) if op == "+" else _checked(env, node, checked, plain, (pa.scalar(0), _micros(delta)))
+    return _shift_timestamp(node, stamp, micros, env)
+
+
+_DAY = 86_400_000_000  # microseconds
+
+
+def _shift_timestamp(node, stamp: Value, micros: Value, env: _Env) -> Value:
+    """``stamp`` plus an interval's microseconds, as Spark 4's timestampAddDayTime: a
+    TIMESTAMP's whole days move its wall time in the session time zone (Java's plusDays), the
+    rest its instant, so ``ts + INTERVAL 1 DAY`` is the same wall time the next day across a
+    clock change; a TIMESTAMP_NTZ, or any timestamp in a UTC session, just adds."""
+    add = _ARITH_FN["+"]
+    zone = _now_zone()
+    if not stamp.type.tz or zone == "UTC":
+        return pc.cast(_checked(env, node, *add, (_micros(stamp), micros)), stamp.type)
+    days = pc.multiply(pc.divide(micros, pa.scalar(_DAY)), pa.scalar(_DAY))  # toward zero, as Java's
+    local = _checked(env, node, *add, (_micros(_wall(stamp)), days))
+    moved = _at_wall(pc.cast(local, pa.timestamp("us")), stamp, zone)
+    return pc.cast(_checked(env, node, *add, (_micros(moved), pc.subtract(micros, days))), stamp.type)
+
+
+def _at_wall(local: Value, stamp: Value, zone: str) -> Value:
+    """The instant of wall time ``local``, keeping ``stamp``'s offset where ``local`` has two (a
+    clock going back), as Java's ZonedDateTime.plusDays resolves it."""
+    early, late = _instant(local, zone), _instant(local, zone, ambiguous="latest")
+    offset = pc.subtract(_micros(_wall(stamp)), _micros(stamp))
+    return pc.if_else(pc.equal(pc.subtract(_micros(local), _micros(late)), offset), late, early)
 
 
 _FIELDS = {exp.Hour: pc.hour, exp.Minute: pc.minute, exp.Second: pc.second}

@@ -272,3 +272,133 @@ def test_random_differences_equal_spark(spark, rows):
              "FROM s WHERE A AS a ; B AS b FILTER b.ts - a.ts < INTERVAL 36500 DAYS ORDER BY k")
     local = _local(query, frame)
     assert local == _on_spark(spark, query, spark.createDataFrame(frame))
+
+
+# ---------------------------------------------------------------------------- a session zone with clock changes
+NEW_YORK = "America/New_York"
+
+DST = [  # (type, x, instant): New York springs forward on 2026-03-08 and falls back on 2026-11-01
+    ("A", 1, "2026-03-07 17:00:00Z"),  # 12:00 EST, the day before
+    ("A", 2, "2026-03-08 06:30:00Z"),  # 01:30 EST
+    ("B", 3, "2026-03-08 06:50:00Z"),  # 01:50 EST
+    ("B", 4, "2026-03-08 07:10:00Z"),  # 03:10 EDT: 40 minutes after x=2, 1:40 on the clock
+    ("B", 5, "2026-03-08 16:30:00Z"),  # 12:30 EDT
+    ("A", 6, "2026-11-01 05:20:00Z"),  # 01:20 EDT
+    ("B", 7, "2026-11-01 06:10:00Z"),  # 01:10 EST: 50 minutes after x=6, -0:10 on the clock
+    ("B", 8, "2026-11-01 06:50:00Z"),  # 01:50 EST: 1:30 after x=6, 0:30 on the clock
+]
+
+
+@pytest.fixture
+def new_york(spark):
+    """The Spark session with spark.sql.session.timeZone = America/New_York, restored after."""
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", NEW_YORK)
+    try:
+        yield spark
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+
+
+def _dst_frame(spark):
+    rows = ", ".join(f"('{t}', {x}, TIMESTAMP '{ts}')" for t, x, ts in DST)
+    return spark.sql(f"SELECT * FROM VALUES {rows} AS s(type, x, ts)")
+
+
+@pytest.mark.parametrize("condition, kept", [
+    ("b.ts - a.ts <= INTERVAL 1 HOUR", [(2, 3), (6, 7), (6, 8)]),  # UTC microseconds: (2, 3), (2, 4), (6, 7)
+    ("b.ts <= a.ts + INTERVAL 1 DAY", [(1, 3), (1, 4), (2, 3), (2, 4), (2, 5), (6, 7), (6, 8)]),  # + 24 h: (1, 5) too
+])
+def test_a_filter_across_variables_reads_the_session_zone_as_spark_sql_does(new_york, condition, kept):
+    """In a New York session Spark subtracts TIMESTAMPs as wall times of the session zone and
+    adds an interval's days to the wall time (subtractTimestamps, timestampAddDayTime): the
+    FILTER across variables, which a Spark task evaluates in Python (cerql.expr), keeps the
+    pairs and computes the differences Spark SQL's own self-join does over rows straddling both
+    clock changes."""
+    frame = _dst_frame(new_york)
+    frame.createOrReplaceTempView("dst")
+    query = f"SELECT a.x AS ax, b.x AS bx, b.ts - a.ts AS d FROM s WHERE A AS a ; B AS b FILTER {condition} ORDER BY ts"
+    spark_sql = new_york.sql(
+        "SELECT a.x AS ax, b.x AS bx, b.ts - a.ts AS d FROM dst a JOIN dst b "
+        f"ON a.type = 'A' AND b.type = 'B' AND b.ts > a.ts AND {condition}").toPandas()
+    expected = sorted(tuple(_plain(v) for v in row) for row in spark_sql.itertuples(index=False))
+    assert [(ax, bx) for ax, bx, _ in expected] == kept
+    assert _on_spark(new_york, query, frame) == expected
+
+
+def _wall_minutes(stamps: list[str], zone: str) -> list[float]:
+    from zoneinfo import ZoneInfo
+
+    walls = [dt.datetime.fromisoformat(s.replace("Z", "+00:00")).astimezone(ZoneInfo(zone)).replace(tzinfo=None)
+             for s in stamps]
+    return [(w - walls[0]).total_seconds() / 60 for w in walls]
+
+
+@pytest.mark.parametrize("zone", [NEW_YORK, "UTC", "Europe/Paris"])
+def test_difference_of_instants_is_of_wall_times_in_the_compiled_zone(zone):
+    """``b - a`` of TIMESTAMP (instant) columns, compiled with ``time_zone``: the minutes between
+    the wall times in that zone (Python's zoneinfo here), not between the instants, whenever a
+    clock change lies between them."""
+    stamps = [ts for _, _, ts in DST]
+    instants = pa.array([dt.datetime.fromisoformat(s.replace("Z", "+00:00")) for s in stamps], pa.timestamp("us", "UTC"))
+    table = pa.table({"a": pa.array([instants[0].as_py()] * len(stamps), instants.type), "b": instants})
+    out = compile_expr(parse_fragment("b - a", 0, "b - a"), lambda col: col.name, time_zone=zone)(table)
+    assert out.type == pa.duration("us")
+    assert [d.total_seconds() / 60 for d in out.to_pylist()] == _wall_minutes(stamps, zone)
+    if zone == NEW_YORK:  # an hour apart in absolute time, 2 hours and 0 on the clock
+        spring, fall = (pa.table({"a": pa.array([x], instants.type), "b": pa.array([y], instants.type)})
+                        for x, y in [(dt.datetime(2026, 3, 8, 6, 30), dt.datetime(2026, 3, 8, 7, 30)),
+                                     (dt.datetime(2026, 11, 1, 5, 30), dt.datetime(2026, 11, 1, 6, 30))])
+        fn = compile_expr(parse_fragment("b - a", 0, "b - a"), lambda col: col.name, time_zone=zone)
+        assert fn(spring).to_pylist() == [dt.timedelta(hours=2)] and fn(fall).to_pylist() == [dt.timedelta(0)]
+
+
+ACROSS_CLOCK_CHANGES = {  # zone: expressions whose value depends on how a clock change is read
+    NEW_YORK: [
+        "TIMESTAMP '2026-03-08 03:30:00' - TIMESTAMP '2026-03-08 01:30:00'",
+        "TIMESTAMP '2026-11-01 01:30:00-05:00' - TIMESTAMP '2026-11-01 01:30:00-04:00'",
+        "TIMESTAMP '2026-11-01 01:10:00-05:00' - TIMESTAMP '2026-11-01 01:50:00-04:00'",
+        "TIMESTAMP '2026-03-08 02:30:00' - TIMESTAMP '2026-03-08 01:30:00'",
+        "TIMESTAMP_NTZ '2026-03-08 02:30:00' - TIMESTAMP '2026-03-08 01:30:00'",
+        "TIMESTAMP '2026-03-08 01:30:00' - TIMESTAMP_NTZ '2026-03-08 02:30:00'",
+        "TIMESTAMP_NTZ '2026-03-08 03:30:00' - TIMESTAMP_NTZ '2026-03-08 01:30:00'",
+        "TIMESTAMP_NTZ '2026-11-01 01:30:00' - TIMESTAMP '2026-11-01 01:30:00-05:00'",
+        "TIMESTAMP '2026-03-08 12:00:00' - DATE '2026-03-08'",
+        "DATE '2026-03-09' - TIMESTAMP '2026-03-08 00:00:00'",
+        "TIMESTAMP_NTZ '2026-03-08 12:00:00' - DATE '2026-03-08'",
+        "TIMESTAMP_NTZ '2026-03-08 02:30:00' = TIMESTAMP '2026-03-08 03:30:00'",
+        "CAST(CAST('2026-03-08 02:30:00' AS TIMESTAMP_NTZ) AS STRING)",
+        "CAST(CAST('2026-01-01 00:00:00+05:00' AS TIMESTAMP_NTZ) AS STRING)",
+        "CAST(TIMESTAMP '2026-03-07 12:00:00' + INTERVAL '1 01:00:00' DAY TO SECOND AS STRING)",
+        "CAST(TIMESTAMP '2026-03-07 12:00:00' + INTERVAL 36 HOURS AS STRING)",
+        "CAST(TIMESTAMP '2026-03-09 00:00:00' - INTERVAL '1 12:00:00' DAY TO SECOND AS STRING)",
+        "TIMESTAMP '2026-11-02 01:30:00' - INTERVAL 1 DAY = TIMESTAMP '2026-11-01 01:30:00-05:00'",
+        "TIMESTAMP '2026-10-31 01:30:00' + INTERVAL 1 DAY = TIMESTAMP '2026-11-01 01:30:00-04:00'",
+        "CAST(TIMESTAMP '2026-03-07 02:30:00' + INTERVAL 1 DAY AS STRING)",
+        "CAST(INTERVAL 1 DAY + TIMESTAMP '2026-03-07 12:00:00' AS STRING)",
+        "CAST(TIMESTAMP_NTZ '2026-03-07 12:00:00' + INTERVAL 1 DAY AS STRING)",
+    ],
+    "America/Havana": [  # midnight of 2024-03-10 does not exist: the clock went from 00:00 to 01:00
+        "TIMESTAMP '2024-03-10 12:00:00' - DATE '2024-03-10'",
+        "DATE '2024-03-11' - TIMESTAMP '2024-03-10 00:30:00'",
+        "TIMESTAMP_NTZ '2024-03-10 12:00:00' - DATE '2024-03-10'",
+        "CAST(CAST(DATE '2024-03-10' AS TIMESTAMP) AS STRING)",
+    ],
+}
+
+
+@pytest.mark.parametrize("zone", sorted(ACROSS_CLOCK_CHANGES))
+def test_time_arithmetic_across_clock_changes_equals_spark(spark, zone):
+    """Differences, interval shifts, casts and comparisons around clock changes, each by
+    spark.sql in a session of ``zone`` and by compile_expr with that ``time_zone``."""
+    texts = ACROSS_CLOCK_CHANGES[zone]
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        row = spark.sql("SELECT " + ", ".join(f"{t} AS c{k}" for k, t in enumerate(texts))).collect()[0]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    one = pa.table({"x": [1]})
+    got = [compile_expr(parse_fragment(t, 0, t), lambda col: col.name, time_zone=zone)(one).as_py() for t in texts]
+    bad = [(t, g, e) for t, g, e in zip(texts, got, row) if g != e]
+    assert not bad, f"(expression, local, Spark): {bad}"
