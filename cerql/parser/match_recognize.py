@@ -494,7 +494,8 @@ def _misspelled(text: str, hidden: str, item: _Item, until: int) -> ParseError |
 def _phrase(m: re.Match) -> str:
     """A clause keyword as the error names it: ``ORDER BY``, ``PATTERN``, ``DEFINE``."""
     words = m.group(0).replace("(", " ").split()
-    return " ".join(words[:2] if words[0].upper() in ("PARTITION", "ORDER") else words[:1]).upper()
+    two = words[0].upper() in ("PARTITION", "ORDER", "ONE", "ALL", "AFTER")
+    return " ".join(words[:2] if two else words[:1]).upper()
 
 
 def _no_expression(text: str, at: int, m: re.Match) -> ParseError:
@@ -534,6 +535,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, item: _Item) -> ParseError:
     else:
         token = exc.token
         offset, found = token.start_pos, repr(token.value)
+    accepted = set(getattr(exc, "expected", None) or ())
     expected = _expected(exc)
     hint = f"expected {_listed(expected)}" if expected else None
     hidden = masked(text)
@@ -548,7 +550,8 @@ def _syntax_error(exc: UnexpectedInput, text: str, item: _Item) -> ParseError:
         return ParseError.at(text, offset, "Syntax error: MATCH_RECOGNIZE has no PATTERN clause", "MISSING_PATTERN",
                              "write the row pattern after AFTER MATCH SKIP and before SUBSET and DEFINE, e.g. "
                              "PATTERN (A B+ C)", expected=expected)
-    if token is not None and token.type in _CLAUSES and "an expression" not in expected:
+    if token is not None and token.type in _CLAUSES and accepted & {*_CLAUSES, "$END"}:
+        # a clause where another clause (or the end) could stand: out of order, or twice
         name = _TERMINAL_NAMES.get(token.type, token.type).split(" (")[0]
         return ParseError.at(text, offset, f"Syntax error: {name} is out of place", "CLAUSE_ORDER", _ORDER_HINT,
                              expected=expected)
