@@ -19,10 +19,12 @@ from cerql.errors import ParseError, position_of
 from cerql.parser import written
 
 DIALECT = "spark"
+FRAGMENT_HINT = "inside FILTER brackets and SELECT items the language is Spark SQL"
 
 
-def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
-    """Parse one Spark SQL fragment that starts at ``offset`` in ``query``."""
+def parse_fragment(text: str, offset: int, query: str, hint: str = FRAGMENT_HINT) -> exp.Expression:
+    """Parse one Spark SQL fragment that starts at ``offset`` in ``query``; ``hint`` is the hint
+    of its syntax error (where the fragment stands decides what helps)."""
     source, originals = written.prepared(text)
     try:
         tree = sqlglot.parse_one(source, read=DIALECT)
@@ -38,7 +40,7 @@ def parse_fragment(text: str, offset: int, query: str) -> exp.Expression:
         if message.startswith("Required keyword"):
             message = "an operand or keyword is missing"
         raise ParseError.at(query, where, f"Invalid Spark SQL expression: {message}", "INVALID_SQL_EXPRESSION",
-                            "inside FILTER brackets and SELECT items the language is Spark SQL") from None
+                            hint) from None
     except sqlglot.errors.SqlglotError as err:
         raise ParseError.at(query, offset, f"Invalid Spark SQL expression: {err}", "INVALID_SQL_EXPRESSION") from None
     for node in tree.find_all(exp.Between):
