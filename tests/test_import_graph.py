@@ -26,6 +26,7 @@ the heavy third-party packages may be imported.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -300,7 +301,8 @@ def test_the_stage_check_finds_an_engine_importing_the_planner(tmp_path):
         (package / folder / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
     (package / "plan.py").write_text("")
-    (package / "exec" / "driver.py").write_text("from cerql import plan\ndef f():\n    from cerql.planner import rules\n")
+    (package / "exec" / "driver.py").write_text(
+        "from cerql import plan\ndef f():\n    from cerql.planner import rules\n")
     (package / "exec" / "stream.py").write_text("from cerql.planner.rules import x\nimport numba\n")
     (package / "planner" / "rules.py").write_text("from cerql import plan\nx = 1\n")
     (package / "cli.py").write_text("import numba\n")
@@ -313,3 +315,30 @@ def test_the_stage_check_finds_an_engine_importing_the_planner(tmp_path):
     assert found == ["  cerql.exec.driver:3 -> cerql.planner.rules  (exec may not import planner)"]
     assert stale == [("cerql.exec.driver", "cerql.planner")]
     assert third_party_imports(tmp_path) == {"cerql.exec.stream": {"numba": 2}, "cerql.cli": {"numba": 1}}
+
+
+def documented_order(text: str) -> dict[str, frozenset[str]]:
+    """The stage table of docs/architecture.md, "Rules of the house": rows ``| `stage` | `a`, `b` |``."""
+    rules = text.split("## Rules of the house", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in rules.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`"):
+            table[re.findall(r"`([^`]+)`", cells[0])[0]] = frozenset(re.findall(r"`([^`]+)`", cells[1]))
+    return table
+
+
+def test_the_architecture_page_states_the_stage_order_the_test_holds():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert documented_order(text) == MAY_IMPORT
+    for importer, imported in EXCEPTIONS:  # each exception is named there too, by its files
+        assert all(_doc_path(m) in text for m in (importer, imported)), (importer, imported)
+
+
+def _doc_path(module: str) -> str:
+    """How docs/architecture.md names a module: ``cerql/ast.py``, or from cerql/: ``exec/stream.py``;
+    ``cerql.api`` by its function ``cerql.api.explain``."""
+    if module == "cerql.api":
+        return "cerql.api"
+    parts = module.split(".")[1:]
+    return f"cerql/{parts[0]}.py" if len(parts) == 1 else "/".join(parts) + ".py"
