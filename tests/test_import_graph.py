@@ -35,20 +35,22 @@ LAZY_TABLE = "_LAZY"  # cerql/__init__.py: public name -> the module it is loade
 
 
 # Stage -> the stages it may import (itself always). Earlier stages first; see the module docstring.
+# mr_ast (the MATCH_RECOGNIZE tree) sits beside ast: whatever may read one tree may read the other.
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "ast": frozenset({"errors"}),
-    "parser": frozenset({"errors", "ast"}),
+    "mr_ast": frozenset({"errors", "ast"}),
+    "parser": frozenset({"errors", "ast", "mr_ast"}),
     "expr": frozenset({"errors"}),
     "automaton": frozenset({"errors"}),
-    "plan": frozenset({"errors", "ast", "automaton"}),
-    "planner": frozenset({"errors", "ast", "parser", "expr", "automaton", "plan"}),
-    "exec": frozenset({"errors", "ast", "expr", "automaton", "plan"}),
-    "api": frozenset({"errors", "ast", "parser", "expr", "automaton", "plan", "planner", "exec"}),
-    "spark": frozenset({"errors", "ast", "parser", "expr", "automaton", "plan", "planner", "exec", "api"}),
+    "plan": frozenset({"errors", "ast", "mr_ast", "automaton"}),
+    "planner": frozenset({"errors", "ast", "mr_ast", "parser", "expr", "automaton", "plan"}),
+    "exec": frozenset({"errors", "ast", "mr_ast", "expr", "automaton", "plan"}),
+    "api": frozenset({"errors", "ast", "mr_ast", "parser", "expr", "automaton", "plan", "planner", "exec"}),
+    "spark": frozenset({"errors", "ast", "mr_ast", "parser", "expr", "automaton", "plan", "planner", "exec", "api"}),
     "cerql": frozenset({"errors", "api", "spark"}),
-    "cli": frozenset({"errors", "ast", "parser", "expr", "automaton", "plan", "planner", "exec", "api", "spark",
-                      "cerql"}),
+    "cli": frozenset({"errors", "ast", "mr_ast", "parser", "expr", "automaton", "plan", "planner", "exec", "api",
+                      "spark", "cerql"}),
     "__main__": frozenset({"cli"}),
 }
 
