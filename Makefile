@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Compiles the numba kernel once (1-2 min on 2 cores; its own progress line), so that the first
-# query does not; a second or so when the cache is current (cerql/exec/kernel/warmup.py).
+# query does not; a second or so when the cache is current (cerql/cli/warmup.py).
 warmup: $(STAMP)
 	@$(PY) -m cerql warmup
 

@@ -4,6 +4,8 @@
 - :mod:`cerql.cli.tables_io`: reading tables (parquet, CSV, directories) and writing results.
 - :mod:`cerql.cli.runtime`: the Spark session a command starts, ``--conf`` and ``--progress``.
 - :mod:`cerql.cli.demo`: the generated streams and the demo run by ``make demo``.
+- :mod:`cerql.cli.stream_demo`: ``cerql demo --stream``, a query over trades arriving as it runs.
+- :mod:`cerql.cli.warmup`: ``cerql warmup``, compiling the matching kernel ahead of the first query.
 """
 
 from __future__ import annotations

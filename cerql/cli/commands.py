@@ -289,8 +289,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_warmup(args: argparse.Namespace) -> int:
     """``cerql warmup``: compile the matching kernel now rather than in the first query
-    (cerql/exec/kernel/warmup.py); quick when numba's cache is current."""
-    from cerql.exec.kernel.warmup import warm_up
+    (cerql/cli/warmup.py); quick when numba's cache is current."""
+    from cerql.cli.warmup import warm_up
 
     warm_up(lambda line: print(line, flush=True), force=args.force)
     return 0

@@ -1,4 +1,6 @@
-"""cerql on Apache Spark: everything that imports pyspark, apart from the command line.
+"""cerql on Apache Spark: the surfaces, the lowering and the tasks Spark runs. pyspark is imported
+nowhere else in cerql but the command line (not every module here imports it: the task and the
+streaming state run on Arrow alone in Spark's Python workers).
 
 - :mod:`cerql.spark.session`: ``cer_sql`` (parse, analyze, find the sources, resolve, lower).
 - :mod:`cerql.spark.lower`: the physical plan as a Spark plan (union, bits, shuffle, mapInArrow).

@@ -1,4 +1,4 @@
-"""The kernel's cold start says what it does (cerql/exec/kernel/cache.py, warmup.py): compiling
+"""The kernel's cold start says what it does (cerql/exec/kernel/cache.py, cerql/cli/warmup.py): compiling
 one of cerql's numba functions logs one notice per process, loading from the cache says
 nothing, ``cerql warmup`` compiles ahead with its own progress line and is a no-op when the
 cache is current, and ``make demo``/``make test`` run it before their first query."""
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from cerql.cli import warmup
 from cerql.cli.commands import main
-from cerql.exec.kernel import cache, warmup
+from cerql.exec.kernel import cache
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,11 +1,12 @@
 """Semantic cases, run under every engine (the reference evaluator and the automaton): the
-reference cases of ``DESIGN_9`` (streams, patterns and every strategy's results), seed 000's
-corner cases re-derived under set-valued variables (docs/language.md, "Patterns"), and seed
-001's stock queries Q1-Q3.
+core cases of ``CORE_CASES`` (streams, patterns and every strategy's results, read off
+docs/language.md, "Patterns", "SELECT", "Selection strategies", "WITHIN" and "CONSUME BY"),
+seed 000's corner cases re-derived under set-valued variables (docs/language.md, "Patterns"),
+and seed 001's stock queries Q1-Q3.
 
 Every expected value below is derived by hand from the rules of docs/language.md and
-docs/semantics.md; a comment shows the derivation wherever it is not a plain reading of the
-``DESIGN_9`` table. Positions are 0-based and, unless said otherwise, equal to the ``ts`` column
+docs/semantics.md; a comment shows the derivation wherever it is not a plain reading of those
+rules. Positions are 0-based and, unless said otherwise, equal to the ``ts`` column
 (``typed_stream`` sets ts = position).
 """
 
@@ -70,48 +71,48 @@ class Case:
 ALL_7_SUBSETS = [(0,), (0, 1), (0, 1, 2), (0, 2), (1,), (1, 2), (2,)]
 CONTIGUOUS_6 = [(0,), (0, 1), (0, 1, 2), (1,), (1, 2), (2,)]
 
-DESIGN_9 = [
-    Case("design9-AB-AB-seq", "A B A B", "A AS a ; B AS b", {
+CORE_CASES = [
+    Case("core-AB-AB-seq", "A B A B", "A AS a ; B AS b", {
         "ALL": [(0, 1), (0, 3), (2, 3)], "STRICT": [(0, 1), (2, 3)], "NEXT": [(0, 1), (0, 3)],
         "LAST": [(0, 1), (2, 3)], "MAX": [(0, 1), (0, 3), (2, 3)]}),
-    Case("design9-AAA-pairs", "A A A", "A AS a ; A AS b", {
+    Case("core-AAA-pairs", "A A A", "A AS a ; A AS b", {
         "ALL": [(0, 1), (0, 2), (1, 2)], "STRICT": [(0, 1), (1, 2)], "NEXT": [(0, 1), (0, 2)],
         "LAST": [(0, 1), (1, 2)], "MAX": [(0, 1), (0, 2), (1, 2)]}),
-    Case("design9-AAA-kleene", "A A A", "A+ AS a", {
+    Case("core-AAA-kleene", "A A A", "A+ AS a", {
         "ALL": ALL_7_SUBSETS, "STRICT": CONTIGUOUS_6, "NEXT": [(0,), (0, 1), (0, 1, 2)],
         "LAST": [(0,), (0, 1), (0, 1, 2)], "MAX": [(0,), (0, 1), (0, 1, 2)]}),
-    Case("design9-ABAB-kleene-of-seq", "A B A B", "(A AS a ; B AS b)+", {
+    Case("core-ABAB-kleene-of-seq", "A B A B", "(A AS a ; B AS b)+", {
         "ALL": [(0, 1), (0, 1, 2, 3), (0, 3), (2, 3)], "STRICT": [(0, 1), (0, 1, 2, 3), (2, 3)],
         "NEXT": [(0, 1), (0, 1, 2, 3)], "LAST": [(0, 1), (0, 1, 2, 3)], "MAX": [(0, 1), (0, 1, 2, 3)]}),
-    Case("design9-AAB-kleene-then-B", "A A B", "A+ AS a ; B AS b", {
+    Case("core-AAB-kleene-then-B", "A A B", "A+ AS a ; B AS b", {
         "ALL": [(0, 1, 2), (0, 2), (1, 2)], "STRICT": [(0, 1, 2), (1, 2)], "NEXT": [(0, 1, 2)],
         "LAST": [(0, 1, 2)], "MAX": [(0, 1, 2)]}),
-    Case("design9-ABABC-three", "A B A B C", "A AS a ; B AS b ; C AS c", {
+    Case("core-ABABC-three", "A B A B C", "A AS a ; B AS b ; C AS c", {
         "ALL": [(0, 1, 4), (0, 3, 4), (2, 3, 4)], "STRICT": [(2, 3, 4)], "NEXT": [(0, 1, 4)],
         "LAST": [(2, 3, 4)], "MAX": [(0, 1, 4), (0, 3, 4), (2, 3, 4)]}),
-    Case("design9-AABB-no-two-iterations", "A A B B", "(A AS a ; B AS b)+", {
+    Case("core-AABB-no-two-iterations", "A A B B", "(A AS a ; B AS b)+", {
         "ALL": [(0, 2), (0, 3), (1, 2), (1, 3)], "STRICT": [(1, 2)], "NEXT": [(0, 2), (0, 3)],
         "LAST": [(1, 2), (1, 3)], "MAX": [(0, 2), (0, 3), (1, 2), (1, 3)]}),
-    Case("design9-ACB-gap", "A C B", "A AS a ; B AS b", {
+    Case("core-ACB-gap", "A C B", "A AS a ; B AS b", {
         "ALL": [(0, 2)], "STRICT": [], "NEXT": [(0, 2)], "LAST": [(0, 2)], "MAX": [(0, 2)]}),
-    Case("design9-ACAB-kleene-gap", "A C A B", "A+ AS a ; B AS b", {
+    Case("core-ACAB-kleene-gap", "A C A B", "A+ AS a ; B AS b", {
         "ALL": [(0, 2, 3), (0, 3), (2, 3)], "STRICT": [(2, 3)], "NEXT": [(0, 2, 3)],
         "LAST": [(0, 2, 3)], "MAX": [(0, 2, 3)]}),
-    Case("design9-filter-forall-on-kleene", "A A A", "A+ AS a FILTER a[x > 1]",
+    Case("core-filter-forall-on-kleene", "A A A", "A+ AS a FILTER a[x > 1]",
          {"ALL": [(1,), (1, 2), (2,)]}, columns={"x": [1, 2, 3]}),
-    Case("design9-or-same-type-two-variables", "A", "(A AS a) OR (A AS b)", {"ALL": [(0,), (0,)]}),
-    Case("design9-select-a-drops-empty", "A B", "(A AS a) OR (B AS b)", {"ALL": [(0,)]}, select="a"),
-    Case("design9-star-selects-type-variable", "A C B", "A AS a ; B", {
+    Case("core-or-same-type-two-variables", "A", "(A AS a) OR (A AS b)", {"ALL": [(0,), (0,)]}),
+    Case("core-select-a-drops-empty", "A B", "(A AS a) OR (B AS b)", {"ALL": [(0,)]}, select="a"),
+    Case("core-star-selects-type-variable", "A C B", "A AS a ; B", {
         "ALL": [(0, 2)], "STRICT": [], "NEXT": [(0, 2)], "LAST": [(0, 2)], "MAX": [(0, 2)]}),
-    Case("design9-next-keeps-equal-D-different-starts", "A A B", "A ; B AS b",
+    Case("core-next-keeps-equal-D-different-starts", "A A B", "A ; B AS b",
          {"NEXT": [(2,), (2,)], "ALL": [(2,), (2,)]}, select="b"),
-    Case("design9-within-1-events", "A B A B", "A AS a ; B AS b",
+    Case("core-within-1-events", "A B A B", "A AS a ; B AS b",
          {"ALL": [(0, 1), (2, 3)], "NEXT": [(0, 1), (2, 3)]}, tail="WITHIN 1 EVENTS"),
-    Case("design9-consume-by-partition", "A B A B", "A AS a ; B AS b",
+    Case("core-consume-by-partition", "A B A B", "A AS a ; B AS b",
          {"ALL": [(0, 1), (2, 3)]}, tail="CONSUME BY PARTITION"),
-    Case("design9-colon-needs-adjacent", "A C B", "A AS a : B AS b", {"ALL": []}),
-    Case("design9-colon-inside-seq", "A B C B", "A AS a ; (B AS b : C AS c)", {"ALL": [(0, 1, 2)]}),
-    Case("design9-contiguous-kleene", "A A A", "A :+ AS a", {"ALL": CONTIGUOUS_6}),
+    Case("core-colon-needs-adjacent", "A C B", "A AS a : B AS b", {"ALL": []}),
+    Case("core-colon-inside-seq", "A B C B", "A AS a ; (B AS b : C AS c)", {"ALL": [(0, 1, 2)]}),
+    Case("core-contiguous-kleene", "A A A", "A :+ AS a", {"ALL": CONTIGUOUS_6}),
 ]
 
 # Seed 000's section 8.2, re-derived with set-valued variables (docs/language.md, "Patterns"). Cases that need
@@ -180,7 +181,7 @@ SEED_000 = [
     Case("seed000-C16-kleene-of-as-then-B", "A A B", "(A AS a)+ ; B AS b", {
         "ALL": [(0, 1, 2), (0, 2), (1, 2)], "STRICT": [(0, 1, 2), (1, 2)], "NEXT": [(0, 1, 2)],
         "LAST": [(0, 1, 2)], "MAX": [(0, 1, 2)]}),
-    # C18 differs: with a and b selected the two valuations stay two results (as in DESIGN_9);
+    # C18 differs: with a and b selected the two valuations stay two results (as in core-or-same-type-two-variables);
     # selecting only the type variable A makes them equal, hence one result (docs/language.md,
     # "SELECT": results equal after projection are one).
     Case("seed000-C18-equal-after-projection-is-one", "A", "(A AS a) OR (A AS b)",
@@ -209,7 +210,7 @@ FIGURE_1 = [
         "LAST": [(3, 4, 6, 7)], "MAX": [(3, 4, 6, 7)]}, **FIG1),
 ]
 
-CASES = DESIGN_9 + SEED_000 + FIGURE_1
+CASES = CORE_CASES + SEED_000 + FIGURE_1
 
 
 def _strategy_params():
@@ -238,7 +239,7 @@ def test_any_picks_one_result_of_all_per_end_position(case, engine):
     assert_any_is_one_result_of_all_per_end(any_df, all_df, case.expected["ALL"])
 
 
-# --------------------------------------------------------------------------- DESIGN_9 details
+# --------------------------------------------------------------------------- CORE_CASES details
 def test_or_of_same_type_gives_one_result_per_variable(engine):
     df = cerql.run("SELECT * FROM s WHERE (A AS a) OR (A AS b) ORDER BY ts", {"s": typed_stream("A")},
                    engine=engine)

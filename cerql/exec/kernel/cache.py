@@ -16,7 +16,7 @@ numba's compile events and, the first time a process compiles one of cerql's fun
 prints it on stderr, in a notebook under the cell, in a Spark worker into the executor's log
 (the console, in local mode); ``logging.getLogger("cerql").setLevel(logging.ERROR)`` silences it.
 Loading from the cache fires no compile event, so a warm process says nothing.
-``python -m cerql warmup`` (cerql/exec/kernel/warmup.py; ``make demo`` and ``make test`` run it)
+``python -m cerql warmup`` (cerql/cli/warmup.py; ``make demo`` and ``make test`` run it)
 compiles ahead, with its own progress line. :func:`compiled` tells cheaply whether that is
 needed: the stamp below is current and numba's index of ``run_batch`` is there.
 """
@@ -40,7 +40,7 @@ log = logging.getLogger("cerql")
 
 
 # Modules of the package that hold no numba function: editing them leaves the machine code valid.
-NOT_COMPILED = frozenset({"cache.py", "warmup.py"})
+NOT_COMPILED = frozenset({"cache.py"})
 
 
 def sources_digest(folder: Path = HERE) -> str:

@@ -1,5 +1,5 @@
 """Compiling the kernel ahead of the first query: ``python -m cerql warmup`` (or
-``python -m cerql.exec.kernel.warmup``).
+``python -m cerql.cli.warmup``).
 
 Input: nothing. Output: numba's cache of the kernel (which holds all of cerql's numba functions)
 filled, and one or two lines on stdout saying what happened and how long it took. ``make demo``
@@ -9,7 +9,12 @@ modules). When :func:`cerql.exec.kernel.cache.compiled` says the cache is curren
 once; otherwise it runs small queries that call the kernel with the argument types real queries
 give it (the demo's queries in ``sql/`` when they are there, and a few of each selection
 strategy), since numba compiles one machine-code version per set of argument types.
-A query that needs another version still compiles on first use, and says so (cache.py).
+A query that needs another version still compiles on first use, and says so
+(cerql/exec/kernel/cache.py).
+
+Why here and not beside the kernel: it runs whole queries through ``cerql.run`` (the parser and
+the planner) and the demo's queries (cerql/cli/demo.py), which the engines must never import
+(docs/architecture.md, "Rules of the house").
 """
 
 from __future__ import annotations
@@ -102,7 +107,7 @@ def warm_up(out: Callable[[str], object] = print, force: bool = False) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m cerql.exec.kernel.warmup [--force]``."""
+    """``python -m cerql.cli.warmup [--force]``."""
     argv = sys.argv[1:] if argv is None else argv
     warm_up(print, force="--force" in argv)
     return 0
