@@ -1,0 +1,234 @@
+"""The local MATCH_RECOGNIZE engine: one Arrow table in, the clause's result table out.
+
+Input: a checked :class:`cerql.mr_ast.MatchRecognize` (planner/mr_analyze.py), the input table,
+the query text (for positions) and a :class:`Matcher`, the compiled pattern's matcher for one
+partition's DEFINE bits (the caller builds it from the planner's NFA, as this package never
+imports the planner). Output: the result as docs/semantics.md "MATCH_RECOGNIZE" lays it out.
+
+The steps:
+
+1. Partitions: rows with equal PARTITION BY values (NULLs equal) form a partition; partitions
+   are numbered, and output, in the order of their first row in the input.
+2. Order: each partition sorted by ORDER BY (ASC/DESC; NULLS FIRST for ASC and LAST for DESC
+   unless written; NaN above every number, as Spark orders it); rows that tie keep their input
+   order (a stable sort).
+3. DEFINE bits for every row at once (exec/mr_define.py).
+4. The matcher per partition: the matches' first rows, ends and one label per mapped row.
+5. The output rows and the measures (exec/mr_measures.py).
+
+Limits: the whole input is in memory (it is one Arrow table); the matcher holds one partition's
+bits and its matches at a time; the output, with one label per mapped row of every match, is
+built at once. PARTITION BY and ORDER BY take columns, not other expressions (refused with
+MATCH_RECOGNIZE_UNSUPPORTED).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from cerql import mr_ast
+from cerql import mr_expr as mx
+from cerql.errors import AnalysisError, UnsupportedError
+from cerql.exec.mr_define import define_bits
+from cerql.exec.mr_measures import Matches, MeasureContext, Rows, measure_values
+
+_ORDINAL = "__cerql_mr_ordinal"
+_PART = "__cerql_mr_partition"
+
+
+class Matcher(Protocol):
+    """The compiled pattern for one partition. ``match(bits)`` (a uint64 per row, bit v for
+    variable v's DEFINE) returns the matches in order: their first rows, their ends (exclusive)
+    and one label per mapped row, match after match; ``label_variable[label]`` is the label's
+    variable (an index into the pattern's variables) and ``label_excluded[label]`` whether the
+    row lies in an exclusion ``{- -}``."""
+
+    label_variable: np.ndarray
+    label_excluded: np.ndarray
+
+    def match(self, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, matcher: Matcher) -> pa.Table:
+    """The result of ``clause`` over ``table`` (module docstring)."""
+    variables = tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
+    subsets = {mx.canonical(s.name): frozenset(mx.canonical(v) for v in s.variables) for s in clause.subsets}
+    defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
+    lowered = {c.lower(): c for c in table.column_names}
+    partition_columns = [_column_of(e, lowered, text, "PARTITION BY") for e in clause.partition_by]
+    order_columns = [_column_of(k.expr, lowered, text, "ORDER BY") for k in clause.order_by]
+
+    part = partition_ids(table, partition_columns)
+    order = sort_order(table, part, clause.order_by, order_columns)
+    rows = table.take(pa.array(order))
+    part = part[order]
+    part_start, part_end, bounds = _partition_bounds(part)
+
+    bits = define_bits(rows, part_start, part_end, variables, defines, text)
+    matches = _match_all(bits, bounds, matcher)
+
+    all_rows = clause.rows_per_match.all_rows
+    out_rows = _all_rows(matches, clause.rows_per_match.mode, part, bounds) if all_rows else _one_row(matches)
+    ctx = MeasureContext(rows, part_start, part_end, matches, out_rows, variables, subsets, text)
+    shown = np.where(out_rows.row >= 0, out_rows.row, 0)
+    names, arrays = [], []
+    layout = partition_columns + (order_columns + [c for c in table.column_names
+                                                   if c not in partition_columns and c not in order_columns]
+                                  if all_rows else [])
+    keys = partition_columns + order_columns if all_rows else partition_columns
+    for column in keys:
+        names.append(column)
+        arrays.append(ctx.gather(column, shown))
+    for measure in clause.measures:
+        names.append(measure.name)
+        arrays.append(measure_values(measure.expr, ctx, default_final=not all_rows))
+    for column in layout[len(keys):]:
+        names.append(column)
+        arrays.append(ctx.gather(column, shown))
+    if not arrays:
+        return pa.table({})
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _column_of(expr, lowered: dict[str, str], text: str, clause: str) -> str:
+    """The input column a PARTITION BY or ORDER BY item names."""
+    tree = expr.tree
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if not isinstance(tree, exp.Column) or mx.is_star(tree):
+        raise UnsupportedError.at(text, mx.node_offset(expr), f"{clause} takes columns here, not '{expr.text}'",
+                                  "MATCH_RECOGNIZE_UNSUPPORTED",
+                                  "compute the value in a subquery before MATCH_RECOGNIZE and name its column")
+    real = lowered.get(tree.name.lower())
+    if real is None:
+        raise AnalysisError.at(text, mx.node_offset(expr, tree), f"Unknown column '{tree.name}' in {clause}",
+                               "UNKNOWN_COLUMN", f"the input has columns {', '.join(lowered.values())}")
+    return real
+
+
+def partition_ids(table: pa.Table, columns: list[str]) -> np.ndarray:
+    """Each row's partition, numbered in the order of the partitions' first rows (NULLs equal)."""
+    n = table.num_rows
+    if not columns or n == 0:
+        return np.zeros(n, np.int64)
+    codes = []
+    for column in columns:
+        values = table.column(column).combine_chunks()
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        encoded = pc.dictionary_encode(values, null_encoding="encode")
+        codes.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), np.int64))
+    keys = np.stack(codes, axis=1)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[np.asarray(inverse).reshape(-1)]
+
+
+def sort_order(table: pa.Table, part: np.ndarray, keys: tuple[mr_ast.SortKey, ...], columns: list[str]) -> np.ndarray:
+    """The row order: by partition, then ORDER BY (module docstring), then input order."""
+    n = table.num_rows
+    fields = {_PART: pa.array(part, pa.int64())}
+    sort_keys = [(_PART, "ascending")]
+    for k, (key, column) in enumerate(zip(keys, columns)):
+        values = table.column(column).combine_chunks()
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        direction = "descending" if key.descending else "ascending"
+        nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+        null = np.asarray(values.is_null().to_numpy(zero_copy_only=False), bool)
+        fields[f"n{k}"] = pa.array(~null if nulls_first else null)  # False sorts first
+        sort_keys.append((f"n{k}", "ascending"))
+        if pa.types.is_floating(values.type):  # NaN is above every number in Spark
+            fields[f"f{k}"] = pc.fill_null(pc.is_nan(values), False)
+            sort_keys.append((f"f{k}", direction))
+        fields[f"v{k}"] = values
+        sort_keys.append((f"v{k}", direction))
+    fields[_ORDINAL] = pa.array(np.arange(n, dtype=np.int64))
+    sort_keys.append((_ORDINAL, "ascending"))
+    order = pc.sort_indices(pa.table(fields), sort_keys=sort_keys)
+    return np.asarray(order.to_numpy(), np.int64)
+
+
+def _partition_bounds(part: np.ndarray):
+    """Per row, its partition's first row and end; and the partitions' bounds."""
+    n = len(part)
+    cuts = np.flatnonzero(np.diff(part)) + 1 if n else np.zeros(0, np.int64)
+    bounds = np.concatenate([[0], cuts, [n]]).astype(np.int64) if n else np.zeros(1, np.int64)
+    sizes = np.diff(bounds)
+    return np.repeat(bounds[:-1], sizes), np.repeat(bounds[1:], sizes), bounds
+
+
+def _match_all(bits: np.ndarray, bounds: np.ndarray, matcher: Matcher) -> Matches:
+    """Every partition's matches, with sorted-row positions and MATCH_NUMBER from 1."""
+    starts, ends, labels, numbers, partitions, counts = [], [], [], [], [], []
+    for p in range(len(bounds) - 1):
+        lo, hi = int(bounds[p]), int(bounds[p + 1])
+        s, e, lab = matcher.match(bits[lo:hi])
+        s, e = np.asarray(s, np.int64), np.asarray(e, np.int64)
+        starts.append(s + lo)
+        ends.append(e + lo)
+        labels.append(np.asarray(lab, np.int64))
+        numbers.append(np.arange(1, len(s) + 1, dtype=np.int64))
+        partitions.append(np.full(len(s), p, np.int64))
+        counts.append(e - s)
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64)  # noqa: E731
+    start, end, label = cat(starts), cat(ends), cat(labels)
+    offsets = np.zeros(len(start) + 1, np.int64)
+    np.cumsum(cat(counts), out=offsets[1:])
+    variable = np.asarray(matcher.label_variable, np.int64)[label] if len(label) else np.zeros(0, np.int64)
+    excluded = np.asarray(matcher.label_excluded, bool)[label] if len(label) else np.zeros(0, bool)
+    return Matches(start, end, cat(numbers), cat(partitions), offsets, variable, excluded)
+
+
+def _one_row(matches: Matches) -> Rows:
+    length = matches.end - matches.start
+    return Rows(np.arange(len(length), dtype=np.int64), np.where(length > 0, matches.end - 1, matches.start),
+                length, length)
+
+
+def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray) -> Rows:
+    """One output row per mapped row outside an exclusion, an empty match's row (SHOW EMPTY
+    MATCHES and WITH UNMATCHED ROWS), and the unmatched rows (WITH UNMATCHED ROWS), in the
+    order of the matches, each match's rows in row order, unmatched rows where they lie."""
+    m = len(matches.start)
+    length = matches.end - matches.start
+    owner = np.repeat(np.arange(m, dtype=np.int64), length)
+    within = np.arange(len(owner), dtype=np.int64) - np.repeat(matches.offsets[:-1], length)
+    keep = ~matches.excluded
+    match = [owner[keep]]
+    row = [matches.start[owner[keep]] + within[keep]]
+    running = [within[keep] + 1]
+    final = [length[owner[keep]]]
+    if mode in (mr_ast.SHOW_EMPTY, mr_ast.WITH_UNMATCHED):
+        empty = np.flatnonzero(length == 0)
+        match.append(empty)
+        row.append(matches.start[empty])
+        running.append(np.zeros(len(empty), np.int64))
+        final.append(np.zeros(len(empty), np.int64))
+    match, row, running, final = (np.concatenate(a).astype(np.int64) for a in (match, row, running, final))
+    order = np.argsort(match, kind="stable")
+    match, row, running, final = match[order], row[order], running[order], final[order]
+    if mode != mr_ast.WITH_UNMATCHED:
+        return Rows(match, row, running, final)
+    n = len(part)
+    cover = np.zeros(n + 1, np.int64)
+    np.add.at(cover, matches.start, 1)
+    np.add.at(cover, matches.end, -1)
+    covered = np.cumsum(cover[:-1]) > 0
+    covered[matches.start[length == 0]] = True
+    unmatched = np.flatnonzero(~covered).astype(np.int64)
+    anchor = np.concatenate([matches.start[match], unmatched])
+    partition = np.concatenate([part[matches.start[match]] if len(match) else np.zeros(0, np.int64), part[unmatched]])
+    order = np.lexsort((anchor, partition))  # stable: a match's rows stay in order
+    none = np.zeros(len(unmatched), np.int64)
+    return Rows(np.concatenate([match, none - 1])[order], np.concatenate([row, unmatched])[order],
+                np.concatenate([running, none])[order], np.concatenate([final, none])[order])
+
+
+__all__ = ["Matcher", "partition_ids", "run_match_recognize", "sort_order"]
