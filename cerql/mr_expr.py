@@ -86,14 +86,27 @@ def walk(node: exp.Expression):
 
 
 def node_offset(expr, node: exp.Expression | None = None) -> int:
-    """Offset in the query of ``node``, a part of ``expr.tree`` (an ``ast.SqlExpr``): its first
-    name as sqlglot recorded it, else where ``expr`` starts. The engine's errors use it; the
-    planner has the finer ``parser.sqlexpr.expr_position``."""
-    if node is not None:
-        starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
-        if starts:
-            return expr.offset + min(starts)
-    return expr.span.start if expr.span is not None else expr.offset
+    """Offset in the query of ``node``, a part of ``expr.tree`` (an ``ast.SqlExpr``): a row
+    pattern function's name, else its first name as sqlglot recorded it, else where its text is
+    first written in the fragment, else where ``expr`` starts. The engine's errors use it; the
+    planner's checks too, with ``parser.sqlexpr.expr_position`` for the rest."""
+    fallback = expr.span.start if expr.span is not None else expr.offset
+    if node is None:
+        return fallback
+    starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
+    source = expr.source.upper() if expr.source else ""
+    name = function_name(node)
+    if name is not None and source:
+        at = source.rfind(name, 0, min(starts) if starts else len(source))
+        if at >= 0:
+            return expr.offset + at
+    if starts:
+        return expr.offset + min(starts)
+    if source:
+        at = source.find(node.sql(dialect="spark").upper())
+        if at >= 0:
+            return expr.offset + at
+    return fallback
 
 
 def canonical(name: str) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from cerql import mr_expr as mx
@@ -159,6 +160,9 @@ def measure_values(measure_expr: SqlExpr, ctx: MeasureContext, default_final: bo
     value = evaluate(fn, table)
     if isinstance(value, pa.ChunkedArray):
         value = value.combine_chunks()
+    unmatched = ctx.rows.match < 0
+    if unmatched.any():  # WITH UNMATCHED ROWS: every measure of an unmatched row is NULL
+        value = pc.if_else(pa.array(unmatched), pa.nulls(len(value), value.type), value)
     return value
 
 

@@ -196,13 +196,10 @@ def _name_in_span(text: str, span, name: str) -> int:
 
 
 def _position(expr: SqlExpr, node: exp.Expression) -> int:
-    """The offset of ``node`` in the query: expr_position, or for a call with no name inside
-    (``MATCH_NUMBER()``), where its name is first written in the fragment."""
-    name = mx.function_name(node)
-    if name is not None and not any(True for _ in node.find_all(exp.Identifier)) and expr.source:
-        at = expr.source.upper().find(name)
-        if at >= 0:
-            return expr.offset + at
+    """The offset of ``node`` in the query: a row pattern function's name or a name-less node
+    (mr_expr.node_offset), else parser.sqlexpr.expr_position."""
+    if mx.function_name(node) is not None or not any(True for _ in node.find_all(exp.Identifier)):
+        return mx.node_offset(expr, node)
     return expr_position(expr, node)
 
 
@@ -243,9 +240,10 @@ class _Scope:
                                   "DEFINE sees the match only up to the current row: drop FINAL (RUNNING is implied)")
             args = mx.arguments(node)
             target = args[0] if args else None
-            if target is None or not (mx.function_name(target) in mx.NAVIGATIONS or mx.is_aggregate(target)):
+            if target is None or not (mx.function_name(target) in (*mx.NAVIGATIONS, mx.CLASSIFIER)
+                                      or mx.is_aggregate(target)):
                 raise self._error(AnalysisError, expr, node, f"{name} must be followed by a navigation "
-                                  "(FIRST, LAST, PREV, NEXT) or an aggregate", "MATCH_RECOGNIZE_INVALID_NAVIGATION",
+                                  "(FIRST, LAST, PREV, NEXT), CLASSIFIER or an aggregate", "MATCH_RECOGNIZE_INVALID_NAVIGATION",
                                   f"write {name} LAST(A.x) or {name} count(A.*)")
             self._visit(expr, target, in_define, inside)
             return

@@ -103,15 +103,17 @@ def read_pattern(text: str) -> mr_ast.RowPattern:
     return p
 
 
-def _fix(tree: exp.Expression) -> exp.Expression:
-    """sqlglot's First/Last as the FIRST/LAST calls of cerql/mr_ast.py."""
-    for node in list(tree.walk()):
-        if isinstance(node, (exp.First, exp.Last)):
-            call = exp.Anonymous(this="FIRST" if isinstance(node, exp.First) else "LAST", expressions=[node.this])
-            if node is tree:
-                tree = call
-            else:
-                node.replace(call)
+_HIDDEN = {"FIRS_": "FIRST", "LAS_": "LAST"}  # same lengths: sqlglot's First/Last would drop the offset
+
+
+def _parse(text: str) -> exp.Expression:
+    """``text`` with FIRST/LAST as the calls of cerql/mr_ast.py, positions kept."""
+    hidden = re.sub(r"\b(FIRST|LAST)(\s*\()", lambda m: {"FIRST": "FIRS_", "LAST": "LAS_"}[m.group(1).upper()]
+                    + m.group(2), text, flags=re.IGNORECASE)
+    tree = sqlglot.parse_one(hidden, read="spark")
+    for node in tree.find_all(exp.Anonymous):
+        if str(node.this).upper() in _HIDDEN:
+            node.set("this", _HIDDEN[str(node.this).upper()])
     return tree
 
 
@@ -128,7 +130,7 @@ class Query:
 
     def expr(self, text: str) -> SqlExpr:
         at = self.add(text)
-        tree = _fix(sqlglot.parse_one(text, read="spark"))
+        tree = _parse(text)
         return SqlExpr(tree.sql(dialect="spark"), tree, text, at, Span(at, at + len(text), 1, at + 1))
 
 
@@ -164,7 +166,7 @@ def clause(pattern: str, define: dict[str, str] | None = None, measures: dict[st
             e = q.expr(text)
             q.add(f" AS {name}, ")
             ms.append(mr_ast.Measure(e, name, Span(start, len(q.text), 1, start + 1)))
-    q.add(f"{rows} ")
+    rows_at = q.add(f"{rows} ")
     at = q.add(f"AFTER MATCH SKIP {skip} {skip_to or ''} ")
     after = mr_ast.AfterMatchSkip(skip, skip_to, Span(at, len(q.text), 1, at + 1))
     q.add(f"PATTERN ({pattern}) ")
@@ -183,7 +185,7 @@ def clause(pattern: str, define: dict[str, str] | None = None, measures: dict[st
     mode = mr_ast.ONE_ROW
     if rows.startswith("ALL"):
         mode = rows.replace("ALL ROWS PER MATCH", "").strip() or mr_ast.SHOW_EMPTY
-    c = mr_ast.MatchRecognize("t", tuple(parts), tuple(keys), tuple(ms), mr_ast.RowsPerMatch(mode), after,
+    c = mr_ast.MatchRecognize("t", tuple(parts), tuple(keys), tuple(ms), mr_ast.RowsPerMatch(mode, Span(rows_at, rows_at + len(rows), 1, rows_at + 1)), after,
                               read_pattern(pattern), tuple(subs), tuple(defs))
     return c, q.text
 
