@@ -1,9 +1,13 @@
 """The local MATCH_RECOGNIZE engine: one Arrow table in, the clause's result table out.
 
-Input: a checked :class:`cerql.mr_ast.MatchRecognize` (planner/mr_analyze.py), the input table,
-the query text (for positions) and a :class:`Matcher`, the compiled pattern's matcher for one
-partition's DEFINE bits (the caller builds it from the planner's NFA, as this package never
-imports the planner). Output: the result as docs/semantics.md "MATCH_RECOGNIZE" lays it out.
+Input: a checked :class:`cerql.mr_ast.MatchRecognize`, the input table, the query text (for
+positions) and a :class:`Matcher` for one partition's DEFINE bits: :class:`PikeMatcher` over the
+planner's NFA (this package never imports the planner), so a caller writes::
+
+    analysis, nfa, skip = planner.mr_analyze.compiled(clause, text)
+    result = run_match_recognize(clause, table, text, PikeMatcher(nfa, skip))
+
+Output: the result as docs/semantics.md "MATCH_RECOGNIZE (the local engine)" lays it out.
 
 The steps:
 
@@ -34,24 +38,41 @@ from sqlglot import exp
 from cerql import mr_ast
 from cerql import mr_expr as mx
 from cerql.errors import AnalysisError, UnsupportedError
+from cerql.exec.kernel.pike import match_partition
 from cerql.exec.mr_define import define_bits
 from cerql.exec.mr_measures import Matches, MeasureContext, Rows, measure_values
+from cerql.mr_plan import Nfa, Skip
 
 _ORDINAL = "__cerql_mr_ordinal"
 _PART = "__cerql_mr_partition"
 
 
 class Matcher(Protocol):
-    """The compiled pattern for one partition. ``match(bits)`` (a uint64 per row, bit v for
-    variable v's DEFINE) returns the matches in order: their first rows, their ends (exclusive)
-    and one label per mapped row, match after match; ``label_variable[label]`` is the label's
-    variable (an index into the pattern's variables) and ``label_excluded[label]`` whether the
-    row lies in an exclusion ``{- -}``."""
+    """The compiled pattern for one partition. ``match(bits, partition)`` (a uint64 per row, bit
+    v for variable v's DEFINE; ``partition`` names the partition in errors) returns the matches
+    in order: their first rows, their ends (exclusive) and one label per mapped row, match after
+    match; ``label_variable[label]`` is the label's variable (an index into the pattern's
+    variables) and ``label_excluded[label]`` whether the row lies in an exclusion ``{- -}``."""
 
     label_variable: np.ndarray
     label_excluded: np.ndarray
 
-    def match(self, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def match(self, bits: np.ndarray, partition: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+class PikeMatcher:
+    """The :class:`Matcher` of the Pike-VM kernel (exec/kernel/pike.py) over a compiled NFA."""
+
+    def __init__(self, nfa: Nfa, skip: Skip):
+        self.nfa, self.skip, self.tables = nfa, skip, nfa.tables()
+        labels = np.arange(nfa.n_labels, dtype=np.int64)
+        count = max(len(nfa.variables), 1)
+        self.label_variable = labels % count
+        self.label_excluded = labels >= len(nfa.variables)
+
+    def match(self, bits: np.ndarray, partition: str | None = None):
+        found = match_partition(self.nfa, bits, self.skip, self.tables, partition)
+        return found.starts, found.ends, found.labels
 
 
 def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, matcher: Matcher) -> pa.Table:
@@ -70,7 +91,7 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     part_start, part_end, bounds = _partition_bounds(part)
 
     bits = define_bits(rows, part_start, part_end, variables, defines, text)
-    matches = _match_all(bits, bounds, matcher)
+    matches = _match_all(bits, bounds, matcher, lambda p: _describe(rows, partition_columns, int(bounds[p])))
 
     all_rows = clause.rows_per_match.all_rows
     out_rows = _all_rows(matches, clause.rows_per_match.mode, part, bounds) if all_rows else _one_row(matches)
@@ -164,12 +185,19 @@ def _partition_bounds(part: np.ndarray):
     return np.repeat(bounds[:-1], sizes), np.repeat(bounds[1:], sizes), bounds
 
 
-def _match_all(bits: np.ndarray, bounds: np.ndarray, matcher: Matcher) -> Matches:
+def _describe(rows: pa.Table, columns: list[str], at: int) -> str | None:
+    """The partition of sorted row ``at``, for an error message (``sym=a``)."""
+    if not columns:
+        return None
+    return ", ".join(f"{c}={rows.column(c)[at].as_py()!r}" for c in columns)
+
+
+def _match_all(bits: np.ndarray, bounds: np.ndarray, matcher: Matcher, describe) -> Matches:
     """Every partition's matches, with sorted-row positions and MATCH_NUMBER from 1."""
     starts, ends, labels, numbers, partitions, counts = [], [], [], [], [], []
     for p in range(len(bounds) - 1):
         lo, hi = int(bounds[p]), int(bounds[p + 1])
-        s, e, lab = matcher.match(bits[lo:hi])
+        s, e, lab = matcher.match(bits[lo:hi], describe(p))
         s, e = np.asarray(s, np.int64), np.asarray(e, np.int64)
         starts.append(s + lo)
         ends.append(e + lo)
@@ -231,4 +259,4 @@ def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray)
                 np.concatenate([running, none])[order], np.concatenate([final, none])[order])
 
 
-__all__ = ["Matcher", "partition_ids", "run_match_recognize", "sort_order"]
+__all__ = ["Matcher", "PikeMatcher", "partition_ids", "run_match_recognize", "sort_order"]

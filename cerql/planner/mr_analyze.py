@@ -35,7 +35,9 @@ from cerql import mr_ast
 from cerql import mr_expr as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
+from cerql.mr_plan import Nfa, Skip
 from cerql.parser.sqlexpr import expr_position
+from cerql.planner.mr_compile import compile_pattern, compile_skip
 
 MAX_VARIABLES = 64  # one bit per variable in a uint64 per row (exec/mr_define.py)
 UNSUPPORTED = "MATCH_RECOGNIZE_UNSUPPORTED"
@@ -59,11 +61,32 @@ class MrAnalysis:
     row_local: frozenset[str]
 
 
+def compiled(clause: mr_ast.MatchRecognize, text: str) -> tuple[MrAnalysis, Nfa, Skip]:
+    """The checks, then the pattern's NFA and the AFTER MATCH SKIP of the kernel
+    (planner/mr_compile.py): what exec/mr_engine.py's PikeMatcher takes. Names are passed to the
+    compiler as PATTERN spells them, SKIP TO's and SUBSET's resolved to those spellings."""
+    analysis = analyze(clause, text)
+    written = {mx.canonical(v): v for v in clause.variables}
+    subsets = tuple(mr_ast.Subset(mx.canonical(s.name), tuple(written[mx.canonical(v)] for v in s.variables))
+                    for s in clause.subsets)
+    after = clause.after_match
+    if after.variable is not None:
+        target = mx.canonical(after.variable)
+        after = mr_ast.AfterMatchSkip(after.mode, written.get(target, target), after.span)
+    return analysis, compile_pattern(clause.pattern, clause.variables), compile_skip(after, clause.variables, subsets)
+
+
 def analyze(clause: mr_ast.MatchRecognize, text: str, refuse_history: bool = True) -> MrAnalysis:
     """Check ``clause`` (module docstring) and sort its DEFINEs. ``refuse_history`` False returns
     the analysis with the history-dependent DEFINEs left out of ``row_local`` instead of refusing
     them (for the step that will evaluate them)."""
     variables = tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
+    if len(variables) < len(clause.variables):
+        twice = next(v for v in clause.variables if [mx.canonical(w) for w in clause.variables].count(mx.canonical(v)) > 1)
+        raise AnalysisError.at(text, start_of(clause.pattern.span),
+                               f"PATTERN spells variable {twice} in more than one way",
+                               "MATCH_RECOGNIZE_DUPLICATE_NAME",
+                               "names compare without case: write each variable the same way everywhere")
     if len(variables) > MAX_VARIABLES:
         raise UnsupportedError.at(text, start_of(clause.pattern.span),
                                   f"PATTERN has {len(variables)} variables; at most {MAX_VARIABLES} are supported",
@@ -345,4 +368,4 @@ class _Scope:
         return None
 
 
-__all__ = ["MAX_VARIABLES", "MrAnalysis", "UNSUPPORTED", "analyze"]
+__all__ = ["MAX_VARIABLES", "MrAnalysis", "UNSUPPORTED", "analyze", "compiled"]

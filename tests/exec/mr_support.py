@@ -251,7 +251,7 @@ class BacktrackMatcher:
                 yield pos, labels
             yield from more()
 
-    def match(self, bits):
+    def match(self, bits, partition=None):
         starts, ends, labels = [], [], []
         s, n = 0, len(bits)
         while s < n:

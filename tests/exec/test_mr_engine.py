@@ -12,8 +12,8 @@ import pytest
 
 from cerql import mr_ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError
-from cerql.exec.mr_engine import run_match_recognize
-from cerql.planner.mr_analyze import analyze
+from cerql.exec.mr_engine import PikeMatcher, run_match_recognize
+from cerql.planner.mr_analyze import analyze, compiled
 from tests.exec.mr_support import BacktrackMatcher, clause
 
 ROWS = pa.table({"row": list(range(1, 9)), "value": [90, 80, 70, 80, 90, 50, 40, 60]})
@@ -21,10 +21,28 @@ DOWN_UP = {"B": "B.value < PREV(B.value)", "C": "C.value > PREV(C.value)"}
 ALL = "ALL ROWS PER MATCH"
 
 
+@pytest.fixture(autouse=True, params=["pike", "backtrack"])
+def matcher_kind(request):
+    """Every test runs with the Pike-VM kernel and with the backtracking stand-in."""
+    global MATCHER
+    MATCHER = request.param
+    yield
+
+
+MATCHER = "pike"
+
+
+def matcher(c, text):
+    if MATCHER == "pike":
+        _, nfa, skip = compiled(c, text)
+        return PikeMatcher(nfa, skip)
+    analyze(c, text)
+    return BacktrackMatcher(c)
+
+
 def run(table=ROWS, **kwargs) -> pa.Table:
     c, text = clause(**kwargs)
-    analyze(c, text)
-    return run_match_recognize(c, table, text, BacktrackMatcher(c))
+    return run_match_recognize(c, table, text, matcher(c, text))
 
 
 def col(out: pa.Table, name: str) -> list:
@@ -181,8 +199,7 @@ def test_no_rows_and_no_matches():
 def _error(**kwargs) -> CeqlError:
     c, text = clause(**kwargs)
     with pytest.raises(CeqlError) as info:
-        analyze(c, text)
-        run_match_recognize(c, ROWS, text, BacktrackMatcher(c))
+        run_match_recognize(c, ROWS, text, matcher(c, text))
     err = info.value
     err.query = text
     return err
@@ -235,3 +252,19 @@ def test_row_local_defines_are_accepted():
                                              "B": "RUNNING(PREV(S.value)) < 1"}, subsets={"S": ("B",)})
     analysis = analyze(c, text)
     assert analysis.row_local == {"A", "B"} and analysis.variables == ("A", "B")
+
+
+def test_skip_to_error_names_the_match_and_partition():
+    table = pa.table({"p": ["x"] * 3, "row": [1, 2, 3], "value": [1, 2, 3]})
+    c, text = clause(pattern="A B?", partition_by=("p",), skip=mr_ast.TO_LAST, skip_to="b")
+    with pytest.raises(CeqlError) as info:
+        run_match_recognize(c, table, text, matcher(c, text))
+    assert info.value.error_class in ("MATCH_RECOGNIZE_SKIP_ERROR", "MATCH_RECOGNIZE_SKIP")
+    if MATCHER == "pike":
+        assert "match 3" in str(info.value) and "p='x'" in str(info.value)  # rows 1-2, 2-3, then 3 alone
+
+
+def test_skip_to_a_variable_written_in_another_case():
+    c, text = clause(pattern="A B+ C+", define=DOWN_UP, skip=mr_ast.TO_LAST, skip_to="c",
+                     measures={"r": "FIRST(row)"})
+    assert col(run_match_recognize(c, ROWS, text, matcher(c, text)), "r") == [1, 5]
