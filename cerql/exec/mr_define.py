@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from cerql import mr_expr as mx
+from cerql import mr_functions as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.expr import ExprError, compile_expr, evaluate, guard

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from cerql import mr_ast
-from cerql import mr_expr as mx
+from cerql import mr_functions as mx
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.exec.kernel.pike import match_partition
 from cerql.exec.mr_define import define_bits

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from cerql import mr_expr as mx
+from cerql import mr_functions as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.exec import aggregate

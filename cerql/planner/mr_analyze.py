@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from cerql import mr_ast
-from cerql import mr_expr as mx
+from cerql import mr_functions as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.mr_plan import Nfa, Skip
@@ -50,7 +50,7 @@ _NOT_BOOLEAN = (exp.Literal, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.In
 
 @dataclass(frozen=True)
 class MrAnalysis:
-    """What the checks found. Names are canonical (``mr_expr.canonical``): ``variables`` in
+    """What the checks found. Names are canonical (``mr_functions.canonical``): ``variables`` in
     PATTERN order (variable v is bit v of the DEFINE bits), ``subsets`` each SUBSET's variables,
     ``defines`` each defined variable's condition, ``row_local`` the variables whose DEFINE reads
     only the current row (every DEFINE, until history-dependent ones are evaluated)."""
@@ -220,7 +220,7 @@ def _name_in_span(text: str, span, name: str) -> int:
 
 def _position(expr: SqlExpr, node: exp.Expression) -> int:
     """The offset of ``node`` in the query: a row pattern function's name or a name-less node
-    (mr_expr.node_offset), else parser.sqlexpr.expr_position."""
+    (mr_functions.node_offset), else parser.sqlexpr.expr_position."""
     if mx.function_name(node) is not None or not any(True for _ in node.find_all(exp.Identifier)):
         return mx.node_offset(expr, node)
     return expr_position(expr, node)

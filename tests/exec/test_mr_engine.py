@@ -13,6 +13,7 @@ import pytest
 from cerql import mr_ast
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError
 from cerql.exec.mr_engine import PikeMatcher, run_match_recognize
+from cerql.parser.match_recognize import parse_match_recognize
 from cerql.planner.mr_analyze import analyze, compiled
 from tests.exec.mr_support import BacktrackMatcher, clause
 
@@ -268,3 +269,41 @@ def test_skip_to_a_variable_written_in_another_case():
     c, text = clause(pattern="A B+ C+", define=DOWN_UP, skip=mr_ast.TO_LAST, skip_to="c",
                      measures={"r": "FIRST(row)"})
     assert col(run_match_recognize(c, ROWS, text, matcher(c, text)), "r") == [1, 5]
+
+
+def _from_text(text: str, table: pa.Table) -> pa.Table:
+    c = parse_match_recognize(text).clause
+    return run_match_recognize(c, table, text, matcher(c, text))
+
+
+def test_from_the_parser_the_documented_example():
+    ticks = pa.table({"sym": ["a", "b", "a", "a", "b", "a", "a", "b"], "ts": [1, 1, 2, 3, 2, 4, 5, 3],
+                      "price": [10, 5, 8, 7, 6, 9, 11, 4]})
+    text = """SELECT * FROM ticks MATCH_RECOGNIZE (
+  PARTITION BY sym ORDER BY ts
+  MEASURES FIRST(ts) AS start_ts, LAST(DOWN.price) AS bottom, count(UP.*) AS n, MATCH_NUMBER() AS mno,
+           FINAL LAST(price) AS top, PREV(LAST(DOWN.price), 1) AS before_bottom
+  ONE ROW PER MATCH
+  AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (STRT DOWN+ UP+)
+  SUBSET ALLD = (STRT, DOWN)
+  DEFINE DOWN AS price < PREV(price), UP AS price > PREV(price)
+) AS m"""
+    out = _from_text(text, ticks)
+    assert out.column_names == ["sym", "start_ts", "bottom", "n", "mno", "top", "before_bottom"]
+    # a: 10 8 7 9 11 (STRT 10, DOWN 8 7, UP 9 11); b: 5 6 4 (no DOWN after STRT 5: 6 > 5; STRT 6, DOWN 4, no UP)
+    assert out.to_pylist() == [{"sym": "a", "start_ts": 1, "bottom": 7, "n": 2, "mno": 1, "top": 11,
+                                "before_bottom": 8}]
+
+
+def test_from_the_parser_a_reference_case_and_an_error():
+    text = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY row MEASURES CLASSIFIER() AS cls "
+            "ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C+) "
+            "DEFINE B AS B.value < PREV(B.value), C AS C.value > PREV(C.value))")
+    out = _from_text(text, ROWS)
+    assert col(out, "row") == [1, 2, 3, 4, 5, 2, 3, 4, 5, 5, 6, 7, 8, 6, 7, 8]
+    bad = text.replace("C.value > PREV(C.value)", "C.value > FINAL LAST(C.value)")
+    with pytest.raises(CeqlError) as info:
+        _from_text(bad, ROWS)
+    assert info.value.error_class == "MATCH_RECOGNIZE_FINAL_IN_DEFINE"
+    assert info.value.column == bad.index("FINAL") + 1
