@@ -14,13 +14,14 @@ rows from the row their argument navigates to (``LAST(e)`` when it does not), wi
 partition. The columns each navigation reads are gathered at its indices with ``take``, and the
 scalar rest of the measure is evaluated by cerql's expression evaluator (cerql.expr, Spark SQL
 semantics) over the table of gathered columns. Aggregates over a variable's rows (``count(*)``,
-``count(A.*)``, ``count(A.x)``, ``sum``, ``avg``, ``min``, ``max``) are exec/aggregate.py's
-``grouped`` over each output row's rows of that variable; CLASSIFIER() is the variable of the
-navigated row, MATCH_NUMBER() the match's number.
+``count(A.*)``, ``count(A.x)``, ``sum``, ``avg``, ``min``, ``max``) are running aggregates
+over each match's rows of that variable, in row order (kernel/running.py), read at the last row
+each output row sees; CLASSIFIER() is the variable of the navigated row, MATCH_NUMBER() the
+match's number.
 
-Cost: navigations and count(*) / count(A.*) are linear in the output rows. The other aggregates
-under RUNNING in ALL ROWS PER MATCH aggregate every prefix of a match: quadratic in the length of
-a match (FINAL, and ONE ROW PER MATCH, aggregate each match once).
+Cost: linear in the output rows and the matches' rows, except a DECIMAL sum or avg, which is
+exec/aggregate.py's exact ``grouped`` over each output row's rows: under RUNNING in ALL ROWS PER
+MATCH, every prefix of a match, quadratic in its length.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from cerql import mr_functions as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.exec import aggregate
+from cerql.exec.kernel.running import running_best, running_sum_float64, running_sum_int64
 from cerql.expr import ExprError, compile_expr, evaluate, guard
 
 FIELD = "__cerql_mr_m{}"  # a gathered column or computed part of a measure
@@ -107,6 +109,10 @@ class MeasureContext:
             np.cumsum(inside, out=cum[1:])
             self._counts[members] = (cum, np.flatnonzero(inside).astype(np.int64))
         return self._counts[members]
+
+    def matches_segments(self, cum: np.ndarray) -> np.ndarray:
+        """Where each match's rows of a set begin and end in the order of its positions."""
+        return cum[self.matches.offsets]
 
     def bound(self, final: bool) -> np.ndarray:
         return np.where(self.has_match, self.rows.final if final else self.rows.running, 0).astype(np.int64)
@@ -264,24 +270,36 @@ class _Rewriter:
         if star:
             lo = ctx.lo
             return pa.array(cum[lo + ctx.bound(final)] - cum[lo], pa.int64())
-        # one group per distinct (match, rows seen): per match under FINAL and ONE ROW PER MATCH
-        keys = np.stack([ctx.rows.match.astype(np.int64), ctx.bound(final)], axis=1)
+        values, seen_end, seen_count = self._running_inputs(argument, cum, where, final)
+        if kind in ("sum", "avg") and pa.types.is_decimal(values.type):
+            return self._grouped(kind, values, seen_end, seen_count)
+        return _running(kind, values, ctx.matches_segments(cum), seen_end, seen_count)
+
+    def _running_inputs(self, argument, cum, where, final):
+        """The argument at every row of the set in every match (where-order), and per output row
+        the end (exclusive) of the rows it sees in that order and how many they are."""
+        ctx = self.ctx
+        owner = np.searchsorted(ctx.matches.offsets, where, side="right") - 1 if len(where) else where
+        rows = ctx.matches.start[owner] + (where - ctx.matches.offsets[owner]) if len(where) else where
+        values = self._values(argument, rows)
+        lo = ctx.lo
+        seen_end = cum[lo + ctx.bound(final)]
+        return values, seen_end, seen_end - cum[lo]
+
+    def _grouped(self, kind, values, seen_end, seen_count):
+        """exec/aggregate.py's grouped over each distinct range of rows an output row sees (a
+        DECIMAL sum or avg: exact, in Python integers; under RUNNING in ALL ROWS PER MATCH every
+        prefix of a match, a cost quadratic in its length)."""
+        keys = np.stack([seen_end - seen_count, seen_end], axis=1)
         unique, inverse = np.unique(keys, axis=0, return_inverse=True) if len(keys) else (
             np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
-        match, seen = unique[:, 0], unique[:, 1]
-        has = match >= 0
-        mi = np.where(has, match, 0)
-        lo = np.where(has, ctx.matches.offsets[mi] if len(ctx.matches.start) else 0, 0)
-        first, last = cum[lo], cum[lo + np.where(has, seen, 0)]  # each group's rows: where[first:last]
+        first, last = unique[:, 0], unique[:, 1]
         sizes = last - first
         offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
         within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
-        flat = where[np.repeat(first, sizes) + within] if offsets[-1] else np.zeros(0, np.int64)
-        owner = np.repeat(mi, sizes)
-        rows = ctx.matches.start[owner] + (flat - ctx.matches.offsets[owner]) if len(flat) else flat
-        values = self._values(argument, rows)
-        out = aggregate.grouped(kind, offsets, values, _result_type(kind, values.type))
+        at = np.repeat(first, sizes) + within
+        out = aggregate.grouped(kind, offsets, values.take(pa.array(at, pa.int64())), _result_type(kind, values.type))
         return out.take(pa.array(np.asarray(inverse).reshape(-1).astype(np.int64)))
 
     def _values(self, argument: exp.Expression, rows: np.ndarray) -> pa.Array:
@@ -306,6 +324,46 @@ class _Rewriter:
         except ExprError as err:
             raise positioned(err) from None
         return evaluate(fn, table)
+
+
+def _running(kind: str, values: pa.Array, segments: np.ndarray, seen_end: np.ndarray, seen_count: np.ndarray) -> pa.Array:
+    """Each output row's aggregate of the rows it sees, from the running aggregates of every
+    match's rows (kernel/running.py): the value at the last row it sees."""
+    valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
+    last = np.where(seen_count > 0, seen_end - 1, 0)
+    result_type = _result_type(kind, values.type)
+    if kind in ("count", "sum", "avg") and len(values) and not pa.types.is_null(values.type):
+        if kind == "sum" and pa.types.is_integer(values.type):
+            numbers = np.asarray(values.cast(pa.int64()).fill_null(0).to_numpy(), np.int64)
+            sums, counts, bad = running_sum_int64(numbers, valid, segments)
+            if bad >= 0:  # exec/aggregate.py raises Spark's error, with the numbers
+                segment = slice(segments[bad], segments[bad + 1])
+                aggregate.value("sum", [], numbers[segment][valid[segment]].tolist())
+                raise AssertionError("the running sum saw an overflow that Python's does not")  # pragma: no cover
+        else:
+            numbers = np.asarray(values.cast(pa.float64(), safe=False).fill_null(0.0).to_numpy(), np.float64) \
+                if kind != "count" else np.zeros(len(values), np.float64)
+            sums, counts = running_sum_float64(numbers, valid, segments, kind == "avg")
+        count = np.where(seen_count > 0, counts[last], 0)
+        if kind == "count":
+            return pa.array(count, pa.int64())
+        total = sums[last]
+        if kind == "avg":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                total = total / np.maximum(count, 1)
+        return pa.array(total, mask=count == 0).cast(result_type)
+    if kind == "count":
+        return pa.array(np.zeros(len(seen_end), np.int64), pa.int64())
+    if kind in ("sum", "avg"):
+        return pa.nulls(len(seen_end), result_type)
+    ranks = np.zeros(len(values), np.int64)
+    if len(values):
+        order = np.asarray(pc.sort_indices(values).to_numpy(), np.int64)  # NaN above every number, as Spark
+        ranks[order] = np.arange(len(values))
+    best = running_best(ranks, valid, segments, kind == "max")
+    at = np.where(seen_count > 0, best[last] if len(best) else -1, -1)
+    return values.take(pa.array(np.where(at >= 0, at, 0), mask=at < 0)).cast(result_type) if len(values) else \
+        pa.nulls(len(seen_end), result_type)
 
 
 def _result_type(kind: str, value_type: pa.DataType) -> pa.DataType:

@@ -307,3 +307,29 @@ def test_from_the_parser_a_reference_case_and_an_error():
         _from_text(bad, ROWS)
     assert info.value.error_class == "MATCH_RECOGNIZE_FINAL_IN_DEFINE"
     assert info.value.column == bad.index("FINAL") + 1
+
+
+def test_aggregates_of_other_types_running_and_final():
+    from decimal import Decimal
+    table = pa.table({"row": [1, 2, 3, 4], "d": pa.array([Decimal("1.5"), None, Decimal("2.25"), Decimal("-1")],
+                                                        pa.decimal128(5, 2)),
+                      "f": [1.5, float("nan"), None, -2.0], "s": ["b", "a", None, "c"]})
+    out = run(table, pattern="A+", rows=ALL, measures={
+        "sd": "sum(d)", "ad": "avg(d)", "fsd": "FINAL(sum(d))", "sf": "sum(f)", "af": "avg(f)", "mxf": "max(f)",
+        "mnf": "min(f)", "mns": "min(s)", "mxs": "FINAL(max(s))", "nf": "count(f)"})
+    assert col(out, "sd") == [Decimal("1.50"), Decimal("1.50"), Decimal("3.75"), Decimal("2.75")]
+    assert out.schema.field("sd").type == pa.decimal128(15, 2) and out.schema.field("ad").type == pa.decimal128(9, 6)
+    assert col(out, "ad") == [Decimal("1.5"), Decimal("1.5"), Decimal("1.875"), Decimal("0.916667")]
+    assert col(out, "fsd") == [Decimal("2.75")] * 4
+    assert col(out, "sf")[0] == 1.5 and all(math.isnan(v) for v in col(out, "sf")[1:])
+    assert col(out, "mnf") == [1.5, 1.5, 1.5, -2.0] and col(out, "mxf")[0] == 1.5
+    assert all(math.isnan(v) for v in col(out, "mxf")[1:])  # NaN above every number
+    assert col(out, "mns") == ["b", "a", "a", "a"] and col(out, "mxs") == ["c"] * 4
+    assert col(out, "nf") == [1, 2, 2, 3]
+
+
+def test_a_running_sum_that_leaves_bigint_fails_as_spark():
+    table = pa.table({"row": [1, 2, 3], "v": [2 ** 62, 2 ** 62, -5]})
+    with pytest.raises(CeqlError) as info:
+        run(table, pattern="A+", rows=ALL, measures={"s": "sum(v)"})
+    assert info.value.error_class == "ARITHMETIC_OVERFLOW"
