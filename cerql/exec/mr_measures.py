@@ -193,8 +193,8 @@ class _Rewriter:
             return self._replace(node, self.rewrite(mx.arguments(node)[0], name == mx.FINAL))
         if name == mx.MATCH_NUMBER:
             rows = self.ctx.rows
-            numbers = self.ctx.matches.number[np.where(rows.match >= 0, rows.match, 0)] if len(rows.match) else \
-                np.zeros(0, np.int64)
+            padded = np.append(self.ctx.matches.number, 0)  # -1 (an unmatched row) reads the pad
+            numbers = padded[rows.match]
             return self._replace(node, self._field(pa.array(numbers.astype(np.int64), pa.int64(), mask=rows.match < 0)))
         if name == mx.CLASSIFIER:
             args = mx.arguments(node)
@@ -210,7 +210,7 @@ class _Rewriter:
             return self._replace(node, self._field(self.aggregate(node, final)))
         if isinstance(node, exp.Column):
             flat = self.ctx.logical(self.ctx.members(mx.qualifier(node)), True, 0, final)
-            return self._gathered(node, self.ctx.row_of(flat))
+            return self._replace(node, self._gathered(node, self.ctx.row_of(flat)))
         for child in list(node.iter_expressions()):
             self.rewrite(child, final)
         return node
