@@ -72,13 +72,14 @@ def test_one_row_measures():
         "sc": "sum(C.value)", "ab": "avg(B.value)", "mn": "min(value)", "mx": "max(C.value)",
         "cls": "CLASSIFIER()", "clsb": "CLASSIFIER(B)", "mno": "MATCH_NUMBER()", "v": "value", "nbc": "count(BC.*)",
         "lbc2": "LAST(BC.value, 2)", "plus": "LAST(value + 1)", "diff": "LAST(B.value) - FIRST(A.value)",
-        "ncv": "count(C.value)"})
+        "ncv": "count(C.value)", "e1": "A.value + 1", "e2": "LAST(B.value) * 2 + value"})
     assert out.column_names[:3] == ["fb", "lb", "fb1"] and out.num_rows == 2
     expected = {
         "fb": [80, 40], "lb": [70, 40], "fb1": [70, None], "lc1": [80, None], "prev_lb": [90, 90],
         "next_a": [80, 40], "nb": [2, 1], "n": [5, 3], "sc": [170, 60], "ab": [75.0, 40.0], "mn": [70, 40],
         "mx": [90, 60], "cls": ["C", "C"], "clsb": ["B", "B"], "mno": [1, 2], "v": [90, 60], "nbc": [4, 2],
         "lbc2": [70, None], "plus": [91, 61], "diff": [-20, -10], "ncv": [2, 1],
+        "e1": [91, 51], "e2": [230, 140],
     }
     for name, values in expected.items():
         assert col(out, name) == values, name
