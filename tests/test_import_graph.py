@@ -35,22 +35,24 @@ LAZY_TABLE = "_LAZY"  # cerql/__init__.py: public name -> the module it is loade
 
 
 # Stage -> the stages it may import (itself always). Earlier stages first; see the module docstring.
-# mr_ast (the MATCH_RECOGNIZE tree) sits beside ast: whatever may read one tree may read the other.
+# mr_ast (the MATCH_RECOGNIZE tree) sits beside ast: whatever may read one tree may read the other;
+# mr_functions (how its row pattern functions look in sqlglot trees) right after it.
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "ast": frozenset({"errors"}),
     "mr_ast": frozenset({"errors", "ast"}),
+    "mr_functions": frozenset({"errors", "ast", "mr_ast"}),
     "parser": frozenset({"errors", "ast", "mr_ast"}),
     "expr": frozenset({"errors"}),
     "automaton": frozenset({"errors"}),
     "mr_plan": frozenset({"errors", "mr_ast"}),
     "plan": frozenset({"errors", "ast", "mr_ast", "automaton"}),
-    "planner": frozenset({"errors", "ast", "mr_ast", "parser", "expr", "automaton", "mr_plan", "plan"}),
-    "exec": frozenset({"errors", "ast", "mr_ast", "expr", "automaton", "mr_plan", "plan"}),
-    "api": frozenset({"errors", "ast", "mr_ast", "parser", "expr", "automaton", "mr_plan", "plan", "planner", "exec"}),
-    "spark": frozenset({"errors", "ast", "mr_ast", "parser", "expr", "automaton", "mr_plan", "plan", "planner", "exec", "api"}),
+    "planner": frozenset({"errors", "ast", "mr_ast", "mr_functions", "parser", "expr", "automaton", "mr_plan", "plan"}),
+    "exec": frozenset({"errors", "ast", "mr_ast", "mr_functions", "expr", "automaton", "mr_plan", "plan"}),
+    "api": frozenset({"errors", "ast", "mr_ast", "mr_functions", "parser", "expr", "automaton", "mr_plan", "plan", "planner", "exec"}),
+    "spark": frozenset({"errors", "ast", "mr_ast", "mr_functions", "parser", "expr", "automaton", "mr_plan", "plan", "planner", "exec", "api"}),
     "cerql": frozenset({"errors", "api", "spark"}),
-    "cli": frozenset({"errors", "ast", "mr_ast", "parser", "expr", "automaton", "mr_plan", "plan", "planner", "exec", "api",
+    "cli": frozenset({"errors", "ast", "mr_ast", "mr_functions", "parser", "expr", "automaton", "mr_plan", "plan", "planner", "exec", "api",
                       "spark", "cerql"}),
     "__main__": frozenset({"cli"}),
 }
