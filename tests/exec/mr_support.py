@@ -263,14 +263,16 @@ class BacktrackMatcher:
             starts.append(s)
             ends.append(end)
             labels += lab
-            if self.skip.mode == mr_ast.PAST_LAST_ROW:
-                s = end if end > s else s + 1
+            if end == s:  # AFTER MATCH SKIP says where to resume after a non-empty match only
+                s += 1
+            elif self.skip.mode == mr_ast.PAST_LAST_ROW:
+                s = end
             elif self.skip.mode == mr_ast.TO_NEXT_ROW:
                 s = s + 1
             else:
                 names = self.subsets.get(self.skip.variable.upper(), {self.skip.variable.upper()})
                 at = [s + i for i, l in enumerate(lab) if self.variables[l % len(self.variables)] in names]
                 if not at or (at[0] if self.skip.mode == mr_ast.TO_FIRST else at[-1]) == s:
-                    raise ExecutionError("skip to the match's first row", error_class="MATCH_RECOGNIZE_SKIP")
+                    raise ExecutionError("skip to the match's first row", error_class="AFTER_MATCH_SKIP_FAILED")
                 s = at[0] if self.skip.mode == mr_ast.TO_FIRST else at[-1]
         return np.array(starts, np.int64), np.array(ends, np.int64), np.array(labels, np.int64)

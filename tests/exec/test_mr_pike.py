@@ -106,8 +106,10 @@ def brute(pattern, variables, bits, skip):
             continue
         end, labels = first
         out.append((s, end, labels))
-        if skip.mode == PAST_LAST_ROW:
-            s = end if end > s else s + 1
+        if end == s:  # AFTER MATCH SKIP says where to resume after a non-empty match only
+            s += 1
+        elif skip.mode == PAST_LAST_ROW:
+            s = end
         elif skip.mode == TO_NEXT_ROW:
             s += 1
         else:
@@ -239,7 +241,7 @@ def test_exclusion_labels_its_rows():
 def test_skip_to_a_variable_that_maps_no_row_is_an_error():
     with pytest.raises(ExecutionError) as err:
         kernel(cat(A, q(B, 0)), ("A", "B"), [1, 2, 1, 1], Skip(TO_LAST, 0b10, "B"))
-    assert err.value.error_class == "MATCH_RECOGNIZE_SKIP_ERROR"
+    assert err.value.error_class == "AFTER_MATCH_SKIP_FAILED"
     assert "match 2" in str(err.value) and "maps no row to B" in str(err.value)
 
 

@@ -26,6 +26,8 @@ ACCEPT is reachable without consuming (``nullable``) still gives the new start i
 The other modes resume inside the match, where threads were dropped in favour of threads that are
 then cut, so after each non-empty match the search restarts at the resume row: the work is then
 rows plus, per match, its length and how far its preferred threads looked ahead past its end.
+After an empty match the search resumes at the next row whatever the mode: AFTER MATCH SKIP says
+where to resume after a non-empty match (docs/semantics.md, "MATCH_RECOGNIZE").
 
 Paths are nodes in a shared arena (label, parent), so extending a thread by a row is one node;
 when the arena is full it is compacted to the nodes the live threads and pending matches use, and
@@ -228,7 +230,7 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, 
             m_start[n_match] = s
             m_end[n_match] = e
             n_match += 1
-            if mode == PAST_LAST_ROW:
+            if e == s or mode == PAST_LAST_ROW:  # AFTER MATCH SKIP applies after a non-empty match
                 resume = e if e > s else s + 1
             elif mode == TO_NEXT_ROW:
                 resume = s + 1
@@ -324,7 +326,7 @@ def skip_error(nfa: Nfa, skip: Skip, code: int, match_number: int, partition: st
         what = f"would resume at its own first row (the row of {to} {skip.target})"
     return ExecutionError(
         f"AFTER MATCH SKIP TO {to} {skip.target}: match {match_number}{where} {what}",
-        error_class="MATCH_RECOGNIZE_SKIP_ERROR",
+        error_class="AFTER_MATCH_SKIP_FAILED",
         hint="SKIP TO a variable that maps a row after the first one in every match, or use "
              "AFTER MATCH SKIP PAST LAST ROW / TO NEXT ROW")
 
@@ -332,7 +334,7 @@ def skip_error(nfa: Nfa, skip: Skip, code: int, match_number: int, partition: st
 def match_partition(nfa: Nfa, bits: np.ndarray, skip: Skip, tables: NfaTables | None = None,
                     partition: str | None = None) -> Matches:
     """Every match of one partition, in order (module docstring); ``tables`` is ``nfa.tables()``
-    when the caller keeps it. Raises the MATCH_RECOGNIZE_SKIP_ERROR ExecutionError when AFTER MATCH
+    when the caller keeps it. Raises the AFTER_MATCH_SKIP_FAILED ExecutionError when AFTER MATCH
     SKIP TO cannot resume (``partition`` names the partition in its message)."""
     t = tables if tables is not None else nfa.tables()
     bits = np.ascontiguousarray(bits, dtype=np.uint64)
