@@ -49,7 +49,7 @@ from numba import njit
 
 from cerql.api import analyze
 from cerql.errors import ExecutionError
-from cerql.exec import driver, kernel
+from cerql.exec import driver, kernel, window
 from cerql.exec.stream import build_stream
 from cerql.planner.resolve import resolve
 
@@ -298,7 +298,7 @@ class Profile:
 
     STAGES = (
         ("bits", driver, "condition_bits"),
-        ("bits", driver, "window_setup"),
+        ("bits", window, "stream_values"),
         ("symbols", driver.Run, "_symbol_ids"),  # lookup table (np.unique only for unseen bits)
         ("kernel", kernel, "run_batch"),
         ("determinize", driver.Run, "_add_transitions"),

@@ -332,7 +332,7 @@ def timed_matcher(out_dir: str):
 
             import pyarrow as _pa
 
-            from cerql.spark.arrow_task import MatchTask
+            from cerql.exec.task import MatchTask
 
             matcher = MatchTask(task)
             wait = proc = proc_cpu = hand = 0.0
@@ -566,7 +566,7 @@ class StageTimer:
 
     def __init__(self):
         from cerql.exec import driver, output
-        from cerql.spark import arrow_task
+        from cerql.exec import task as arrow_task
 
         self.targets = [
             ("_starts", arrow_task.MatchTask, "_starts"),
@@ -612,7 +612,7 @@ class StageTimer:
 
 def run_profile(spark, stock, query: str, rows: int, batch_rows: int, top: int = 20) -> dict:
     """MatchTask.process on the batches Spark would feed it, run here: plain, per stage, cProfile."""
-    from cerql.spark.arrow_task import MatchTask
+    from cerql.exec.task import MatchTask
     from cerql.spark.lower import task_plan
 
     plan, frames, _ = planned(spark, query, stock)

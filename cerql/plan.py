@@ -182,7 +182,7 @@ class Evaluation:
 class TaskPlan:
     """What evaluates the stream substream by substream once it is built: the automaton and its
     choices (``evaluation``), the columns, order, window, variable outputs, strategy and CONSUME
-    BY. A Spark task runs one of these (spark/lower.py ``task_plan``, spark/arrow_task.py
+    BY. A Spark task runs one of these (spark/lower.py ``task_plan``, exec/task.py
     ``MatchTask``): no AST of the query, no compiled row predicates (Spark computed their bits),
     no SELECT expressions (Spark evaluates them). A :class:`QueryPlan` is one too."""
 

@@ -16,7 +16,7 @@ A query that counts positions cannot forget such a row, but it can forget its co
 only moves every run along the TRUE gaps (an *inert* event). :func:`inert_steps` says how many
 inert events in a row have the effect of any longer run of them, so Spark drops the inert rows
 before they reach Python, sends each kept row's position in its substream, and the task puts
-back at most that many inert events per gap (``cerql.spark.arrow_task``);
+back at most that many inert events per gap (``cerql.exec.task``);
 :func:`gap_masks` says when this applies.
 
 What a result's label bits stand for is the automaton's (``cerql.automaton.label_bits``).

@@ -13,15 +13,14 @@ Spark task reuses over Arrow batches; :func:`evaluate` runs a whole local stream
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from cerql import ast
-from cerql.exec import kernel
+from cerql.exec import kernel, window
 from cerql.exec.aggregate import sum_overflow
-from cerql.automaton import START, Automaton, label_bits
+from cerql.automaton import START, Automaton
 from cerql.exec.determinizer import Determinizer
+from cerql.exec.registers import RegisterSpec
 from cerql.exec.results import (MatchChunk, Result, too_many_candidate_events, too_many_candidates, too_many_matches,
                                 too_many_runs, too_many_steps)
 from cerql.exec.stream import Stream
@@ -90,26 +89,38 @@ class Run:
         dominance = strategy if strategy in ("NEXT", "MAX") and self.registers.count == 0 else None
         self.det = Determinizer(automaton, dominance=dominance)
         self.value_dtype = np.dtype(value_dtype)
-        # the query's settings, as the kernel reads them (the amount in the window values' type)
+        self.candidates = candidates
+        self.unless_cut = unless_cut
+        self.no_reach = np.full(1, -1, np.int64)
+        self.options = self._options(automaton, strategy, consume, max_matches, windowed, amount, bounds_starts,
+                                     order)
+        self.open_end = -1  # a part's event whose best data sets end it (order), else -1 ...
+        self.open_pos = -1  # ... and its position in its substream
+        self.found = False  # what the caller settled for it
+        self._init_transitions(automaton)
+        self._init_buffers()
+
+    def _options(self, automaton: Automaton, strategy: str, consume: bool, max_matches: int, windowed: bool,
+                 amount, bounds_starts: bool, order) -> kernel.Options:
+        """The query's settings, as the kernel reads them (the amount in the window values' type)."""
         resets = int(np.bitwise_or.reduce(self.registers.resets))  # marks no result (kernel output_bits)
         first_selected = all(t.label & ~(START | resets) for t in automaton.transitions if t.label & START)
-        if candidates:
+        if self.candidates:
             max_work = kernel.candidate_events(max_matches)
         elif strategy == "MAX" and self.registers.count > 0:  # MAX compares every candidate
             max_work = kernel.candidate_events(kernel.candidate_limit(max_matches))
         else:
             max_work = 0
-        self.candidates = candidates
-        self.unless_cut = unless_cut
-        self.no_reach = np.full(1, -1, np.int64)
-        self.options = kernel.Options(windowed, self.value_dtype.type(amount), STRATEGY_CODES[strategy], consume,
-                                      max_matches, first_selected, bounds_starts, max_work,
-                                      unless_cut[0] if unless_cut else 0, STRATEGY_CODES[order[0]] if order else 0,
-                                      order[1] if order else ~START, kernel.ORDER_PLAIN,
-                                      kernel.ORDER_CHUNK)
-        self.open_end = -1  # a part's event whose best data sets end it (order), else -1 ...
-        self.open_pos = -1  # ... and its position in its substream
-        self.found = False  # what the caller settled for it
+        unless_cut = self.unless_cut
+        return kernel.Options(windowed, self.value_dtype.type(amount), STRATEGY_CODES[strategy], consume,
+                              max_matches, first_selected, bounds_starts, max_work,
+                              unless_cut[0] if unless_cut else 0, STRATEGY_CODES[order[0]] if order else 0,
+                              order[1] if order else ~START, kernel.ORDER_PLAIN,
+                              kernel.ORDER_CHUNK)
+
+    def _init_transitions(self, automaton: Automaton) -> None:
+        """No symbol and no transition yet: the first batches that meet them add them
+        (``_symbol_ids``, ``_add_transitions``)."""
         self.symbols: dict[int, int] = {}
         self.symbol_bits: list[int] = []
         self.inert_bits: list[bool] = []
@@ -125,10 +136,15 @@ class Run:
         self.n_fixed_known = 0
         self._fixed: list[bool] = []
         self.atom_required = [t.required for t in automaton.transitions if t.required]
+
+    def _init_buffers(self) -> None:
+        """The state vector, the active runs (room for one per deterministic state the table
+        has room for), the arena and the output buffers, at their first sizes."""
         self.st = np.zeros(kernel.STATE_SIZE, np.int64)
         self.st[kernel.CONSUMED] = -1
         self.st[kernel.ARENA] = 1
         self.st[kernel.NACT] = 1
+        ds_cap = self.dfa.first.shape[0]
         shape = (ds_cap, kernel.REGISTER_COLUMNS)
         self.runs = kernel.Runs(
             ds=np.zeros(ds_cap, np.int64), node=np.zeros(ds_cap, np.int64),
@@ -366,84 +382,6 @@ class Run:
         return out
 
 
-class RegisterSpec:
-    """The kernel's view of a plan's register checks (``plan.registers``, planner/registers.py):
-    per check, what it is (a comparison or an aggregate), the label bits of its two variables, its
-    operator, whether it compares floats and whether both variables hold one event; ``sides``
-    computes each event's value of both sides for a table of stream rows."""
-
-    OPS = {"=": kernel.OP_EQ, "!=": kernel.OP_NE, ">": kernel.OP_GT, ">=": kernel.OP_GE, "<": kernel.OP_LT,
-           "<=": kernel.OP_LE}
-    KINDS = {None: kernel.COMPARE, "count_events": kernel.AGG_COUNT_EVENTS, "count": kernel.AGG_COUNT,
-             "sum": kernel.AGG_SUM, "avg": kernel.AGG_AVG, "min": kernel.AGG_MIN, "max": kernel.AGG_MAX}
-
-    def __init__(self, checks, labels):
-        bit = label_bits(labels)
-        self.checks = tuple(checks)
-        self.count = len(self.checks)
-        self.x_bits = np.array([bit[c.x] for c in self.checks] or [0], np.int64)
-        self.y_bits = np.array([bit[c.y] for c in self.checks] or [0], np.int64)
-        self.ops = np.array([self.OPS[c.op] for c in self.checks] or [0], np.int64)
-        self.kinds = np.array([self.KINDS[c.aggregate] for c in self.checks] or [0], np.int64)
-        self.floats = np.array([c.floating for c in self.checks] or [False], np.bool_)
-        self.singles = np.array([c.single for c in self.checks] or [False], np.bool_)
-        self.resets = np.array([bit[c.reset] if c.reset else 0 for c in self.checks] or [0],
-                               np.int64)
-        # what the kernel reads: the same arrays (``rise`` changes kinds in place)
-        self.plan = kernel.RegisterPlan(self.count, self.kinds, self.x_bits, self.y_bits, self.ops, self.floats,
-                                        self.singles, self.resets)
-
-    @classmethod
-    def none(cls) -> "RegisterSpec":
-        return cls((), ())
-
-    def for_stream(self, sides) -> "RegisterSpec":
-        """This spec, with each sum whose values over the whole stream are all non-negative
-        numbers adding up to less than 2**62 (so no sum can overflow) made a rising sum
-        (kernel.AGG_SUM_RISING). Only an engine that sees every value can know it: the local
-        engine here, a Spark task from the column spark/lower.py computes (``rise``)."""
-        mask = 0
-        for p, check in enumerate(self.checks):
-            if check.aggregate != "sum":
-                continue
-            values = sides.fx_num[:, p][sides.fx_ok[:, p]]  # as float64, integers too (registers.side_values)
-            if np.all(values >= 0.0) and float(values.sum()) < 2.0**62:  # NaN fails >= 0
-                mask |= 1 << p
-        return self.rise(mask)
-
-    def rise(self, mask: int) -> "RegisterSpec":
-        """Make the sums of the checks in ``mask`` (bit p: check p) rising sums."""
-        for p, check in enumerate(self.checks):
-            if check.aggregate == "sum" and mask >> p & 1:
-                self.kinds[p] = kernel.AGG_SUM_RISING
-        return self
-
-    @staticmethod
-    def rising_candidates(checks) -> list[tuple[int, str]]:
-        """(check index, column) of each sum that may be a rising sum: a sum of one column."""
-        return [(p, c.left_columns[0]) for p, c in enumerate(checks)
-                if c.aggregate == "sum" and len(c.left_columns) == 1]
-
-    def empty_sides(self) -> kernel.Sides:
-        shape = (1, kernel.MAX_REGISTERS)
-        return kernel.Sides(*(np.zeros(shape, np.int64), np.zeros(shape, np.float64), np.zeros(shape, np.bool_)) * 2)
-
-    def sides(self, table) -> kernel.Sides:
-        """(f keys, f values, f valid, g keys, g values, g valid), each (rows, MAX_REGISTERS):
-        column p holds check p's left side as if each row were its x, and its right side as if
-        each row were its y. Keys are int64 values, or the bits of float64 values."""
-        from cerql.exec.registers import side_values
-
-        n = table.num_rows
-        out = [np.zeros((n, kernel.MAX_REGISTERS), t) for t in (np.int64, np.float64, np.bool_) * 2]
-        for p, check in enumerate(self.checks):
-            for k, (fn, var, columns) in enumerate(((check.left, check.x, check.left_columns),
-                                                    (check.right, check.y, check.right_columns))):
-                keys, nums, ok = side_values(fn, var, columns, check.floating, table)
-                out[3 * k][:, p], out[3 * k + 1][:, p], out[3 * k + 2][:, p] = keys, nums, ok
-        return kernel.Sides(*out)
-
-
 def concat_chunks(chunks) -> MatchChunk:
     """The results of ``chunks`` in order as one chunk (offsets moved to the joined labels)."""
     if not chunks:
@@ -491,34 +429,6 @@ def condition_bits(automaton: Automaton, stream: Stream) -> np.ndarray:
     for k, cond in enumerate(automaton.conditions):
         bits |= condition_rows(cond, stream).astype(dtype) << dtype(k)
     return bits
-
-
-def window_setup_for(plan: TaskPlan, dtype) -> tuple[bool, int | float]:
-    """(windowed, amount) for window values of ``dtype``: on integer values (positions,
-    microseconds, integer columns) a fractional amount n means start >= end - floor(n)."""
-    w = plan.window
-    if w is None:
-        return False, 0
-    amount = float(w.amount) if w.kind == "column" else w.amount
-    if np.dtype(dtype).kind in "iu":
-        return True, int(math.floor(amount))
-    return True, float(amount)
-
-
-def window_setup(plan: QueryPlan, stream: Stream):
-    """(windowed, amount, values) for the kernel: positions for n EVENTS, else window values."""
-    n = stream.table.num_rows
-    w = plan.window
-    if w is None:
-        values = np.zeros(n, np.int64)
-    elif w.kind == "events":
-        values = np.arange(n, dtype=np.int64)
-        for lo, hi in stream.bounds:
-            values[lo:hi] -= lo
-    else:
-        values = stream.window_values
-    windowed, amount = window_setup_for(plan, values.dtype)
-    return windowed, amount, values
 
 
 class Matches:
@@ -602,6 +512,21 @@ class Matches:
         return out
 
 
+def open_run(plan: TaskPlan, value_dtype, candidates: bool = False, unless_cut: tuple[int, int] | None = None,
+             order: tuple[str, int] | None = None) -> Run:
+    """The :class:`Run` of ``plan`` over window values of ``value_dtype``: its strategy, CONSUME
+    BY and per-event limit, its window in that type (``window.kernel_window``) and its register
+    checks (:class:`cerql.exec.registers.RegisterSpec`, ``run.registers``: a caller that knows
+    a sum rises over its whole input marks it there before the first batch). The one place a
+    run is assembled: :func:`match_batches` (``cerql.run``), the Spark task (exec/task.py) and
+    so a streaming bucket (spark/streaming/processor.py) all open theirs here. ``candidates``,
+    ``unless_cut`` and ``order`` as :class:`Run` takes them, for a post-filter's relaxed plan."""
+    windowed, amount = window.kernel_window(plan, value_dtype)
+    registers = RegisterSpec(plan.registers, plan.automaton.labels)
+    return Run(plan.automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event, windowed, amount,
+               value_dtype, registers, candidates=candidates, unless_cut=unless_cut, order=order)
+
+
 def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BATCH, candidates: bool = False,
                   parts: bool = False, unless_cut: tuple[int, int] | None = None,
                   order: tuple[str, int] | None = None):
@@ -616,10 +541,9 @@ def match_batches(plan: QueryPlan, stream: Stream, batch_size: int = DEFAULT_BAT
     calls the part's ``settle`` with whether its check found a result ending there."""
     automaton = plan.automaton
     n = stream.table.num_rows
-    windowed, amount, values = window_setup(plan, stream)
-    registers = RegisterSpec(plan.registers, automaton.labels)
-    run = Run(automaton, plan.strategy, plan.consume != "NONE", plan.max_matches_per_event,
-              windowed, amount, values.dtype, registers, candidates=candidates, unless_cut=unless_cut, order=order)
+    values = window.stream_values(plan, stream)
+    run = open_run(plan, values.dtype, candidates=candidates, unless_cut=unless_cut, order=order)
+    registers = run.registers
     bits = condition_bits(automaton, stream)
     sides = registers.sides(stream.table) if registers.count else None
     if sides is not None:

@@ -6,7 +6,7 @@ into it (:class:`ResultRows`). Output: an Arrow table with the PARTITION BY colu
 ``match_id``, ``match_start``, ``match_end``, then one column per SELECT item: a variable that
 holds at most one event is a struct (NULL when unbound), any other variable a list of structs in
 stream order, an expression its value. The local engine (``cerql.run``) and the Spark task
-(``cerql.spark.arrow_task``) both call :func:`build`, so they cannot differ in how a result
+(``cerql.exec.task``) both call :func:`build`, so they cannot differ in how a result
 looks; nothing in it makes a Python object per result or per event (a query with millions of
 results renders in seconds). Spark evaluates SELECT expressions itself, on the task's output.
 

@@ -6,7 +6,7 @@ Input: a :class:`cerql.plan.QueryPlan` whose automaton was compiled with those p
 as true and with every variable their FILTERs read marked (planner/rules.py), and the
 :class:`cerql.exec.stream.Stream`. Output: the results, as :class:`cerql.exec.results.Result`
 values, the same as the reference evaluator's, batch by batch. ``cerql.run`` feeds it the
-kernel's candidates over its stream; the Spark task (spark/arrow_task.py) those of each Arrow
+kernel's candidates over its stream; the Spark task (exec/task.py) those of each Arrow
 batch, over the rows it keeps back to the window edge (:class:`CandidateFilter`).
 
 Why this shape: the automaton checks one event at a time, so a predicate between two events

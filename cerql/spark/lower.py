@@ -13,7 +13,7 @@ docs/language.md, "The output schema". The pipeline, in order:
    no atom), and only the columns the rest of the plan reads are kept;
 3. ``repartition`` by the partition keys (one partition without PARTITION BY) and
    ``sortWithinPartitions`` by (keys, ordering columns, source, ordinal);
-4. ``mapInArrow`` runs :class:`cerql.spark.arrow_task.MatchTask` (the numba kernel, state carried
+4. ``mapInArrow`` runs :class:`cerql.exec.task.MatchTask` (the numba kernel, state carried
    across batches), which emits the result rows itself;
 5. SELECT expressions are evaluated by Spark on the matched events' struct fields, and LIMIT
    takes the first n rows in (keys, match_end, match_start, match_id) order.
@@ -39,12 +39,12 @@ from sqlglot import exp
 from cerql import ast
 from cerql.errors import UnsupportedError
 from cerql.parser import written
-from cerql.exec.driver import RegisterSpec
+from cerql.exec.registers import RegisterSpec
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, OutputPlan, QueryPlan, TaskPlan
 from cerql.planner import aggregates
 from cerql.planner.resolve import UNCARRIED_TYPE
 from cerql.exec.bits import firing_masks, gap_masks, non_null_columns
-from cerql.spark.arrow_task import BITS_COLUMN, POSITION_COLUMN, RISING_COLUMN
+from cerql.exec.task import BITS_COLUMN, POSITION_COLUMN, RISING_COLUMN
 from cerql.spark import expressions
 from cerql.spark.compat import functions_for
 from cerql.spark.streaming import match_stream
@@ -318,7 +318,7 @@ def positioned_rows(plan: QueryPlan, stream, keys: list, order: list):
     and sorted as for any query, each row numbered by ``monotonically_increasing_id`` after the
     sort (consecutive numbers down the sorted rows of a task, so the differences between the
     rows of one substream are their distances in it), then only the rows that can fire a
-    transition. The task puts the inert rows back as gaps (spark/arrow_task.py), so they never
+    transition. The task puts the inert rows back as gaps (exec/task.py), so they never
     cross to Python. Cheaper than a ``row_number`` window, which sorts again (measured: 0.97
     against 0.89 of the bare shuffle, docs/benchmarks.md)."""
     F = functions_for(stream)
@@ -330,7 +330,7 @@ def positioned_rows(plan: QueryPlan, stream, keys: list, order: list):
 def with_rising_sums(plan: QueryPlan, stream):
     """Add ``__cerql_rising`` when the kernel checks a sum over a + variable: bit p set when
     check p's column is a non-negative number on every row, adding up to less than 2**62
-    (driver.RegisterSpec.for_stream, the local engine's rule). Such a sum stays above a
+    (registers.RegisterSpec.for_stream, the local engine's rule). Such a sum stays above a
     constant once above it, so the task lets its runs meet; without it they cannot, and may
     stop at TOO_MANY_RUNS_PER_EVENT where cerql.run answers. A one-row aggregate over the
     input, broadcast to every row: lazy, one more scan of the input, for these queries only."""
@@ -422,7 +422,7 @@ def _matcher(task: TaskPlan, names: list[str], results: list[str]):
     def cerql_match(batches):  # the name shows in Spark's plan
         import pyarrow as pa  # on the executor
 
-        from cerql.spark.arrow_task import MatchTask
+        from cerql.exec.task import MatchTask
 
         def renamed(out):
             rows = max(1, min(max_rows, max_bytes * out.num_rows // max(1, out.nbytes)))

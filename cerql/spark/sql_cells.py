@@ -11,7 +11,7 @@ so every query error is raised before Spark reads a row, and it asks Catalyst fo
 (PARTITION BY columns, else one partition) and the order (ORDER BY columns, then the other
 columns the query reads, so ties are broken by value, not by file order). ``eval`` only buffers
 rows; every ``BATCH_ROWS`` rows they become one Arrow batch that goes through the same
-:class:`cerql.spark.arrow_task.MatchTask` as ``cer_sql`` (condition bits by the local Arrow
+:class:`cerql.exec.task.MatchTask` as ``cer_sql`` (condition bits by the local Arrow
 helpers, SELECT expressions by the compiled Arrow functions), so memory is bounded by the batch
 plus the window, not by the partition. The price is Spark's per-row conversion between the JVM
 and Python: 4-12x slower than ``cer_sql`` on the same rows (docs/benchmarks.md, "SQL cells").
@@ -40,7 +40,7 @@ from cerql.exec.stream import drop_null_rows, firing_rows, stream_of
 from cerql.expr import evaluate
 from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 from cerql.exec.bits import firing_masks
-from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
+from cerql.exec.task import BITS_COLUMN, MatchTask
 from cerql.spark.lower import arrow_schema, quoted
 from cerql.spark.compat import udtf_class
 

@@ -2,7 +2,7 @@
 query is planned.
 
 Why: cerql's kernel runs in Spark's Python workers (``mapInArrow`` over
-:mod:`cerql.spark.arrow_task`), and PySpark starts them with the interpreter of
+:mod:`cerql.exec.task`), and PySpark starts them with the interpreter of
 ``PYSPARK_PYTHON``, or a bare ``python3`` from ``PATH`` when it is unset. In a notebook or a
 script started from a virtualenv or conda environment, that is often an interpreter without
 cerql (or numpy, pyarrow, numba), and nothing says so until a job runs: then the query fails
@@ -15,7 +15,7 @@ with a ``ModuleNotFoundError`` deep inside a Python worker traceback wrapped in 
   PySpark 4 reads each time it builds a Python UDF, ``mapInArrow`` included) is tried in a
   subprocess set up as Spark sets up a worker (the JVM's working directory, Spark's own
   ``PYTHONPATH`` and the session's ``spark.executorEnv.PYTHONPATH``, files added with
-  ``addPyFile``): it must import :mod:`cerql.spark.arrow_task` and run the driver's Python
+  ``addPyFile``): it must import :mod:`cerql.exec.task` and run the driver's Python
   version (PySpark refuses a worker of another one). When it cannot, but the driver's own
   interpreter (``sys.executable``) passes the same test, the session's ``pythonExec`` is pointed
   at it, with a warning, and the query goes on; Python UDFs the session builds afterwards run
@@ -48,7 +48,7 @@ from cerql.spark.compat import is_connect
 LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
 # What a worker does before it can run cerql's task: report its Python version (first line), then
 # import the task module (and with it numpy, pyarrow, numba and pyspark).
-PROBE = "import sys; print('%d.%d' % sys.version_info[:2], flush=True); import cerql.spark.arrow_task"
+PROBE = "import sys; print('%d.%d' % sys.version_info[:2], flush=True); import cerql.exec.task"
 PROBE_TIMEOUT = 120.0  # seconds; a probe that takes longer is given up on (module docstring)
 
 # (application id, interpreter) -> None when it can run cerql's tasks, else why not.

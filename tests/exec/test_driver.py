@@ -13,7 +13,7 @@ import pytest
 
 import cerql
 from cerql.errors import ExecutionError
-from cerql.exec import driver, kernel, reference
+from cerql.exec import driver, kernel, reference, window
 from cerql.exec.kernel.arena import chain_find
 from cerql.exec.stream import build_stream
 from cerql.planner.resolve import resolve
@@ -60,9 +60,8 @@ def test_output_buffers_grow_past_their_initial_size():
 def run_in_batches(text: str, df: pd.DataFrame, batch: int) -> driver.Run:
     """Feed the stream to one driver.Run in batches; return the run (its buffers) afterwards."""
     plan, stream = plan_and_stream(text, df)
-    windowed, amount, values = driver.window_setup(plan, stream)
-    run = driver.Run(plan.automaton, plan.strategy, False, plan.max_matches_per_event, windowed, amount,
-                     values.dtype)
+    values = window.stream_values(plan, stream)
+    run = driver.open_run(plan, values.dtype)
     bits = driver.condition_bits(plan.automaton, stream)
     starts = np.zeros(len(bits), bool)
     starts[0] = True

@@ -43,7 +43,7 @@ OP_EQ, OP_NE, OP_GT, OP_GE, OP_LT, OP_LE = 0, 1, 2, 3, 4, 5
 # what a register check is: a comparison between two variables, or an aggregate of one
 COMPARE, AGG_COUNT_EVENTS, AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX = 0, 1, 2, 3, 4, 5, 6
 # A sum whose every value is known to be a non-negative number, with no total near BIGINT's edge
-# (the local engine sees the whole stream; driver.RegisterSpec.for_stream): a sum above the
+# (the local engine sees the whole stream; registers.RegisterSpec.for_stream): a sum above the
 # constant stays above it as values join, so it is kept as one value above it and runs meet.
 AGG_SUM_RISING = 7
 # An integer sum that leaves the BIGINT range sets its count to OVERFLOWED: a run that reaches a
@@ -57,7 +57,7 @@ KEY = types.UniTuple(types.int64, KEY_SIZE)
 
 
 class RegisterPlan(NamedTuple):
-    """The query's register checks (driver.RegisterSpec), one entry per check."""
+    """The query's register checks (exec/registers.py RegisterSpec), one entry per check."""
 
     count: int            # how many checks (0: the query has no registers)
     kind: np.ndarray      # int64: COMPARE or an AGG_* code

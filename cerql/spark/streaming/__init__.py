@@ -30,7 +30,7 @@ Why this shape:
   :class:`MatchProcessor` per bucket. Rows wait (``pending``) until the watermark passes them;
   an event-time timer then sorts the ready rows and the rows kept from before (``kept``: those
   a later result can still reach, bounded by WITHIN and CONSUME BY) by key, ordering columns,
-  source and ordinal, runs :class:`cerql.spark.arrow_task.MatchTask` over the keys that have
+  source and ordinal, runs :class:`cerql.exec.task.MatchTask` over the keys that have
   ready rows, and emits the results that end in the ready rows. A result ending at a ready
   row lies inside its key's kept and ready rows, and a result the task finds again among the
   kept rows is either one already emitted or one that never was (see ``_advance``), so the

@@ -15,6 +15,8 @@ import pyarrow.compute as pc
 from pyspark.sql.streaming import StatefulProcessor
 
 from cerql.errors import ExecutionError, UnsupportedError
+from cerql.exec.task import MatchTask, key_changes
+from cerql.exec.window import last_edge, reachable
 from cerql.plan import ORDINAL_COLUMN, SOURCE_COLUMN, TaskPlan
 from cerql.spark.ipc import CHUNK_BYTES, CHUNK_ROWS, chunks_ipc, from_ipc
 from cerql.spark.streaming.options import BUCKETS_CONF, DEFAULT_MAX_STATE_ROWS, MAX_STATE_ROWS_CONF
@@ -42,7 +44,7 @@ def spark_order(table: pa.Table, columns: list[str]) -> pa.Array:
 # next: it keeps the task of each query it ran, so that an automaton's lazily built transitions
 # (tens of ms for the first rows that meet them) are built once per worker, not per micro-batch.
 # A task keeps no rows between calls (``restart``); the state is all in the state store.
-_MATCHERS: dict[str, object] = {}  # query id -> MatchTask
+_MATCHERS: dict[str, MatchTask] = {}  # query id -> its task
 MATCHERS_KEPT = 8
 
 PENDING_SCHEMA = "rows BINARY, buckets INT"  # Arrow IPC rows, and the bucket count they were hashed by
@@ -220,7 +222,7 @@ class MatchProcessor(StatefulProcessor):
                 self.kept.clear(before)
         wake = [int(time[waiting].min())] if waiting.any() else []
         if has_rows and self.task.window.kind == "time":  # then ``_evict`` forgets them
-            wake.append(int(self._time(new_kept).max()) + self.task.window.amount)
+            wake.append(last_edge(int(self._time(new_kept).max()), self.task.window.amount))
         self._set_timer(min(wake) if wake else None, timer_ms)
         return results, int(behind.sum())
 
@@ -241,8 +243,6 @@ class MatchProcessor(StatefulProcessor):
         the kept rows all follow the last emitted end, where no result ended, so none ends
         there now and none consumes. Keys with no ready row are not run (no result can end in
         them); their rows only age (``_evict``)."""
-        from cerql.spark.arrow_task import MatchTask
-
         rows = pa.concat_tables([kept, ready]) if kept is not None else ready
         is_ready = np.ones(rows.num_rows, bool)
         is_ready[:rows.num_rows - ready.num_rows] = False
@@ -283,7 +283,7 @@ class MatchProcessor(StatefulProcessor):
         else:
             index = np.arange(rows.num_rows) - first[group]
             size = np.diff(np.append(first, rows.num_rows))
-            keep = index >= size[group] - window.amount
+            keep = reachable(index, size[group], window.amount)  # the next position is the edge
         if consumes:
             last = np.full(len(first), -1, np.int64)
             np.maximum.at(last, group[ends], ends)
@@ -302,7 +302,7 @@ class MatchProcessor(StatefulProcessor):
     def _reachable(self, rows: pa.Table, edge: int) -> np.ndarray:
         """Under a time window, which rows are no further behind ``edge`` than the window:
         every later result ends at or after the edge."""
-        return self._time(rows) >= edge - self.task.window.amount
+        return reachable(self._time(rows), edge, self.task.window.amount)
 
     def close(self) -> None:
         pass
@@ -331,8 +331,6 @@ def _emitted(results: pa.Table | None, late: int, rows: int = CHUNK_ROWS, max_by
 
 def _groups(rows: pa.Table, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """For rows sorted by key: each row's key number, and each key's first row."""
-    from cerql.spark.arrow_task import key_changes
-
     starts = key_changes(rows, keys)
     if rows.num_rows:
         starts[0] = True

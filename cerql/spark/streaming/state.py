@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from cerql.errors import UnsupportedError
+from cerql.exec.window import reachable
 from cerql.spark.ipc import MAX_VALUE_BYTES, from_ipc, to_ipc
 
 META_SCHEMA = "buckets INT, done BIGINT, chunks BINARY, next_chunk BIGINT"  # chunks: the index, int64 pairs
@@ -86,8 +87,8 @@ class KeptStore:
         parts = [from_ipc(blob) for blob, _ in self.chunks.values()] if len(index) else []
         rows = pa.concat_tables(parts) if parts else None
         if rows is not None and self.window is not None:  # rows of chunks partly out of the window
-            reachable = self.time(rows) >= done - self.window
-            rows = rows if reachable.all() else rows.filter(pa.array(reachable))
+            keep = reachable(self.time(rows), done, self.window)
+            rows = rows if keep.all() else rows.filter(pa.array(keep))
         rows = rows if rows is not None and rows.num_rows else None
         return Kept(True, rows, done, buckets, index, next_chunk)
 
@@ -98,7 +99,7 @@ class KeptStore:
         ``check(rows, bytes)`` refuses a chunk too large for a value of Spark's rows."""
         index, next_chunk = before.index, before.next_chunk
         if self.appends and len(index) < MAX_CHUNKS:
-            out = index[:, 1] < done - self.window  # every row of these left the window
+            out = ~reachable(index[:, 1], done, self.window)  # every row of these left the window
             for chunk in index[out, 0]:
                 self.chunks.removeKey((int(chunk),))
             index = index[~out]

@@ -11,9 +11,11 @@ difference between two rows of a substream is their distance in it. Output: per 
 results that end in it, in the output schema (docs/language.md, "The output schema"), without SELECT expressions
 (the caller evaluates them on the result, as Spark does).
 
-This is what ``mapInArrow`` runs on Spark (the function itself imports no pyspark). The kernel
-reports positions within substreams; the task maps them to rows of the current batch or of the
-rows it kept from earlier batches. It keeps only the rows a later result can still reference:
+This is what ``mapInArrow`` runs on Spark (spark/lower.py), what a streaming bucket runs over its
+rows (spark/streaming/processor.py) and what the SQL-cell function runs (spark/sql_cells.py); it
+imports no pyspark, so it lives with the engine. The kernel reports positions within
+substreams; the task maps them to rows of the current batch or of the rows it kept from earlier
+batches. It keeps only the rows a later result can still reference:
 those of the current substream from the window edge on (and after the last consumed position),
 so memory is bounded by the window, not by the partition (docs/semantics.md, "On Spark").
 
@@ -36,19 +38,19 @@ import pyarrow.compute as pc
 from cerql.exec import kernel
 from cerql.automaton import label_bits
 from cerql.exec.bits import inert_steps
-from cerql.exec.driver import Matches, RegisterSpec, Run, bits_dtype, concat_chunks, window_setup_for
+from cerql.exec.driver import Matches, Run, bits_dtype, concat_chunks, open_run
 from cerql.exec import output
 from cerql.exec.candidate_rows import CandidateRows
-from cerql.exec.post_filter import (CandidateFilter, chosen, decided_by_prune, group_by_substream, prune, search_order,
-                                    unless_cut)
-from cerql.exec.post_filter import relaxed as post_filter_relaxed
+from cerql.exec.post_filter import (CandidateFilter, chosen, decided_by_prune, group_by_substream, prune, relaxed,
+                                    search_order, unless_cut)
 from cerql.exec.results import MatchChunk
 from cerql.exec.stream import window_values
+from cerql.exec.window import first_reachable, reach_floor
 from cerql.plan import TaskPlan
 
 BITS_COLUMN = "__cerql_bits"
 POSITION_COLUMN = "__cerql_pos"  # a row's number in the task's sorted input, when Spark dropped inert rows
-RISING_COLUMN = "__cerql_rising"  # the sums known to rise over the whole input (RegisterSpec.rise)
+RISING_COLUMN = "__cerql_rising"  # the sums known to rise over the whole input (registers.RegisterSpec.rise)
 REACH_COLUMN = "__cerql_reach"  # + k: the k-th UNLESS inside the pattern's reach per row (driver.Run.reach)
 
 
@@ -116,16 +118,7 @@ class MatchTask:
         positions = np.where(sub_start < 0, self.next_pos + idx, idx - sub_start)
         values = self._values(table, positions)
         if self.run is None:
-            windowed, amount = window_setup_for(plan, values.dtype)
-            run_plan = plan if self.check is None else post_filter_relaxed(plan)
-            registers = RegisterSpec(plan.registers, plan.automaton.labels)
-            if RISING_COLUMN in table.column_names:
-                registers.rise(int(table.column(RISING_COLUMN)[0].as_py() or 0))
-            self.run = Run(plan.automaton, run_plan.strategy, run_plan.consume != "NONE",
-                           run_plan.max_matches_per_event, windowed, amount, values.dtype, registers,
-                           candidates=self.check is not None,
-                           unless_cut=unless_cut(plan) if self.check is not None else None,
-                           order=search_order(plan) if self.check is not None else None)
+            self.run = self._open_run(table, values.dtype)
         bits = table.column(BITS_COLUMN).to_numpy().astype(self.bits_dtype)  # same bits, unsigned
         sides = self.run.registers.sides(table) if plan.registers else None
         parts = self.run.feed_parts(bits, starts, values, sides)
@@ -156,6 +149,20 @@ class MatchTask:
         self.next_pos = int(self.run.st[kernel.POS])
         self.last_key = self._key(table, n - 1)
         return out
+
+    def _open_run(self, table: pa.Table, value_dtype) -> Run:
+        """The task's run, opened at its first rows: the plan's, or for a post-filtered plan the
+        relaxed one's, whose candidates ``_post_filter`` checks; the sums Spark found rising
+        over the whole input (``RISING_COLUMN``, spark/lower.py) marked so."""
+        plan = self.plan
+        if self.check is None:
+            run = open_run(plan, value_dtype)
+        else:
+            run = open_run(relaxed(plan), value_dtype, candidates=True, unless_cut=unless_cut(plan),
+                           order=search_order(plan))
+        if RISING_COLUMN in table.column_names:
+            run.registers.rise(int(table.column(RISING_COLUMN)[0].as_py() or 0))
+        return run
 
     # -- FILTER predicates across variables: candidates checked as they end (exec/post_filter.py)
     def _post_filter(self, combined, n_kept, sub_start, begun, starts, chunks) -> list:
@@ -271,11 +278,13 @@ class MatchTask:
             pos0 = self.kept_pos0 if n_kept else self.next_pos
         st, amount = self.run.st, self.run.options.amount
         first = int(st[kernel.CONSUMED]) + 1 - pos0  # later results start after the last output
+        # a later result ends at the next position (n EVENTS) or at a value no less than the
+        # last one: the rows it can reach are those exec/window.py says
         if w is not None:
             if w.kind == "events":
-                edge = int(st[kernel.POS] - amount) - pos0
+                edge = int(reach_floor(st[kernel.POS], amount)) - pos0
             else:
-                edge = int(np.searchsorted(vals, vals[-1] - amount, side="left"))
+                edge = first_reachable(vals, vals[-1], amount)
             first = max(first, edge)
         first = min(max(first, 0), rows.num_rows)
         self.kept = rows.slice(first)

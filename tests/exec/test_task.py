@@ -1,4 +1,4 @@
-"""The Arrow task (spark/arrow_task.py): sorted batches in, result rows out, as on a Spark
+"""The Arrow task (exec/task.py): sorted batches in, result rows out, as on a Spark
 executor. Its rows must equal cerql.run's for the same stream, however the stream is cut into
 batches, while it keeps only the rows a later result can still reference."""
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import cerql
 from cerql.exec.bits import gap_masks
 from cerql.exec import collect, driver, output, post_filter
-from cerql.spark.arrow_task import BITS_COLUMN, MatchTask
+from cerql.exec.task import BITS_COLUMN, MatchTask
 from cerql.exec.stream import build_stream
 from cerql.planner.resolve import resolve
 from tests.generators import cases, derandomized, query_text, table_for
@@ -166,7 +166,7 @@ def test_post_filtered_task_keeps_only_rows_inside_the_window():
 def gapped_rows(plan, stream) -> pa.Table:
     """The rows as Spark sends them when it drops inert rows (spark/lower.py): each row
     numbered down the task's sorted rows, then only the rows with every bit of a firing mask."""
-    from cerql.spark.arrow_task import POSITION_COLUMN
+    from cerql.exec.task import POSITION_COLUMN
 
     masks = gap_masks(plan)
     assert masks is not None
