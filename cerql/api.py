@@ -185,6 +185,10 @@ def run(
             f"Unknown or unavailable engine {engine!r}", error_class="UNKNOWN_ENGINE",
             hint=f"available: {', '.join(ENGINES)}",
         )
+    if front.dialect_of(text) == "match_recognize":
+        from cerql import row_pattern
+
+        return row_pattern.run(text, tables, engine, output)
     arrow: dict[str, pa.Table] = {}
 
     def schemas(analysis: Analysis, derived) -> dict[str, pa.Schema]:
@@ -245,6 +249,14 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
       3 -> 3  on TRUE  mark {-}
       3 -> 2  on B  mark {b}
     """
+    if front.dialect_of(text) == "match_recognize":
+        from cerql import row_pattern
+
+        if spark is not None:
+            from cerql.spark.session import explain_on_spark
+
+            return explain_on_spark(spark, text, tables)
+        return row_pattern.explain(text)
     planned = front.plan(text)
     a = planned.analysis
     lines = [f"query: {ast.select_of(planned.query)}", "variables:"]

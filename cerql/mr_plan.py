@@ -133,6 +133,19 @@ class Nfa:
             table[:, anchors] = value
         return table
 
+    def describe(self) -> str:
+        """The NFA as ``explain`` prints it: one line per state, successors in preference order."""
+        names = {CONSUME: "row", SPLIT: "split", ANCHOR_START: "^", ANCHOR_END: "$", ACCEPT: "accept"}
+        lines = [f"nfa: {len(self.states)} states, start {self.start}, successors in preference order"]
+        for i, st in enumerate(self.states):
+            what = names.get(st.kind, str(st.kind))
+            if st.kind == CONSUME:
+                excluded = " (excluded from ALL ROWS output)" if self.label_excluded(st.label) else ""
+                what = f"row of {self.label_variable(st.label)}{excluded}"
+            arrow = f" -> {', '.join(map(str, st.out))}" if st.out else ""
+            lines.append(f"  {i}: {what}{arrow}")
+        return "\n".join(lines)
+
     def tables(self) -> NfaTables:
         offsets = np.zeros(len(self.states) + 1, dtype=np.int64)
         for i, st in enumerate(self.states):

@@ -116,6 +116,17 @@ def _sort(tree: exp.Select, table: pa.Table, selected: pa.Table, resolve) -> pa.
     return pc.sort_indices(pa.table(arrays), sort_keys=keys)
 
 
+def outer_view(outer_sql: str) -> tuple[str, str] | None:
+    """``(view name, its SELECT)`` when the query is ``CREATE [OR REPLACE] TEMP VIEW v AS SELECT
+    ...`` (``cerql.run`` then stores the result under that name, as for CEQL), else None."""
+    tree = sqlglot.parse_one(outer_sql, read="spark")
+    if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "VIEW" \
+            and isinstance(tree.expression, exp.Select):
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        return target.name, tree.expression.sql("spark")
+    return None
+
+
 def run_outer(outer_sql: str, placeholder: str, result: pa.Table) -> pa.Table:
     """``outer_sql`` over ``result`` (the MATCH_RECOGNIZE item's rows, as table ``placeholder``)."""
     tree, alias = _select(outer_sql, placeholder)
@@ -132,4 +143,4 @@ def run_outer(outer_sql: str, placeholder: str, result: pa.Table) -> pa.Table:
     return selected
 
 
-__all__ = ["run_outer"]
+__all__ = ["outer_view", "run_outer"]

@@ -20,23 +20,26 @@ from typing import TYPE_CHECKING, Callable, Mapping, Union
 
 import pyarrow as pa
 
-from cerql import ast
+from cerql import ast, mr_ast
 from cerql.errors import CeqlError, UnsupportedError
+from cerql.mr_plan import Nfa, Skip
 from cerql.parser import parse as parse_ceql
+from cerql.parser.match_recognize import is_match_recognize, parse_match_recognize
 from cerql.plan import MAX_MATCHES_PER_EVENT, Evaluation, QueryPlan
 from cerql.planner import rules
 from cerql.planner.analyze import Analysis, analyze
 from cerql.planner.derived import derive_columns
+from cerql.planner.mr_analyze import MrAnalysis, check_output_columns, compiled
 from cerql.planner.resolve import resolve
 
 if TYPE_CHECKING:
     from sqlglot import exp
 
-# A dialect is a parser from its text to the AST of cerql/ast.py, the one every later stage
-# reads: a second dialect (MATCH_RECOGNIZE, say) is one more entry here, whose parser produces
-# the same ast.Select / ast.CreateView, positioned errors included (CeqlError.at on its own
-# text); derive, analyze and resolve then run on it unchanged.
-DIALECTS: Mapping[str, Callable[[str], ast.Query]] = {"ceql": parse_ceql}
+# A dialect is a parser from its text to its AST. CEQL's (cerql/ast.py) goes on to derive ->
+# analyze -> resolve (``plan``); MATCH_RECOGNIZE's (cerql/mr_ast.py) to its checks and its NFA
+# (``plan_row_pattern``). ``dialect_of`` tells them apart by the text: a query that holds the
+# word MATCH_RECOGNIZE (outside strings and comments) is one.
+DIALECTS: Mapping[str, Callable[[str], object]] = {"ceql": parse_ceql, "match_recognize": parse_match_recognize}
 DEFAULT_DIALECT = "ceql"
 
 # (name, bare expression over one event's columns, the query's expression it came from):
@@ -79,6 +82,44 @@ class Planned:
             raise err.with_text(self.text)
 
 
+def dialect_of(text: str) -> str:
+    """The dialect ``text`` is written in: ``match_recognize`` or ``ceql``."""
+    return "match_recognize" if is_match_recognize(text) else DEFAULT_DIALECT
+
+
+@dataclasses.dataclass(frozen=True)
+class RowPatternPlanned:
+    """A MATCH_RECOGNIZE query through the front door: its AST (the item and the Spark SQL around
+    it), the checks' findings, the pattern's NFA and AFTER MATCH SKIP, and the source's schema
+    when one was given (then the result's too, checked by the local engine over no rows)."""
+
+    query: mr_ast.MatchRecognizeQuery
+    analysis: MrAnalysis
+    nfa: Nfa
+    skip: Skip
+    source_schema: pa.Schema | None = None
+
+    @property
+    def text(self) -> str:
+        return self.query.text
+
+    @property
+    def clause(self) -> mr_ast.MatchRecognize:
+        return self.query.clause
+
+
+def plan_row_pattern(text: str, source_schema: pa.Schema | None = None) -> RowPatternPlanned:
+    """Parse a MATCH_RECOGNIZE query, check it (planner/mr_analyze.py) and compile its pattern
+    (planner/mr_compile.py). Every CeqlError leaves with the query text attached."""
+    try:
+        query = parse_match_recognize(text)
+        analysis, nfa, skip = compiled(query.clause, text)
+        check_output_columns(query.clause, text)
+    except CeqlError as err:
+        raise err.with_text(text)
+    return RowPatternPlanned(query, analysis, nfa, skip, source_schema)
+
+
 def parse(text: str, dialect: str = DEFAULT_DIALECT) -> ast.Query:
     """The AST of ``text`` read by ``dialect``'s parser (``DIALECTS``)."""
     reader = DIALECTS.get(dialect)
@@ -116,4 +157,4 @@ def plan(text: str, schemas: Schemas = None, *, dialect: str = DEFAULT_DIALECT, 
     return Planned(query, analysis, derived, found, resolved)
 
 
-__all__ = ["DIALECTS", "Planned", "parse", "plan"]
+__all__ = ["DIALECTS", "Planned", "RowPatternPlanned", "dialect_of", "parse", "plan", "plan_row_pattern"]

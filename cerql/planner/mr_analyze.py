@@ -167,6 +167,17 @@ def _check_after_match(clause, names, text):
                                f"name one of {', '.join(sorted(names))}")
 
 
+def check_output_columns(clause: mr_ast.MatchRecognize, text: str) -> None:
+    """ONE ROW PER MATCH gives the PARTITION BY columns and the measures: with neither, a match
+    is a row of no columns, which an Arrow table (cerql.run's result) cannot count, so every
+    surface refuses it (the front door's ``plan_row_pattern``)."""
+    if clause.rows_per_match.all_rows or clause.partition_by or clause.measures:
+        return
+    raise AnalysisError.at(text, start_of(clause.pattern.span), "ONE ROW PER MATCH without PARTITION BY or MEASURES "
+                           "gives rows of no columns", "MATCH_RECOGNIZE_NO_COLUMNS",
+                           "add MEASURES (MATCH_NUMBER() AS match_number, say), or ALL ROWS PER MATCH")
+
+
 def _check_rows_per_match(clause, text):
     if clause.rows_per_match.mode != mr_ast.WITH_UNMATCHED:
         return

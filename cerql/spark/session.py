@@ -30,6 +30,7 @@ from cerql.exec.bits import firing_masks, gap_masks
 from cerql.spark import expressions, streaming
 from cerql.spark.compat import functions_for, read_conf as _conf
 from cerql.spark.lower import arrow_schema, lower, spark_sql
+from cerql.spark.mr_lower import explain_on_spark, lower_match_recognize
 from cerql.spark.workers import check_workers
 
 
@@ -128,6 +129,8 @@ def cer_sql(spark, text: str, **tables):
     anything; a run that exceeds ``cerql.maxMatchesPerEvent`` (a Spark conf, default 100 000)
     fails when the result is computed.
     """
+    if front.dialect_of(text) == "match_recognize":  # the item through cerql, the query around it Spark SQL
+        return lower_match_recognize(spark, text, tables)
     analysis, plan, df = plan_query(spark, text, tables)
     view = analysis.view
     if view is None:

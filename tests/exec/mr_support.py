@@ -239,7 +239,8 @@ class BacktrackMatcher:
             if q.max is None or count < q.max:
                 for p2, l2 in self._run(q.pattern, bits, pos, labels, excluded):
                     if p2 == pos and count >= q.min:
-                        continue  # an empty iteration ends the loop
+                        yield p2, l2  # an empty iteration ends the loop, there, in its place of preference
+                        continue
                     yield from self._loop(q, count + 1, bits, p2, l2, excluded)
 
         if q.greedy:

@@ -16,6 +16,7 @@ import cerql
 from cerql import api
 from cerql.errors import UnsupportedError
 from cerql.parser import parse
+from cerql.parser.match_recognize import parse_match_recognize
 from cerql.planner import front
 from tests.support import FRONT_DOOR_QUERIES, FRONT_DOOR_STREAM, explained_body
 
@@ -102,13 +103,46 @@ def test_the_check_sees_a_stage_named_through_a_module(tmp_path):
     assert _uses(module) == {"parse": 1, "resolve": 1, "start": 1, "optimize": 1}
 
 
-def test_a_dialect_is_a_parser_to_the_same_ast():
-    assert front.DIALECTS == {"ceql": parse}
+MR_QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY row MEASURES FIRST(value) AS first_value, "
+            "count(B.*) AS nb PATTERN (A B+) "
+            "DEFINE B AS B.value < PREV(B.value))")
+
+
+def test_a_dialect_is_a_parser_registered_in_the_front_door():
+    assert front.DIALECTS == {"ceql": parse, "match_recognize": parse_match_recognize}
     text = QUERIES[1]
     assert front.parse(text) == front.parse(text, "ceql") == parse(text) == cerql.parse(text)
+    assert front.parse(MR_QUERY, "match_recognize") == parse_match_recognize(MR_QUERY)
     with pytest.raises(UnsupportedError) as err:
-        front.plan(text, dialect="match_recognize")
-    assert err.value.error_class == "UNKNOWN_DIALECT" and "ceql" in err.value.hint
+        front.plan(text, dialect="sql2099")
+    assert err.value.error_class == "UNKNOWN_DIALECT" and "ceql" in err.value.hint and "match_recognize" in err.value.hint
+
+
+def test_the_front_door_tells_the_dialects_apart_by_the_text():
+    assert front.dialect_of(MR_QUERY) == "match_recognize"
+    assert front.dialect_of(MR_QUERY.lower()) == "match_recognize"
+    assert front.dialect_of(QUERIES[0]) == "ceql"
+    # the word inside a string or a comment is not the clause
+    assert front.dialect_of("SELECT * FROM s WHERE A[name = 'MATCH_RECOGNIZE'] ORDER BY ts") == "ceql"
+    assert front.dialect_of("-- MATCH_RECOGNIZE\nSELECT * FROM s WHERE A ORDER BY ts") == "ceql"
+
+
+def test_a_row_pattern_query_plans_through_the_front_door(monkeypatch):
+    """cerql.run and cerql.explain of a MATCH_RECOGNIZE query plan through
+    ``front.plan_row_pattern``, once each."""
+    seen = []
+    door = front.plan_row_pattern
+
+    def spy(*args, **kwargs):
+        seen.append(door(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(front, "plan_row_pattern", spy)
+    t = pd.DataFrame({"row": range(4), "value": [3, 2, 1, 4]})
+    out = cerql.run(MR_QUERY, {"t": t})
+    assert out.to_dict("records") == [{"first_value": 3, "nb": 2}]  # rows 0 (A), 1 and 2 (B+); row 3 has no B
+    assert len(seen) == 1 and seen[0].analysis.variables == ("A", "B")
+    assert seen[0].nfa.describe() in cerql.explain(MR_QUERY) and len(seen) == 2
 
 
 @pytest.mark.parametrize("text", QUERIES)

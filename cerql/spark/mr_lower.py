@@ -1,0 +1,198 @@
+"""A MATCH_RECOGNIZE query on Spark: the item through cerql's matcher, the query around it Spark SQL.
+
+Input: a parsed :class:`cerql.mr_ast.MatchRecognizeQuery`, the session, and DataFrames passed
+by name. Output: a lazy DataFrame, the outer query's result (docs/semantics.md,
+"MATCH_RECOGNIZE"). The pipeline, in order:
+
+1. the source: a DataFrame passed by name, else a table or temp view of the session, else the
+   parenthesized subquery written before MATCH_RECOGNIZE, run by ``spark.sql``;
+2. each row gets its input ordinal (``monotonically_increasing_id``, before any shuffle): rows
+   that tie on ORDER BY keep the order Spark read them in, as they keep the input's order in
+   ``cerql.run``;
+3. ``repartition`` by the PARTITION BY expressions (one partition without them) and
+   ``sortWithinPartitions`` by (PARTITION BY, ORDER BY as written, ordinal);
+4. ``mapInArrow`` hands each partition's rows, one PARTITION BY group at a time, to the local
+   engine (cerql/exec/mr_engine.py), whose result schema, computed on the driver from the
+   source's schema, is the DataFrame's;
+5. the result becomes a temp view of a name unique to the query, and the outer query, with the
+   item replaced by that name, runs as Spark SQL over it: SELECT, WHERE, JOIN, GROUP BY, ORDER
+   BY, whatever it holds.
+
+A PARTITION BY group is held whole in a task's memory while it is matched; a group over
+``cerql.matchRecognize.maxPartitionRows`` rows (a Spark conf) fails with a CeqlError naming it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Mapping
+
+import pyarrow as pa
+
+from cerql import mr_ast, row_pattern
+from cerql.errors import AnalysisError, CeqlError, ExecutionError, start_of
+from cerql.exec.mr_engine import run_match_recognize
+from cerql.planner import front
+from cerql.spark.compat import functions_for, read_conf
+from cerql.spark.lower import arrow_schema
+from cerql.spark.workers import check_workers
+
+ORDINAL = "__cerql_mr_ordinal"
+MAX_PARTITION_ROWS_CONF = "cerql.matchRecognize.maxPartitionRows"
+MAX_PARTITION_ROWS = 10_000_000
+
+
+def source_frame(spark, query: mr_ast.MatchRecognizeQuery, tables: Mapping[str, Any]):
+    """The DataFrame the item reads (step 1)."""
+    clause = query.clause
+    if clause.source_is_query:
+        return spark.sql(clause.source)
+    given = {name.lower(): frame for name, frame in tables.items()}
+    frame = given.get(clause.source.lower())
+    if frame is not None:
+        return frame
+    if not spark.catalog.tableExists(clause.source):
+        raise AnalysisError.at(query.text, start_of(clause.span), f"Unknown source '{clause.source}'",
+                               "UNKNOWN_SOURCE", "name a table or temp view of this session, or pass the DataFrame "
+                               f"as a keyword: cer_sql(text, {clause.source.split('.')[-1]}=df)")
+    return spark.table(clause.source)
+
+
+def _spark_type(t: pa.DataType):
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return from_arrow_type(t, prefer_timestamp_ntz=not (pa.types.is_timestamp(t) and t.tz is not None))
+
+
+def result_schema(planned: front.RowPatternPlanned, source: pa.Schema) -> pa.Schema:
+    """The item's result schema: the local engine's answer over no rows of ``source`` (which
+    also raises, before Spark runs anything, the errors a schema shows: an unknown column, a
+    DEFINE of the wrong type)."""
+    return run_match_recognize(planned.clause, source.empty_table(), planned.text, row_pattern.matcher(planned)).schema
+
+
+def _sort_columns(F, clause: mr_ast.MatchRecognize) -> list:
+    keys = [F.expr(e.text) for e in clause.partition_by]
+    for key in clause.order_by:
+        column = F.expr(key.expr.text)
+        nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+        if key.descending:
+            keys.append(column.desc_nulls_first() if nulls_first else column.desc_nulls_last())
+        else:
+            keys.append(column.asc_nulls_first() if nulls_first else column.asc_nulls_last())
+    return keys + [F.col(ORDINAL)]
+
+
+def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int):
+    """The function ``mapInArrow`` runs: the partition's rows (sorted by PARTITION BY, ORDER BY,
+    ordinal) cut into PARTITION BY groups, each matched once it is complete."""
+    import pyarrow.compute as pc
+
+    from cerql.expr import compile_expr, evaluate
+
+    def group_ids(table: pa.Table):
+        if not clause.partition_by:
+            return None
+        lowered = {c.lower(): c for c in table.column_names}
+        keys = [evaluate(compile_expr(e.tree, lambda col: lowered[col.name.lower()]), table)
+                for e in clause.partition_by]
+        return pa.table(keys, names=[f"k{i}" for i in range(len(keys))])
+
+    def last_group_start(keys: pa.Table) -> int:
+        """First row of the table's last PARTITION BY group (rows arrive sorted by the keys)."""
+        last = keys.slice(keys.num_rows - 1).to_pylist()[0]
+        same = None
+        for name, value in last.items():
+            column = keys[name]
+            eq = pc.is_null(column) if value is None else pc.fill_null(pc.equal(column, value), False)
+            same = eq if same is None else pc.and_(same, eq)
+        flags = same.to_numpy(zero_copy_only=False)
+        start = len(flags)
+        while start > 0 and flags[start - 1]:
+            start -= 1
+        return start
+
+    def run(table: pa.Table):
+        if table.num_rows > max_rows:
+            raise ExecutionError(f"A PARTITION BY group of more than {max_rows} rows reached MATCH_RECOGNIZE",
+                                 error_class="MATCH_RECOGNIZE_PARTITION_TOO_LARGE",
+                                 hint=f"raise the Spark conf {MAX_PARTITION_ROWS_CONF}, or partition more finely")
+        out = run_match_recognize(clause, table.drop_columns([ORDINAL]), text, matcher)
+        yield from out.to_batches()
+
+    def cerql_match_recognize(batches):  # the name shows in Spark's plan
+        pending = None
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            pending = table if pending is None else pa.concat_tables([pending, table])
+            keys = group_ids(pending)
+            if keys is None or pending.num_rows == 0:
+                continue
+            cut = last_group_start(keys)
+            if cut > 0:
+                yield from run(pending.slice(0, cut))
+                pending = pending.slice(cut)
+        if pending is not None and pending.num_rows:
+            yield from run(pending)
+
+    return cerql_match_recognize
+
+
+def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
+    """(planned, DataFrame) of a MATCH_RECOGNIZE query: everything short of running it."""
+    try:
+        planned = front.plan_row_pattern(text)
+        query, clause = planned.query, planned.clause
+        frame = source_frame(spark, query, tables)
+        F = functions_for(frame)
+        at = start_of(clause.span) if clause.span is not None else 0
+        source = arrow_schema(frame.schema, text, at, f"'{clause.source}'",
+                              "cast it or leave it out with a subquery or DataFrame.select")
+        schema = result_schema(planned, source)
+        check_workers(spark)  # before the mapInArrow UDF is built (workers.py)
+    except CeqlError as err:
+        raise err.with_text(text)
+    from pyspark.sql.types import StructField, StructType
+
+    spark_schema = StructType([StructField(f.name, _spark_type(f.type), True) for f in schema])
+    rows = frame.withColumn(ORDINAL, F.monotonically_increasing_id())
+    keys = [F.expr(e.text) for e in clause.partition_by]
+    rows = rows.repartition(*keys) if keys else rows.repartition(1)
+    rows = rows.sortWithinPartitions(*_sort_columns(F, clause))
+    conf = read_conf(spark, MAX_PARTITION_ROWS_CONF)
+    task = _matcher(clause, text, row_pattern.matcher(planned), int(conf) if conf else MAX_PARTITION_ROWS)
+    matched = rows.mapInArrow(task, spark_schema)
+    view = f"__cerql_mr_{uuid.uuid4().hex}"
+    matched.createOrReplaceTempView(view)
+    return planned, spark.sql(query.outer_sql.replace(query.placeholder, view))
+
+
+def lower_match_recognize(spark, text: str, tables: Mapping[str, Any]):
+    """The query's lazy DataFrame (steps 1-5 of the module docstring)."""
+    return plan_match_recognize(spark, text, tables)[1]
+
+
+def explain_on_spark(spark, text: str, tables: Mapping[str, Any]) -> str:
+    """``cerql.explain`` of a MATCH_RECOGNIZE query with a session: what runs without Spark
+    says (row_pattern.explain), then how it runs on Spark and Spark's plan."""
+    import contextlib
+    import io
+
+    planned, df = plan_match_recognize(spark, text, tables)
+    clause = planned.clause
+    lines = [row_pattern.explain(text), "on spark:",
+             f"  source: {clause.source}",
+             f"  partition by: {', '.join(e.text for e in clause.partition_by) or '(none: one partition)'}",
+             f"  order by: {', '.join(k.expr.text + (' DESC' if k.descending else '') for k in clause.order_by)}, "
+             "then the input's order",
+             "  mapInArrow: the local engine over each PARTITION BY group (cerql/exec/mr_engine.py)"]
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        df.explain()
+    lines.append("spark plan:")
+    lines += ["  " + line for line in buffer.getvalue().rstrip().splitlines()]
+    return "\n".join(lines)
+
+
+__all__ = ["MAX_PARTITION_ROWS_CONF", "explain_on_spark", "lower_match_recognize", "plan_match_recognize",
+           "result_schema", "source_frame"]
