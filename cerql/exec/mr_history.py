@@ -138,6 +138,13 @@ class History:
     def bind(self, table: pa.Table) -> _Partition:
         """The partition's rows and its aggregate arguments, evaluated once over all its rows."""
         part = _Partition(table, table.num_rows)
+        lowered = {c.lower() for c in table.column_names}
+        for condition in self.conditions.values():  # an unknown column fails before any thread reads it
+            for column in condition.expr.tree.find_all(exp.Column):
+                if not mx.is_star(column) and column.name.lower() not in lowered:
+                    raise AnalysisError.at(self.text, mx.node_offset(condition.expr, column),
+                                           f"Unknown column '{column.name}'", "UNKNOWN_COLUMN",
+                                           f"the input has columns {', '.join(table.column_names)}")
         for i, q in enumerate(self.quantities):
             if q.kind in _AGGREGATES and q.argument is not None:
                 part.args[i] = self._argument(q, table)
