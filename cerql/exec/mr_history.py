@@ -131,9 +131,6 @@ class History:
                 out[i] = _step(q, regs[i], row, v, part.args.get(i))
         return tuple(out)
 
-    def key(self, regs: Registers, wanted: tuple[int, ...]) -> tuple:
-        return tuple(regs[i] for i in wanted)
-
     # -- per partition
     def bind(self, table: pa.Table) -> _Partition:
         """The partition's rows and its aggregate arguments, evaluated once over all its rows."""
@@ -141,7 +138,8 @@ class History:
         lowered = {c.lower() for c in table.column_names}
         for condition in self.conditions.values():  # an unknown column fails before any thread reads it
             for column in condition.expr.tree.find_all(exp.Column):
-                if not mx.is_star(column) and column.name.lower() not in lowered:
+                in_classifier = column.parent is not None and mx.function_name(column.parent) == mx.CLASSIFIER
+                if not mx.is_star(column) and not in_classifier and column.name.lower() not in lowered:
                     raise AnalysisError.at(self.text, mx.node_offset(condition.expr, column),
                                            f"Unknown column '{column.name}'", "UNKNOWN_COLUMN",
                                            f"the input has columns {', '.join(table.column_names)}")
