@@ -18,15 +18,18 @@ import pyarrow as pa
 
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.exec import mr_reference
-from cerql.exec.mr_engine import PikeMatcher, run_match_recognize
+from cerql.exec.mr_engine import MAX_THREADS, matcher_for, run_match_recognize
 from cerql.exec.mr_outer import outer_view, run_outer
 from cerql.exec.stream import as_arrow
 from cerql.planner import front
 
 
-def matcher(planned: front.RowPatternPlanned):
-    """The matcher the local engine runs the planned pattern with."""
-    return PikeMatcher(planned.nfa, planned.skip)
+def matcher(planned: front.RowPatternPlanned, max_threads: int = MAX_THREADS):
+    """The matcher the local engine runs the planned pattern with: the Pike kernel when every
+    DEFINE reads the current row alone, else the thread matcher (exec/mr_engine.py
+    ``matcher_for``), whose live threads per partition ``max_threads`` bounds."""
+    return matcher_for(planned.clause, planned.text, planned.nfa, planned.skip, planned.analysis.row_local,
+                       max_threads)
 
 
 def source_table(planned: front.RowPatternPlanned, tables: MutableMapping[str, Any]) -> pa.Table:

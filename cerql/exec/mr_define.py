@@ -85,10 +85,11 @@ def _rewrite(node: exp.Expression, shift: int, lowered, needed, condition, text)
         step = -offset if name == mx.PREV else offset
         replaced = _rewrite(args[0], shift + step, lowered, needed, condition, text)
         return node.replace(replaced) if node.parent is not None else replaced
-    if name is not None or mx.is_aggregate(node):  # planner/mr_analyze.py refuses these in a row-local DEFINE
-        raise UnsupportedError.at(text, mx.node_offset(condition, node), f"{node.sql(dialect='spark')} in DEFINE is "
-                                  "not evaluated yet", "MATCH_RECOGNIZE_UNSUPPORTED",
-                                  "write the condition over the current row and PREV/NEXT of its columns")
+    if name is not None or mx.is_aggregate(node):  # history-dependent: exec/mr_threads.py evaluates it
+        raise UnsupportedError.at(text, mx.node_offset(condition, node), f"{node.sql(dialect='spark')} in DEFINE "
+                                  "reads the rows mapped so far, which DEFINE bits cannot hold",
+                                  "MATCH_RECOGNIZE_UNSUPPORTED",
+                                  "run the clause with the matcher exec/mr_engine.matcher_for picks")
     if isinstance(node, exp.Column):
         key = (lowered[node.name.lower()], shift)
         field = needed.setdefault(key, SHIFTED.format(len(needed)))

@@ -1,11 +1,14 @@
 """The local MATCH_RECOGNIZE engine: one Arrow table in, the clause's result table out.
 
 Input: a checked :class:`cerql.mr_ast.MatchRecognize`, the input table, the query text (for
-positions) and a :class:`Matcher` for one partition's DEFINE bits: :class:`PikeMatcher` over the
-planner's NFA (this package never imports the planner), so a caller writes::
+positions) and a :class:`Matcher` for one partition's DEFINE bits: :func:`matcher_for` picks
+:class:`PikeMatcher` (the numba Pike VM) when every DEFINE is row-local, else the thread matcher
+of exec/mr_threads.py, which evaluates the history-dependent DEFINEs itself (this package never
+imports the planner), so a caller writes::
 
     analysis, nfa, skip = planner.mr_analyze.compiled(clause, text)
-    result = run_match_recognize(clause, table, text, PikeMatcher(nfa, skip))
+    matcher = matcher_for(clause, text, nfa, skip, analysis.row_local)
+    result = run_match_recognize(clause, table, text, matcher)
 
 Output: the result as docs/semantics.md "MATCH_RECOGNIZE (the local engine)" lays it out.
 
@@ -16,7 +19,8 @@ The steps:
 2. Order: each partition sorted by ORDER BY (ASC/DESC; NULLS FIRST for ASC and LAST for DESC
    unless written; NaN above every number, as Spark orders it); rows that tie keep their input
    order (a stable sort).
-3. DEFINE bits for every row at once (exec/mr_define.py).
+3. DEFINE bits for every row at once (exec/mr_define.py), for the row-local DEFINEs; a variable
+   whose DEFINE the matcher evaluates (``Matcher.history``) gets its bit set on every row.
 4. The matcher per partition: the matches' first rows, ends and one label per mapped row.
 5. The output rows and the measures (exec/mr_measures.py).
 
@@ -40,7 +44,9 @@ from cerql import mr_functions as mx
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.exec.kernel.pike import match_partition
 from cerql.exec.mr_define import define_bits
+from cerql.exec.mr_history import History
 from cerql.exec.mr_measures import Matches, MeasureContext, Rows, measure_values
+from cerql.exec.mr_threads import MAX_THREADS, ThreadMatcher
 from cerql.mr_plan import Nfa, Skip
 
 _ORDINAL = "__cerql_mr_ordinal"
@@ -52,7 +58,9 @@ class Matcher(Protocol):
     v for variable v's DEFINE; ``partition`` names the partition in errors) returns the matches
     in order: their first rows, their ends (exclusive) and one label per mapped row, match after
     match; ``label_variable[label]`` is the label's variable (an index into the pattern's
-    variables) and ``label_excluded[label]`` whether the row lies in an exclusion ``{- -}``."""
+    variables) and ``label_excluded[label]`` whether the row lies in an exclusion ``{- -}``.
+    A matcher that evaluates some DEFINEs itself names their variables (canonical) in
+    ``history`` (absent: none); it is then also given the partition's sorted rows (``rows``)."""
 
     label_variable: np.ndarray
     label_excluded: np.ndarray
@@ -60,8 +68,25 @@ class Matcher(Protocol):
     def match(self, bits: np.ndarray, partition: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
 
+def matcher_for(clause: mr_ast.MatchRecognize, text: str, nfa: Nfa, skip: Skip, row_local: frozenset[str],
+                max_threads: int = MAX_THREADS) -> "Matcher":
+    """The matcher of ``clause``: the Pike kernel when every DEFINE is row-local (``row_local``
+    names those variables, canonical, as planner/mr_analyze.py sorted them), else the thread
+    matcher (exec/mr_threads.py) with the other DEFINEs; ``max_threads`` bounds its live threads
+    per partition."""
+    variables = tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
+    defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
+    history = {v: c for v, c in defines.items() if v not in row_local}
+    if not history:
+        return PikeMatcher(nfa, skip)
+    subsets = {mx.canonical(s.name): frozenset(mx.canonical(v) for v in s.variables) for s in clause.subsets}
+    return ThreadMatcher(nfa, skip, History(variables, subsets, history, text), max_threads)
+
+
 class PikeMatcher:
     """The :class:`Matcher` of the Pike-VM kernel (exec/kernel/pike.py) over a compiled NFA."""
+
+    history: frozenset[str] = frozenset()
 
     def __init__(self, nfa: Nfa, skip: Skip):
         self.nfa, self.skip, self.tables = nfa, skip, nfa.tables()
@@ -90,8 +115,11 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     part = part[order]
     part_start, part_end, bounds = _partition_bounds(part)
 
-    bits = define_bits(rows, part_start, part_end, variables, defines, text)
-    matches = _match_all(bits, bounds, matcher, lambda p: _describe(rows, partition_columns, int(bounds[p])))
+    history = frozenset(getattr(matcher, "history", frozenset()))
+    row_local = {v: c for v, c in defines.items() if v not in history}
+    bits = define_bits(rows, part_start, part_end, variables, row_local, text)
+    matches = _match_all(bits, bounds, matcher, lambda p: _describe(rows, partition_columns, int(bounds[p])),
+                         rows if history else None)
 
     all_rows = clause.rows_per_match.all_rows
     out_rows = _all_rows(matches, clause.rows_per_match.mode, part, bounds) if all_rows else _one_row(matches)
@@ -192,12 +220,16 @@ def _describe(rows: pa.Table, columns: list[str], at: int) -> str | None:
     return ", ".join(f"{c}={rows.column(c)[at].as_py()!r}" for c in columns)
 
 
-def _match_all(bits: np.ndarray, bounds: np.ndarray, matcher: Matcher, describe) -> Matches:
-    """Every partition's matches, with sorted-row positions and MATCH_NUMBER from 1."""
+def _match_all(bits: np.ndarray, bounds: np.ndarray, matcher: Matcher, describe, rows: pa.Table | None) -> Matches:
+    """Every partition's matches, with sorted-row positions and MATCH_NUMBER from 1; ``rows``
+    (the sorted table) is given to a matcher that evaluates DEFINEs itself, a partition at a time."""
     starts, ends, labels, numbers, partitions, counts = [], [], [], [], [], []
     for p in range(len(bounds) - 1):
         lo, hi = int(bounds[p]), int(bounds[p + 1])
-        s, e, lab = matcher.match(bits[lo:hi], describe(p))
+        if rows is None:
+            s, e, lab = matcher.match(bits[lo:hi], describe(p))
+        else:
+            s, e, lab = matcher.match(bits[lo:hi], describe(p), rows=rows.slice(lo, hi - lo))
         s, e = np.asarray(s, np.int64), np.asarray(e, np.int64)
         starts.append(s + lo)
         ends.append(e + lo)
@@ -259,4 +291,4 @@ def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray)
                 np.concatenate([running, none])[order], np.concatenate([final, none])[order])
 
 
-__all__ = ["Matcher", "PikeMatcher", "partition_ids", "run_match_recognize", "sort_order"]
+__all__ = ["Matcher", "PikeMatcher", "matcher_for", "partition_ids", "run_match_recognize", "sort_order"]

@@ -299,7 +299,7 @@ class _Rewriter:
         np.cumsum(sizes, out=offsets[1:])
         within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
         at = np.repeat(first, sizes) + within
-        out = aggregate.grouped(kind, offsets, values.take(pa.array(at, pa.int64())), _result_type(kind, values.type))
+        out = aggregate.grouped(kind, offsets, values.take(pa.array(at, pa.int64())), aggregate_type(kind, values.type))
         return out.take(pa.array(np.asarray(inverse).reshape(-1).astype(np.int64)))
 
     def _values(self, argument: exp.Expression, rows: np.ndarray) -> pa.Array:
@@ -331,7 +331,7 @@ def _running(kind: str, values: pa.Array, segments: np.ndarray, seen_end: np.nda
     match's rows (kernel/running.py): the value at the last row it sees."""
     valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
     last = np.where(seen_count > 0, seen_end - 1, 0)
-    result_type = _result_type(kind, values.type)
+    result_type = aggregate_type(kind, values.type)
     if kind in ("count", "sum", "avg") and len(values) and not pa.types.is_null(values.type):
         if kind == "sum" and pa.types.is_integer(values.type):
             numbers = np.asarray(values.cast(pa.int64()).fill_null(0).to_numpy(), np.int64)
@@ -366,7 +366,7 @@ def _running(kind: str, values: pa.Array, segments: np.ndarray, seen_end: np.nda
         pa.nulls(len(seen_end), result_type)
 
 
-def _result_type(kind: str, value_type: pa.DataType) -> pa.DataType:
+def aggregate_type(kind: str, value_type: pa.DataType) -> pa.DataType:
     """Spark's type of an aggregate of a column of ``value_type``."""
     if kind == "count":
         return pa.int64()
@@ -381,4 +381,4 @@ def _result_type(kind: str, value_type: pa.DataType) -> pa.DataType:
     return value_type
 
 
-__all__ = ["FIELD", "MeasureContext", "Matches", "Rows", "measure_values"]
+__all__ = ["FIELD", "MeasureContext", "Matches", "Rows", "aggregate_type", "measure_values"]

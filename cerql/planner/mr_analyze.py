@@ -18,11 +18,13 @@ row-local), or a positioned CeqlError with a hint (docs/semantics.md, "MATCH_REC
 
 A DEFINE is *row-local* when it reads only the current row: columns unqualified, qualified by the
 variable being defined (or a SUBSET that holds it: the current row is that variable's last), and
-PREV/NEXT of those at constant offsets. Anything else (FIRST/LAST, another variable's columns,
-aggregates, CLASSIFIER) depends on the rows mapped so far; such a DEFINE is refused for now with
-MATCH_RECOGNIZE_UNSUPPORTED naming the part. What the engine does not evaluate yet in MEASURES
-(a navigation inside an aggregate, an aggregate other than count/sum/avg/min/max) is refused the
-same way.
+PREV/NEXT of those at constant offsets; the Pike kernel takes those as bits. Anything else
+(FIRST/LAST, another variable's columns, aggregates, CLASSIFIER) depends on the rows mapped so
+far: *history-dependent*, evaluated per thread by exec/mr_threads.py (``MrAnalysis.row_local``
+leaves it out). What the engine does not evaluate yet, in MEASURES or DEFINE (a navigation,
+CLASSIFIER or MATCH_NUMBER inside an aggregate; CLASSIFIER or MATCH_NUMBER inside a navigation;
+an aggregate other than count/sum/avg/min/max, or DISTINCT) is refused with
+MATCH_RECOGNIZE_UNSUPPORTED naming the part.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class MrAnalysis:
     """What the checks found. Names are canonical (``mr_functions.canonical``): ``variables`` in
     PATTERN order (variable v is bit v of the DEFINE bits), ``subsets`` each SUBSET's variables,
     ``defines`` each defined variable's condition, ``row_local`` the variables whose DEFINE reads
-    only the current row (every DEFINE, until history-dependent ones are evaluated)."""
+    only the current row (the others are history-dependent)."""
 
     variables: tuple[str, ...]
     subsets: dict[str, frozenset[str]]
@@ -63,7 +65,7 @@ class MrAnalysis:
 
 def compiled(clause: mr_ast.MatchRecognize, text: str) -> tuple[MrAnalysis, Nfa, Skip]:
     """The checks, then the pattern's NFA and the AFTER MATCH SKIP of the kernel
-    (planner/mr_compile.py): what exec/mr_engine.py's PikeMatcher takes. Names are passed to the
+    (planner/mr_compile.py): what exec/mr_engine.py's matcher_for takes. Names are passed to the
     compiler as PATTERN spells them, SKIP TO's and SUBSET's resolved to those spellings."""
     analysis = analyze(clause, text)
     written = {mx.canonical(v): v for v in clause.variables}
@@ -76,10 +78,9 @@ def compiled(clause: mr_ast.MatchRecognize, text: str) -> tuple[MrAnalysis, Nfa,
     return analysis, compile_pattern(clause.pattern, clause.variables), compile_skip(after, clause.variables, subsets)
 
 
-def analyze(clause: mr_ast.MatchRecognize, text: str, refuse_history: bool = True) -> MrAnalysis:
-    """Check ``clause`` (module docstring) and sort its DEFINEs. ``refuse_history`` False returns
-    the analysis with the history-dependent DEFINEs left out of ``row_local`` instead of refusing
-    them (for the step that will evaluate them)."""
+def analyze(clause: mr_ast.MatchRecognize, text: str) -> MrAnalysis:
+    """Check ``clause`` (module docstring) and sort its DEFINEs: the row-local ones in
+    ``row_local``, the history-dependent ones left out of it."""
     variables = tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
     if len(variables) < len(clause.variables):
         twice = next(v for v in clause.variables if [mx.canonical(w) for w in clause.variables].count(mx.canonical(v)) > 1)
@@ -109,17 +110,8 @@ def analyze(clause: mr_ast.MatchRecognize, text: str, refuse_history: bool = Tru
     for name, condition in defines.items():
         scope.check(condition, in_define=name)
         _check_boolean(condition, text)
-        reason = scope.history(condition, name)
-        if reason is None:
+        if scope.history(condition, name) is None:
             row_local.add(name)
-        elif refuse_history:
-            part, node = reason
-            raise UnsupportedError.at(
-                text, _position(condition, node),
-                f"DEFINE {name} depends on the rows mapped before the current one ({part}); "
-                "such conditions are not evaluated yet", UNSUPPORTED,
-                f"{part} in DEFINE is not supported yet: write the condition over the current row's columns "
-                "and PREV/NEXT of them at constant offsets", part=part)
     return MrAnalysis(variables, subsets, defines, frozenset(row_local))
 
 
@@ -324,6 +316,10 @@ class _Scope:
             raise self._error(UnsupportedError, expr, node, f"{name} inside an aggregate is not supported yet",
                               UNSUPPORTED, "aggregate the columns themselves, e.g. sum(A.x)")
         self._one_variable(expr, node, args[0], name)
+        for sub in args[0].walk():
+            if mx.function_name(sub) == mx.CLASSIFIER or (mx.function_name(sub) == mx.MATCH_NUMBER and in_define is None):
+                raise self._error(UnsupportedError, expr, sub, f"{mx.function_name(sub)}() inside {name} is not "
+                                  "supported yet", UNSUPPORTED, f"use {mx.function_name(sub)}() outside the navigation")
         self._visit(expr, args[0], in_define, name)
 
     def _aggregate(self, expr, node, in_define, inside):

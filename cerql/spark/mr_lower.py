@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from cerql import mr_ast, row_pattern
 from cerql.errors import AnalysisError, CeqlError, ExecutionError, start_of
-from cerql.exec.mr_engine import run_match_recognize
+from cerql.exec.mr_engine import MAX_THREADS, run_match_recognize
 from cerql.planner import front
 from cerql.spark.compat import functions_for, read_conf
 from cerql.spark.lower import arrow_schema
@@ -40,6 +40,7 @@ from cerql.spark.workers import check_workers
 ORDINAL = "__cerql_mr_ordinal"
 MAX_PARTITION_ROWS_CONF = "cerql.matchRecognize.maxPartitionRows"
 MAX_PARTITION_ROWS = 10_000_000
+MAX_THREADS_CONF = "cerql.matchRecognize.maxThreads"  # live threads per partition (exec/mr_threads.py)
 
 
 def source_frame(spark, query: mr_ast.MatchRecognizeQuery, tables: Mapping[str, Any]):
@@ -160,7 +161,9 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
     rows = rows.repartition(*keys) if keys else rows.repartition(1)
     rows = rows.sortWithinPartitions(*_sort_columns(F, clause))
     conf = read_conf(spark, MAX_PARTITION_ROWS_CONF)
-    task = _matcher(clause, text, row_pattern.matcher(planned), int(conf) if conf else MAX_PARTITION_ROWS)
+    threads = read_conf(spark, MAX_THREADS_CONF)
+    matcher = row_pattern.matcher(planned, int(threads) if threads else MAX_THREADS)
+    task = _matcher(clause, text, matcher, int(conf) if conf else MAX_PARTITION_ROWS)
     matched = rows.mapInArrow(task, spark_schema)
     view = f"__cerql_mr_{uuid.uuid4().hex}"
     matched.createOrReplaceTempView(view)

@@ -230,10 +230,11 @@ def _at(err: CeqlError, written: str) -> bool:
     (dict(pattern="A", measures={"x": "count(*)", "X": "sum(value)"}), "MATCH_RECOGNIZE_DUPLICATE_MEASURE", "sum"),
     (dict(pattern="A B", define={"B": "value > PREV(value, -1)"}), "MATCH_RECOGNIZE_INVALID_OFFSET", "-1)"),
     (dict(pattern="A", measures={"x": "LAST(A.value + B.value)"}), "MATCH_RECOGNIZE_MIXED_VARIABLES", "LAST(A"),
-    (dict(pattern="A B", define={"B": "B.value > A.value"}), "MATCH_RECOGNIZE_UNSUPPORTED", "A.value"),
-    (dict(pattern="A B", define={"B": "value > FIRST(value)"}), "MATCH_RECOGNIZE_UNSUPPORTED", "FIRST"),
-    (dict(pattern="A B", define={"B": "count(*) > 2"}), "MATCH_RECOGNIZE_UNSUPPORTED", "count"),
-    (dict(pattern="A B", define={"B": "CLASSIFIER() = 'A'"}), "MATCH_RECOGNIZE_UNSUPPORTED", "CLASSIFIER"),
+    (dict(pattern="A B", define={"B": "sum(PREV(A.value)) > 1"}), "MATCH_RECOGNIZE_UNSUPPORTED", "PREV"),
+    (dict(pattern="A B", define={"B": "LAST(CLASSIFIER()) = 'A'"}), "MATCH_RECOGNIZE_UNSUPPORTED", "CLASSIFIER"),
+    (dict(pattern="A B", define={"B": "count(DISTINCT A.value) > 2"}), "MATCH_RECOGNIZE_UNSUPPORTED", "count"),
+    (dict(pattern="A B", define={"B": "stddev(A.value) > 2"}), "MATCH_RECOGNIZE_UNSUPPORTED", "stddev"),
+    (dict(pattern="A B", define={"B": "MATCH_NUMBER() = 1"}), "MATCH_RECOGNIZE_MATCH_NUMBER_IN_DEFINE", "MATCH_NUMBER"),
     (dict(pattern="A B", define={"B": "nope > 1"}), "UNKNOWN_COLUMN", "nope"),
     (dict(pattern="A", measures={"x": "LAST(nope)"}), "UNKNOWN_COLUMN", "nope"),
 ])
@@ -245,8 +246,14 @@ def test_errors_with_positions(kwargs, error_class, where):
 
 
 def test_refusals_and_errors_are_their_classes():
-    assert isinstance(_error(pattern="A B", define={"B": "value > FIRST(value)"}), UnsupportedError)
+    assert isinstance(_error(pattern="A B", define={"B": "LAST(CLASSIFIER()) = 'A'"}), UnsupportedError)
     assert isinstance(_error(pattern="A B", define={"C": "value > 1"}), AnalysisError)
+
+
+def test_history_dependent_defines_are_accepted_and_sorted():
+    c, text = clause(pattern="A B C D", define={"A": "value > 1", "B": "B.value > A.value", "C": "value > FIRST(value)",
+                                                 "D": "count(*) > 2 OR CLASSIFIER() = 'A'"})
+    assert analyze(c, text).row_local == {"A"}
 
 
 def test_row_local_defines_are_accepted():

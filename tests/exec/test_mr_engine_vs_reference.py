@@ -1,7 +1,9 @@
-"""The MATCH_RECOGNIZE engine (cerql/exec/mr_engine.py with the Pike-VM kernel) against the
-brute-force reference evaluator (cerql/exec/mr_reference.py) on random patterns, data,
-row-local DEFINEs, measures, partitions, orders, skip modes and output layouts (hypothesis):
-the same rows, or both fail."""
+"""The MATCH_RECOGNIZE engine (cerql/exec/mr_engine.py with the matcher matcher_for picks: the
+Pike-VM kernel for row-local DEFINEs, the thread matcher of exec/mr_threads.py for
+history-dependent ones) against the brute-force reference evaluator (cerql/exec/mr_reference.py)
+on random patterns, data, DEFINEs (row-local, and reading the rows mapped so far: FIRST/LAST with
+offsets, other variables' columns, aggregates, CLASSIFIER, PREV/NEXT of a FIRST/LAST), measures,
+partitions, orders, skip modes and output layouts (hypothesis): the same rows, or both fail."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 
 from cerql import mr_ast
 from cerql.errors import CeqlError
-from cerql.exec.mr_engine import PikeMatcher, run_match_recognize
+from cerql.exec.mr_engine import matcher_for, run_match_recognize
 from cerql.planner.mr_analyze import compiled
 from tests.exec.mr_support import clause, read_pattern
 
@@ -23,6 +25,13 @@ reference = pytest.importorskip("cerql.exec.mr_reference")
 VARS = ("A", "B", "C")
 DEFINES = ["{v}.value > PREV({v}.value)", "value IS NULL", "value >= 2", "NEXT(value) > value", "value % 2 = 0",
            "PREV(value, 2) IS NOT NULL AND value < 3", "{v}.value <= NEXT({v}.value, 2) OR value = 1"]
+# DEFINEs that read the rows mapped so far ({w}: another variable, maybe the one defined)
+HISTORY = ["value > LAST({w}.value)", "value <= FIRST({w}.value) OR FIRST({w}.value) IS NULL",
+           "{v}.value < LAST({v}.value, 1)", "LAST(value, 1) IS NULL OR value >= LAST(value, 2)",
+           "FIRST(value, 1) IS NULL", "sum({w}.value) <= 5", "count({w}.*) < 3", "count(*) <= 2 OR value = 0",
+           "avg(value) >= 1.5", "min({w}.value) = value OR max(value) < 3", "CLASSIFIER({w}) IS NULL",
+           "CLASSIFIER() = '{v}' AND {w}.value IS NOT NULL", "PREV(LAST({w}.value), 1) < value",
+           "NEXT(FIRST({w}.value)) = value", "count({w}.value) = 1 OR S.value > 2", "LAST(S.value, 1) <> value"]
 MEASURES = ["LAST({v}.value)", "FIRST({v}.value, 1)", "LAST({v}.value, 1)", "PREV(LAST({v}.value), 2)",
             "NEXT(FIRST({v}.value))", "count({v}.*)", "count(*)", "sum({v}.value)", "min(value)", "max({v}.value)",
             "CLASSIFIER()", "MATCH_NUMBER()", "value", "{v}.value + 1", "FINAL(LAST(value))", "FINAL(count({v}.*))",
@@ -48,11 +57,13 @@ def _pattern():
 
 
 @st.composite
-def cases(draw):
+def cases(draw, history: bool = False):
+    """A clause, its text and a table; ``history``: at least one DEFINE reads the rows mapped so far."""
     pattern = draw(_pattern())
     present = sorted(set(mr_ast.pattern_variables(read_pattern(pattern))))
-    define = {v: draw(st.sampled_from(DEFINES)).format(v=v)
-              for v in draw(st.lists(st.sampled_from(present), unique=True))}
+    defined = draw(st.lists(st.sampled_from(present), unique=True, min_size=1 if history else 0))
+    define = {v: draw(st.sampled_from(HISTORY if history and (i == 0 or draw(st.booleans())) else DEFINES)).format(
+        v=v, w=draw(st.sampled_from(present))) for i, v in enumerate(defined)}
     measures = {f"m{i}": m.format(v=draw(st.sampled_from(present)))
                 for i, m in enumerate(draw(st.lists(st.sampled_from(MEASURES), min_size=1, max_size=4, unique=True)))}
     layout = draw(st.sampled_from(LAYOUTS))
@@ -61,15 +72,26 @@ def cases(draw):
     skip = draw(st.sampled_from([mr_ast.PAST_LAST_ROW, mr_ast.TO_NEXT_ROW, mr_ast.TO_FIRST, mr_ast.TO_LAST]))
     skip_to = draw(st.sampled_from(present)) if skip in (mr_ast.TO_FIRST, mr_ast.TO_LAST) else None
     order = draw(st.sampled_from(["t", "t DESC", "t ASC NULLS LAST", "t DESC NULLS FIRST"]))
-    n = draw(st.integers(1, 10))  # the reference takes its columns from the rows
+    # the reference takes its columns from the rows; history-dependent cases get longer partitions,
+    # where threads of several start rows and paths meet in one state with different histories
+    n = draw(st.integers(1, 16 if history else 10))
+    keys = ["x", "x", "x", "y"] if history else ["x", "y", None]
     table = pa.table({
         "value": pa.array(draw(st.lists(st.one_of(st.none(), st.integers(0, 4)), min_size=n, max_size=n)), pa.int64()),
-        "p": pa.array(draw(st.lists(st.sampled_from(["x", "y", None]), min_size=n, max_size=n)), pa.string()),
+        "p": pa.array(draw(st.lists(st.sampled_from(keys), min_size=n, max_size=n)), pa.string()),
         "t": pa.array(draw(st.lists(st.one_of(st.none(), st.integers(0, 5)), min_size=n, max_size=n)), pa.int64()),
     })
+    subset = tuple(draw(st.lists(st.sampled_from(present), min_size=1, unique=True)))
     c, text = clause(pattern=pattern, define=define, measures=measures, rows=layout, skip=skip, skip_to=skip_to,
-                     partition_by=("p",), order_by=(order,))
+                     partition_by=("p",), order_by=(order,), subsets={"S": subset})
     return c, text, table
+
+
+def _matcher(c, text):
+    analysis, nfa, skip = compiled(c, text)
+    matcher = matcher_for(c, text, nfa, skip, analysis.row_local)
+    event(type(matcher).__name__)
+    return matcher
 
 
 def _same(a, b) -> bool:
@@ -83,7 +105,16 @@ def _same(a, b) -> bool:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(cases())
 def test_engine_gives_the_reference_rows(case):
-    c, text, table = case
+    _compare(*case)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(cases(history=True))
+def test_history_dependent_defines_give_the_reference_rows(case):
+    _compare(*case)
+
+
+def _compare(c, text, table):
     try:
         expected = reference.evaluate(c, table.to_pylist())
     except CeqlError as err:
@@ -91,13 +122,11 @@ def test_engine_gives_the_reference_rows(case):
         if err.error_class == "REFERENCE_UNSUPPORTED" or err.error_class == "REFERENCE_INPUT_TOO_LARGE":
             return
         with pytest.raises(CeqlError) as raised:
-            _, nfa, skip = compiled(c, text)
-            run_match_recognize(c, table, text, PikeMatcher(nfa, skip))
+            run_match_recognize(c, table, text, _matcher(c, text))
         if err.error_class == "AFTER_MATCH_SKIP_FAILED":
             assert raised.value.error_class == err.error_class, text
         return
-    _, nfa, skip = compiled(c, text)
-    got = run_match_recognize(c, table, text, PikeMatcher(nfa, skip))
+    got = run_match_recognize(c, table, text, _matcher(c, text))
     rows = got.to_pylist()
     event(f"compared ({'no rows' if not rows else 'rows'})")
     assert [list(r) for r in rows[:1]] == [list(r) for r in expected[:1]], text  # the same columns in order

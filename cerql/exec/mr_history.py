@@ -1,0 +1,455 @@
+"""History-dependent MATCH_RECOGNIZE DEFINEs as thread registers, evaluated for many threads at once.
+
+Input: the pattern's variables and SUBSETs (canonical names), the DEFINEs that read the rows
+mapped before the current one (planner/mr_analyze.py sorts them), the query text (for positions);
+per partition, its sorted rows. Output: :class:`History`, which gives each thread of the matcher
+(exec/mr_threads.py) a tuple of *registers* (the initial one, and the one after a row is mapped
+to a variable), says which registers the conditions still reachable from an NFA state read (the
+matcher's dedupe key), and evaluates one variable's condition for a batch of threads that all
+want to map the same row to it, vectorized with cerql.expr (docs/semantics.md, "MATCH_RECOGNIZE
+(the local engine)").
+
+A DEFINE is evaluated when its row is mapped, with RUNNING semantics: it sees the rows mapped so
+far, the current row last. What it reads of them is kept per thread in one register per
+*quantity*, shared by every condition that reads it; ``X`` is a variable, a SUBSET or the
+universal variable:
+
+- ``FIRST(X.e, n)``: the first n+1 rows mapped to X (row indices);
+- ``LAST(X.e, n)``, ``X.c`` (= ``LAST(X.c)``) and ``PREV/NEXT`` of them: the last rows mapped to
+  X, as many as the offsets need. When the defined variable belongs to X the current row is
+  X's last, so a plain ``X.c`` reads the current row and needs no register;
+- ``count``, ``sum``, ``avg``, ``min``, ``max`` over X's rows: the running state (count, exact
+  sum and whether it left its type, the row of the least or greatest value so far);
+- ``CLASSIFIER(X)``: the variable of X's last row (``CLASSIFIER()`` in DEFINE of V is V).
+
+Registers change only when a row is mapped, and each one's next value depends only on itself and
+that row, so two threads in the same NFA state with equal registers read by the conditions ahead
+have the same future: the matcher keeps only the first (the Pike-VM rule, extended). A sum of
+integers that leaves BIGINT (or a DECIMAL sum its type) raises Spark's error when a condition
+reads it, as the aggregates of exec/aggregate.py do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Context, Decimal
+from typing import Callable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from cerql import mr_functions as mx
+from cerql.ast import SqlExpr
+from cerql.errors import AnalysisError, UnsupportedError
+from cerql.exec import aggregate
+from cerql.exec.mr_measures import aggregate_type
+from cerql.expr import BIGINT_MAX, BIGINT_MIN, ExprError, compile_expr, evaluate, guard
+
+FIELD = "__cerql_mr_h{}"  # a column of the batch table a rewritten condition reads
+UNSUPPORTED = "MATCH_RECOGNIZE_UNSUPPORTED"
+_EXACT = Context(prec=200)
+
+Registers = tuple  # one entry per quantity (History.quantities), hashable
+
+
+@dataclass
+class Quantity:
+    """One register: ``kind`` (``first``, ``last``, ``classifier``, or an aggregate), the set of
+    variables ``members`` (None: every variable), the aggregate's ``argument`` (None: count of
+    rows), and ``keep``: how many rows a FIRST/LAST register holds (the largest any reader needs)."""
+
+    kind: str
+    members: frozenset[int] | None
+    argument: exp.Expression | None = None
+    keep: int = 0
+    expr: SqlExpr | None = None   # the DEFINE that first reads it (for error positions)
+
+    def holds(self, v: int) -> bool:
+        return self.members is None or v in self.members
+
+
+@dataclass
+class _Partition:
+    """One partition's rows and, per aggregate quantity, its argument at every row."""
+
+    table: pa.Table
+    n: int
+    args: dict[int, "_Argument"] = field(default_factory=dict)
+
+
+@dataclass
+class _Argument:
+    values: pa.Array          # the argument at every row of the partition
+    valid: np.ndarray         # not NULL
+    numbers: list             # Python numbers for sum/avg (ints, floats, or decimal units)
+    ranks: np.ndarray         # min/max: the order of the values (NaN above every number)
+
+
+class History:
+    """The registers and the compiled conditions of the history-dependent DEFINEs (module
+    docstring). ``variables``: canonical, in PATTERN order (a label's variable is its index)."""
+
+    def __init__(self, variables: tuple[str, ...], subsets: Mapping[str, frozenset[str]],
+                 defines: Mapping[str, SqlExpr], text: str):
+        self.variables, self.subsets, self.text = variables, subsets, text
+        self.quantities: list[Quantity] = []
+        self._index: dict[tuple, int] = {}
+        self.conditions: dict[int, _Condition] = {}
+        for name, condition in defines.items():
+            v = variables.index(name)
+            self.conditions[v] = _Condition(self, v, condition)
+        self.reads: dict[int, frozenset[int]] = {v: frozenset(c.quantities) for v, c in self.conditions.items()}
+
+    # -- registers
+    def quantity(self, kind: str, members, argument=None, keep: int = 0, expr: SqlExpr | None = None) -> int:
+        key = (kind, members, argument.sql(dialect="spark") if argument is not None else None)
+        at = self._index.get(key)
+        if at is None:
+            at = self._index[key] = len(self.quantities)
+            self.quantities.append(Quantity(kind, members, argument, keep, expr))
+        self.quantities[at].keep = max(self.quantities[at].keep, keep)
+        return at
+
+    def members(self, name: str | None) -> frozenset[int] | None:
+        if name is None:
+            return None
+        key = mx.canonical(name)
+        if key in self.subsets:
+            return frozenset(self.variables.index(v) for v in self.subsets[key])
+        return frozenset([self.variables.index(key)])
+
+    def initial(self) -> Registers:
+        return tuple(_EMPTY[q.kind] for q in self.quantities)
+
+    def advance(self, regs: Registers, row: int, v: int, part: _Partition) -> Registers:
+        """The registers after ``row`` is mapped to variable ``v``."""
+        out = list(regs)
+        for i, q in enumerate(self.quantities):
+            if q.holds(v):
+                out[i] = _step(q, regs[i], row, v, part.args.get(i))
+        return tuple(out)
+
+    # -- per partition
+    def bind(self, table: pa.Table) -> _Partition:
+        """The partition's rows and its aggregate arguments, evaluated once over all its rows."""
+        part = _Partition(table, table.num_rows)
+        lowered = {c.lower() for c in table.column_names}
+        for condition in self.conditions.values():  # an unknown column fails before any thread reads it
+            for column in condition.expr.tree.find_all(exp.Column):
+                in_classifier = column.parent is not None and mx.function_name(column.parent) == mx.CLASSIFIER
+                if not mx.is_star(column) and not in_classifier and column.name.lower() not in lowered:
+                    raise AnalysisError.at(self.text, mx.node_offset(condition.expr, column),
+                                           f"Unknown column '{column.name}'", "UNKNOWN_COLUMN",
+                                           f"the input has columns {', '.join(table.column_names)}")
+        for i, q in enumerate(self.quantities):
+            if q.kind in _AGGREGATES and q.argument is not None:
+                part.args[i] = self._argument(q, table)
+        return part
+
+    def _argument(self, q: Quantity, table: pa.Table) -> _Argument:
+        lowered = {c.lower(): c for c in table.column_names}
+        tree = q.argument.copy()
+        for column in list(tree.find_all(exp.Column)) if not isinstance(tree, exp.Column) else [tree]:
+            real = lowered.get(column.name.lower())
+            if real is None:
+                raise AnalysisError.at(self.text, mx.node_offset(q.expr), f"Unknown column '{column.name}'",
+                                       "UNKNOWN_COLUMN", f"the input has columns {', '.join(table.column_names)}")
+            new = exp.column(real)
+            if column is tree:
+                tree = new
+            else:
+                column.replace(new)
+        fn = _compiled(tree, self.text, q.expr)
+        base = table if table.num_columns else pa.table({"__cerql_mr_rows": pa.array(np.zeros(table.num_rows, np.int8))})
+        values = evaluate(fn, base)
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
+        numbers: list = []
+        ranks = np.zeros(len(values), np.int64)
+        if q.kind in ("sum", "avg"):
+            t = values.type
+            if pa.types.is_decimal(t):
+                numbers = [int(x.scaleb(t.scale, context=_EXACT)) if x is not None else 0 for x in values.to_pylist()]
+            elif pa.types.is_integer(t) and q.kind == "sum":
+                numbers = [int(x) if x is not None else 0 for x in values.to_pylist()]
+            elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t):
+                numbers = [float(x) if x is not None else 0.0 for x in values.cast(pa.float64()).to_pylist()]
+            else:
+                raise AnalysisError.at(self.text, mx.node_offset(q.expr),
+                                       f"{q.kind}() of {t} is not a number", "DATATYPE_MISMATCH",
+                                       f"{q.kind} takes numbers")
+        if q.kind in ("min", "max") and len(values):
+            order = np.asarray(pc.sort_indices(values).to_numpy(), np.int64)
+            ranks[order] = np.arange(len(values))
+        return _Argument(values, valid, numbers, ranks)
+
+    # -- conditions
+    def evaluate(self, v: int, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
+        """Variable ``v``'s condition for each thread (its registers before the row) that maps
+        ``row`` to ``v``: a bool per thread (NULL: false)."""
+        return self.conditions[v].evaluate(regs, row, part)
+
+
+def _compiled(tree: exp.Expression, text: str, expr: SqlExpr):
+    """cerql.expr's function of ``tree``, its errors placed at ``expr`` in the query."""
+    def positioned(err: ExprError):
+        return err.cls.at(text, mx.node_offset(expr), err.message, err.error_class, err.hint)
+
+    try:
+        return guard(compile_expr(tree, lambda col: col.name), positioned)
+    except ExprError as err:
+        raise positioned(err) from None
+
+
+# ---------------------------------------------------------------------------- register steps
+_AGGREGATES = ("count", "sum", "avg", "min", "max")
+# sum/avg: (values, exact total, whether a running total left its type); min/max: the best row
+_EMPTY = {"first": (), "last": (), "classifier": -1, "count": 0, "sum": (0, 0, False), "avg": (0, 0, False),
+          "min": -1, "max": -1}
+
+
+def _step(q: Quantity, reg, row: int, v: int, arg: _Argument | None):
+    kind = q.kind
+    if kind == "first":
+        return reg + (row,) if len(reg) < q.keep else reg
+    if kind == "last":
+        return (reg + (row,))[-q.keep:] if q.keep else ()
+    if kind == "classifier":
+        return v if q.keep else -1
+    if kind == "count":
+        return reg + 1 if arg is None or arg.valid[row] else reg
+    if not arg.valid[row]:
+        return reg
+    if kind in ("sum", "avg"):
+        count, total, bad = reg
+        x = arg.numbers[row]
+        if isinstance(x, float) and kind == "sum" and count == 0:
+            total = x  # a float sum starts from its first value, an avg from 0.0 (exec/aggregate.py)
+        else:
+            total = total + x
+        if isinstance(x, int) and not bad:
+            bad = _out_of_range(total, arg.values.type)
+        return count + 1, total, bad
+    if reg < 0:
+        return row
+    better = arg.ranks[row] > arg.ranks[reg] if kind == "max" else arg.ranks[row] < arg.ranks[reg]
+    return row if better else reg
+
+
+def _out_of_range(total: int, value_type: pa.DataType) -> bool:
+    if pa.types.is_decimal(value_type):
+        return abs(total) >= 10 ** aggregate.decimal_sum_type(value_type).precision
+    return not BIGINT_MIN <= total <= BIGINT_MAX
+
+
+def _aggregate_value(kind: str, reg, arg: _Argument | None):
+    """The Python value of an aggregate register."""
+    if kind == "count":
+        return reg
+    if kind in ("min", "max"):
+        return reg  # a row, gathered by the caller
+    count, total, bad = reg
+    if count == 0:
+        return None
+    t = arg.values.type
+    if bad:
+        if pa.types.is_decimal(t):
+            raise aggregate.decimal_sum_overflow(kind, aggregate.decimal_sum_type(t))
+        raise aggregate.sum_overflow()
+    if pa.types.is_decimal(t):
+        if kind == "sum":
+            return Decimal(total).scaleb(-t.scale, context=_EXACT)
+        avg_type = aggregate.decimal_avg_type(t)
+        numerator = total * 10 ** (avg_type.scale - t.scale)
+        magnitude = (2 * abs(numerator) + count) // (2 * count)  # half away from zero, as Spark
+        rounded = -magnitude if numerator < 0 else magnitude
+        if abs(rounded) >= 10 ** avg_type.precision:
+            raise aggregate.decimal_avg_out_of_range(avg_type, rounded)
+        return Decimal(rounded).scaleb(-avg_type.scale, context=_EXACT)
+    if kind == "avg":
+        return total / count
+    return total
+
+
+# ---------------------------------------------------------------------------- conditions
+class _Condition:
+    """One variable's DEFINE, rewritten so that each navigation, aggregate and CLASSIFIER is a
+    column of a batch table; ``reads`` build those columns for a batch of threads."""
+
+    def __init__(self, history: History, v: int, expr: SqlExpr):
+        self.h, self.v, self.expr = history, v, expr
+        self.quantities: set[int] = set()
+        self.reads: list[Callable] = []   # (regs, row, part) -> pa.Array
+        self.tree = self._rewrite(expr.tree.copy())
+        self._fn = None
+        self._columns: tuple | None = None
+
+    # -- the rewrite (once)
+    def _field(self, read: Callable) -> exp.Column:
+        self.reads.append(read)
+        return exp.column(FIELD.format(len(self.reads) - 1))
+
+    def _refuse(self, node, what: str):
+        raise UnsupportedError.at(self.h.text, mx.node_offset(self.expr, node), f"{what} in DEFINE is not supported yet",
+                                  UNSUPPORTED, "navigate to the rows with FIRST/LAST/PREV/NEXT of their columns")
+
+    def _rewrite(self, node: exp.Expression) -> exp.Expression:
+        name = mx.function_name(node)
+        if name == mx.RUNNING:
+            return _replace(node, self._rewrite(mx.arguments(node)[0]))
+        if name == mx.CLASSIFIER:
+            args = mx.arguments(node)
+            members = self.h.members(args[0].name if args else None)
+            if members is None or self.v in members:
+                return _replace(node, exp.Literal.string(self.h.variables[self.v]))
+            at = self.h.quantity("classifier", members, keep=1, expr=self.expr)
+            self.quantities.add(at)
+            names = self.h.variables
+            return _replace(node, self._field(lambda regs, row, part: pa.array(
+                [names[r[at]] if r[at] >= 0 else None for r in regs], pa.string())))
+        if name in mx.NAVIGATIONS:
+            rows, argument = self._navigate(node)
+            return _replace(node, self._gathered(argument, rows))
+        if name is not None:  # MATCH_NUMBER and FINAL: planner/mr_analyze.py refuses them in DEFINE
+            self._refuse(node, f"{name}()")
+        if mx.is_aggregate(node):
+            return _replace(node, self._aggregate(node))
+        if isinstance(node, exp.Column):
+            return _replace(node, self._gathered(node, self._last(self.h.members(mx.qualifier(node)), 0)))
+        for child in list(node.iter_expressions()):
+            self._rewrite(child)
+        return node
+
+    def _last(self, members, n: int) -> Callable:
+        """The rows of ``LAST(X, n)`` per thread (-1: none), as a function of the batch."""
+        return self._logical(members, True, n)
+
+    def _logical(self, members, from_last: bool, n: int) -> Callable:
+        current = members is None or self.v in members   # the current row is X's last
+        if current and from_last and n == 0:
+            return lambda regs, row, part: np.full(len(regs), row, np.int64)
+        kind = "last" if from_last else "first"
+        at = self.h.quantity(kind, members, keep=(n if current else n + 1) if from_last else n + 1, expr=self.expr)
+        self.quantities.add(at)
+
+        def rows(regs, row, part):
+            out = np.full(len(regs), -1, np.int64)
+            for i, r in enumerate(regs):
+                seen = r[at] + (row,) if current else r[at]
+                if len(seen) > n:
+                    out[i] = seen[-1 - n] if from_last else seen[n]
+            return out
+        return rows
+
+    def _navigate(self, node) -> tuple[Callable, exp.Expression]:
+        name = mx.function_name(node)
+        args = mx.arguments(node)
+        n = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(name)
+        argument = args[0]
+        for sub in argument.walk():
+            if mx.function_name(sub) in (mx.CLASSIFIER, mx.MATCH_NUMBER):
+                self._refuse(sub, f"{mx.function_name(sub)}() inside {name}")
+        if name in mx.LOGICAL:
+            return self._logical(self._set_of(argument), name == mx.LAST, n), argument
+        if mx.function_name(argument) in mx.LOGICAL:
+            base, argument = self._navigate(argument)
+        else:
+            base = self._last(self._set_of(argument), 0)
+        step = -n if name == mx.PREV else n
+
+        def rows(regs, row, part):
+            at = base(regs, row, part)
+            moved = at + step
+            return np.where((at >= 0) & (moved >= 0) & (moved < part.n), moved, -1)
+        return rows, argument
+
+    def _set_of(self, argument: exp.Expression):
+        qualifiers = [mx.qualifier(c) for c in argument.find_all(exp.Column) if not mx.is_star(c)]
+        return self.h.members(next((q for q in qualifiers if q), None))
+
+    def _gathered(self, argument: exp.Expression, rows: Callable) -> exp.Expression:
+        """``argument`` with each column replaced by a field of its values at ``rows``."""
+        tree = argument.copy()
+        columns = [tree] if isinstance(tree, exp.Column) else list(tree.find_all(exp.Column))
+        for column in columns:
+            name = column.name
+            new = self._field(lambda regs, row, part, name=name, node=column:
+                              _gather(part, self._column(part, name, node), rows(regs, row, part)))
+            if column is tree:
+                return new
+            column.replace(new)
+        return tree
+
+    def _column(self, part: _Partition, name: str, node) -> str:
+        lowered = {c.lower(): c for c in part.table.column_names}
+        real = lowered.get(name.lower())
+        if real is None:
+            raise AnalysisError.at(self.h.text, mx.node_offset(self.expr, node), f"Unknown column '{name}'",
+                                   "UNKNOWN_COLUMN", f"the input has columns {', '.join(part.table.column_names)}")
+        return real
+
+    def _aggregate(self, node) -> exp.Expression:
+        kind = mx.aggregate_kind(node)
+        if kind is None:
+            self._refuse(node, node.sql(dialect="spark"))
+        argument = node.this
+        star = argument is None or mx.is_star(argument)
+        if star:
+            members = self.h.members(argument.table or None) if isinstance(argument, exp.Column) else None
+            at = self.h.quantity("count", members, expr=self.expr)
+        else:
+            members = self._set_of(argument)
+            bare = argument.copy()
+            for column in [bare] if isinstance(bare, exp.Column) else list(bare.find_all(exp.Column)):
+                column.set("table", None)
+            at = self.h.quantity(kind, members, bare, expr=self.expr)
+        self.quantities.add(at)
+        v = self.v
+        h = self.h
+
+        def values(regs, row, part):
+            q = h.quantities[at]
+            arg = part.args.get(at)
+            now = [_step(q, r[at], row, v, arg) if q.holds(v) else r[at] for r in regs]
+            if q.kind == "count":
+                return pa.array(now, pa.int64())
+            result = aggregate_type(q.kind, arg.values.type)
+            if q.kind in ("min", "max"):
+                best = np.array(now, np.int64)
+                return _take(arg.values, best).cast(result)
+            return pa.array([_aggregate_value(q.kind, x, arg) for x in now], result)
+        return self._field(values)
+
+    # -- evaluation (per batch)
+    def evaluate(self, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
+        if self._fn is None or self._columns != tuple(part.table.column_names):
+            self._fn, self._columns = _compiled(self.tree, self.h.text, self.expr), tuple(part.table.column_names)
+        k = len(regs)
+        fields = {FIELD.format(i): read(regs, row, part) for i, read in enumerate(self.reads)}
+        table = pa.table(fields) if fields else pa.table({"__cerql_mr_rows": pa.array(np.zeros(k, np.int8))})
+        value = evaluate(self._fn, table)
+        if pa.types.is_null(value.type):
+            return np.zeros(k, bool)
+        if not pa.types.is_boolean(value.type):
+            raise AnalysisError.at(self.h.text, mx.node_offset(self.expr), f"DEFINE condition '{self.expr.text}' is "
+                                   f"{value.type}, not boolean", "MATCH_RECOGNIZE_DEFINE_NOT_BOOLEAN",
+                                   "a DEFINE condition must be true or false for a row, e.g. price > PREV(price)")
+        return np.asarray(value.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _replace(node: exp.Expression, new: exp.Expression) -> exp.Expression:
+    return node.replace(new) if node.parent is not None else new
+
+
+def _take(values: pa.Array, rows: np.ndarray) -> pa.Array:
+    got = values.take(pa.array(np.where(rows >= 0, rows, 0), mask=rows < 0)) if len(values) else \
+        pa.nulls(len(rows), values.type)
+    return got.combine_chunks() if isinstance(got, pa.ChunkedArray) else got
+
+
+def _gather(part: _Partition, column: str, rows: np.ndarray) -> pa.Array:
+    return _take(part.table.column(column), rows)
+
+
+__all__ = ["History", "Quantity", "Registers"]
