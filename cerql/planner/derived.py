@@ -40,7 +40,7 @@ from cerql.errors import AnalysisError, UnsupportedError
 from cerql.parser import written
 from cerql.parser.sqlexpr import expr_position
 from cerql.plan import AGGREGATE_COLUMN, DERIVED_COLUMN
-from cerql.planner import aggregates, safety
+from cerql.planner import aggregates, navigation, safety
 from cerql.expr import ExprError, compile_expr
 
 
@@ -162,6 +162,7 @@ def _keys(select: ast.Select, derived: dict[str, tuple[str, exp.Expression]], or
     column: dict[int, str] = {}
     for key in keys:
         safety.check(key.expr, text)
+        navigation.refuse(key.expr, text, "a PARTITION BY or ORDER BY key")
         before = len(derived)
         column[id(key)] = _key_column(key, derived, text)
         for added in list(derived)[before:]:
@@ -188,18 +189,47 @@ def _keys(select: ast.Select, derived: dict[str, tuple[str, exp.Expression]], or
                                within=within, key_names=names)
 
 
-def _map_cross(node, fn):
-    """The pattern ``node`` with every CrossPredicate replaced by ``fn(predicate)``."""
+def _map_cross(node, fn, unary=None):
+    """The pattern ``node`` with every CrossPredicate replaced by ``fn(predicate)`` (and every
+    VarPredicate by ``unary(predicate)``, when given, those of ``NOT (T FILTER T[...])`` too)."""
     if isinstance(node, ast.CrossPredicate):
         return fn(node)
+    if isinstance(node, ast.VarPredicate):
+        return unary(node) if unary is not None else node
     if isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.And, ast.All, ast.Unless, ast.FilterAnd,
                          ast.FilterOr)):
-        return dataclasses.replace(node, left=_map_cross(node.left, fn), right=_map_cross(node.right, fn))
+        return dataclasses.replace(node, left=_map_cross(node.left, fn, unary), right=_map_cross(node.right, fn, unary))
     if isinstance(node, (ast.As, ast.KleenePlus, ast.ContiguousPlus)):
-        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn))
+        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn, unary))
     if isinstance(node, ast.Filter):
-        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn), condition=_map_cross(node.condition, fn))
+        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn, unary),
+                                   condition=_map_cross(node.condition, fn, unary))
+    if isinstance(node, ast.Not) and node.condition is not None and unary is not None:
+        return dataclasses.replace(node, condition=_map_cross(node.condition, fn, unary))
     return node
+
+
+def _navigated(sql: ast.SqlExpr, derived: dict, navigated: dict[str, ast.Navigation], text: str,
+               qualified: bool) -> ast.SqlExpr:
+    """``sql`` with each PREV/NEXT call read from its derived column (planner/navigation.py):
+    one column per navigated column and offset, whichever variable reads it."""
+    def column_for(column: exp.Column, offset: int, call: exp.Expression) -> exp.Column:
+        key = ("navigation", column.name.lower(), offset)
+        if key not in derived:
+            bare = _bare(column)
+            where = written.extent(column, sql.source)
+            if where is not None:
+                bare.meta[written.EXTENT] = where
+            derived[key] = (f"{DERIVED_COLUMN}{len(derived)}", bare)
+        name = derived[key][0]
+        navigated.setdefault(name, navigation.entry(name, column, offset, expr_position(sql, call)))
+        out = exp.column(name, table=column.table or None)
+        where = written.extent(call, sql.source)
+        if where is not None:
+            out.meta[written.EXTENT] = where
+        return out
+
+    return navigation.rewrite(sql, text, qualified, column_for)
 
 
 def derive_columns(query: ast.Query, text: str, spark: bool = False
@@ -213,11 +243,13 @@ def derive_columns(query: ast.Query, text: str, spark: bool = False
     was written. An unchanged query and no columns when there is nothing to derive."""
     derived: dict[str, tuple[str, exp.Expression]] = {}
     origin: dict[str, ast.SqlExpr] = {}
+    navigated: dict[str, ast.Navigation] = {}
 
     def derive(sql: ast.SqlExpr, cross: bool) -> ast.SqlExpr:
         safety.check(sql, text)
         before = len(derived)
-        out = _aggregate_arguments(sql, derived)
+        out = _navigated(sql, derived, navigated, text, qualified=True)  # outside brackets
+        out = _aggregate_arguments(out, derived)
         if cross and spark:
             out = _rewrite(out, derived, text)
         for key in list(derived)[before:]:
@@ -228,15 +260,24 @@ def derive_columns(query: ast.Query, text: str, spark: bool = False
         expr = derive(predicate.expr, cross=True)
         return predicate if expr is predicate.expr else dataclasses.replace(predicate, expr=expr)
 
+    def unary(predicate: ast.VarPredicate) -> ast.VarPredicate:
+        if not navigation.calls(predicate.predicate.tree):
+            return predicate
+        before = len(derived)
+        expr = _navigated(predicate.predicate, derived, navigated, text, qualified=False)
+        for key in list(derived)[before:]:
+            origin[key] = predicate.predicate
+        return dataclasses.replace(predicate, predicate=expr)
+
     select = _keys(ast.select_of(query), derived, origin, text)
-    pattern = _map_cross(select.pattern, rewrite)
+    pattern = _map_cross(select.pattern, rewrite, unary)
     projection = select.projection
     if not isinstance(projection, ast.Star):
         projection = tuple(dataclasses.replace(item, expr=derive(item.expr, cross=False))
                            if isinstance(item, ast.SelectExpr) else item for item in projection)
     if not derived:
         return query, []
-    select = dataclasses.replace(select, pattern=pattern, projection=projection)
+    select = dataclasses.replace(select, pattern=pattern, projection=projection, navigation=tuple(navigated.values()))
     query = dataclasses.replace(query, select=select) if isinstance(query, ast.CreateView) else select
     return query, [(name, bare, origin[key]) for key, (name, bare) in derived.items()]
 
