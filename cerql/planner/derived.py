@@ -210,7 +210,7 @@ def _map_cross(node, fn, unary=None):
 
 
 def _navigated(sql: ast.SqlExpr, derived: dict, navigated: dict[str, ast.Navigation], text: str,
-               qualified: bool) -> ast.SqlExpr:
+               qualified: bool, var: str | None = None) -> ast.SqlExpr:
     """``sql`` with each PREV/NEXT call read from its derived column (planner/navigation.py):
     one column per navigated column and offset, whichever variable reads it."""
     def column_for(column: exp.Column, offset: int, call: exp.Expression) -> exp.Column:
@@ -229,7 +229,7 @@ def _navigated(sql: ast.SqlExpr, derived: dict, navigated: dict[str, ast.Navigat
             out.meta[written.EXTENT] = where
         return out
 
-    return navigation.rewrite(sql, text, qualified, column_for)
+    return navigation.rewrite(sql, text, qualified, column_for, var)
 
 
 def derive_columns(query: ast.Query, text: str, spark: bool = False
@@ -264,7 +264,7 @@ def derive_columns(query: ast.Query, text: str, spark: bool = False
         if not navigation.calls(predicate.predicate.tree):
             return predicate
         before = len(derived)
-        expr = _navigated(predicate.predicate, derived, navigated, text, qualified=False)
+        expr = _navigated(predicate.predicate, derived, navigated, text, qualified=False, var=predicate.var)
         for key in list(derived)[before:]:
             origin[key] = predicate.predicate
         return dataclasses.replace(predicate, predicate=expr)

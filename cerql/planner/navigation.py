@@ -76,8 +76,9 @@ def _offset(node: exp.Expression, sql: ast.SqlExpr, text: str) -> int:
     return value
 
 
-def _column(node: exp.Expression, sql: ast.SqlExpr, text: str, qualified: bool) -> exp.Column:
-    """The navigated column: a column, of a named variable outside brackets (``qualified``)."""
+def _column(node: exp.Expression, sql: ast.SqlExpr, text: str, qualified: bool, var: str | None) -> exp.Column:
+    """The navigated column: a column, of a named variable outside brackets (``qualified``), of
+    the bracket's own event inside ``var[...]``."""
     name = str(node.name).upper()
     target = node.expressions[0]
     inner = next((c for c in target.walk() if is_call(c)), None)
@@ -94,20 +95,25 @@ def _column(node: exp.Expression, sql: ast.SqlExpr, text: str, qualified: bool) 
         raise AnalysisError.at(text, expr_position(sql, target), f"{name}({target.name}) outside brackets must "
                                "name the variable", "NAVIGATION_NEEDS_VARIABLE",
                                f"write {name}(b.{target.name}), b the variable whose event it reads around")
+    if var is not None and target.table and target.table != var:
+        raise AnalysisError.at(text, expr_position(sql, target), f"'{target.sql(dialect='spark')}' refers to another "
+                               f"variable inside {var}[...]", "QUALIFIED_COLUMN_IN_BRACKETS",
+                               f"inside brackets PREV reads the bracket's own event: {name}({target.name}); compare "
+                               f"variables outside brackets: FILTER {target.table}.{target.name} > {name}({target.table}.{target.name})")
     return target
 
 
 def rewrite(sql: ast.SqlExpr, text: str, qualified: bool,
-            column_for: Callable[[exp.Column, int, exp.Expression], exp.Column]) -> ast.SqlExpr:
+            column_for: Callable[[exp.Column, int, exp.Expression], exp.Column], var: str | None = None) -> ast.SqlExpr:
     """``sql`` with each PREV/NEXT call replaced by ``column_for(navigated column, signed
     offset, call)``, the derived column that holds it (qualified as the navigated column).
     ``qualified``: ``sql`` stands outside brackets (a FILTER across variables, a SELECT item),
-    where a column names its variable."""
+    where a column names its variable; else it stands in ``var[...]``."""
     found = calls(sql.tree)
     if not found:
         return sql
     for node in found:  # every check first, outermost first: nested calls are refused whole
-        _column(node, sql, text, qualified)
+        _column(node, sql, text, qualified, var)
         _offset(node, sql, text)
 
     def replace(node: exp.Expression) -> exp.Expression:
