@@ -31,7 +31,8 @@ from cerql.parser import written
 from cerql.parser.sqlexpr import expr_position
 
 NAMES = ("prev", "next")
-_HINT = "write PREV(column) or PREV(column, n), n a positive integer constant (NEXT alike)"
+MAX_OFFSET = 2**31 - 1  # Spark's lag/lead take an int
+_HINT = f"write PREV(column) or PREV(column, n), n a positive integer constant up to {MAX_OFFSET} (NEXT alike)"
 
 
 def is_call(node: exp.Expression) -> bool:
@@ -69,7 +70,7 @@ def _offset(node: exp.Expression, sql: ast.SqlExpr, text: str) -> int:
             value = int(n.this)
         except ValueError:
             value = None
-    if value is None or value < 1:
+    if value is None or value < 1 or value > MAX_OFFSET:
         at = expr_position(sql, n if isinstance(n, exp.Column) else node)  # sqlglot places no literal
         raise AnalysisError.at(text, at, f"{name}'s offset must be a positive integer constant, "
                                f"not '{n.sql(dialect='spark')}'", "INVALID_NAVIGATION_OFFSET", _HINT)

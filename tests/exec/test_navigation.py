@@ -43,6 +43,7 @@ def rows(query: str, tables: dict, engine: str, *columns: str) -> set:
     ("a[NEXT(v) IS NULL]", {8}),           # the last has none after it
     ("a[PREV(v, 3) IS NULL]", {1, 2, 3}),
     ("a[NEXT(v, 2) IS NULL]", {7, 8}),
+    ("a[PREV(v, 100) IS NULL AND NEXT(v, 100) IS NULL]", set(range(1, 9))),  # past every edge
     ("a[v > PREV(v, 2)]", {3, 4, 7}),      # 7 > 5, 8 > 6, 9 > 3
     ("a[NEXT(v) < v]", {4, 7}),
     ("a[PREV(v) < v AND v < NEXT(v)]", {2, 3, 6}),
@@ -153,6 +154,7 @@ def test_one_column_per_column_and_offset():
     ("SELECT * FROM s WHERE T AS a FILTER a[v > PREV(v, -1)] ORDER BY ts", "INVALID_NAVIGATION_OFFSET", 43),
     ("SELECT * FROM s WHERE T AS a FILTER a[v > NEXT(v, 1.5)] ORDER BY ts", "INVALID_NAVIGATION_OFFSET", 43),
     ("SELECT * FROM s WHERE T AS a FILTER a[v > NEXT(v, '1')] ORDER BY ts", "INVALID_NAVIGATION_OFFSET", 43),
+    ("SELECT * FROM s WHERE T AS a FILTER a[v > PREV(v, 2147483648)] ORDER BY ts", "INVALID_NAVIGATION_OFFSET", 43),
     ("SELECT * FROM s WHERE T AS a FILTER a[v > PREV(v, 1, 2)] ORDER BY ts", "INVALID_NAVIGATION", 43),
     ("SELECT * FROM s WHERE T AS a FILTER a[v > PREV(PREV(v))] ORDER BY ts", "NESTED_NAVIGATION", 48),
     ("SELECT * FROM s WHERE T AS a FILTER a[v > PREV(v + 1)] ORDER BY ts", "NAVIGATION_OF_EXPRESSION", 48),
