@@ -38,7 +38,7 @@ from sqlglot import exp
 from cerql import ast
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.parser import written
-from cerql.parser.sqlexpr import expr_position
+from cerql.parser.sqlexpr import as_written, expr_position
 from cerql.plan import AGGREGATE_COLUMN, DERIVED_COLUMN
 from cerql.planner import aggregates, navigation, safety
 from cerql.expr import ExprError, compile_expr
@@ -232,6 +232,30 @@ def _navigated(sql: ast.SqlExpr, derived: dict, navigated: dict[str, ast.Navigat
     return navigation.rewrite(sql, text, qualified, column_for, var)
 
 
+def _refuse_navigated(bare: exp.Expression, navigated: dict[str, ast.Navigation], sql: ast.SqlExpr,
+                      text: str) -> None:
+    """A derived column computed from a PREV/NEXT column is an error: derived columns are
+    computed per source, before the stream is ordered and navigation shifted
+    (``sum(b.v - PREV(b.v))``, a Spark-only function of ``PREV(b.ts)`` across variables)."""
+    if not any(col.name in navigated for col in bare.find_all(exp.Column)):
+        return
+    call = navigation.calls(sql.tree)[0]
+    name = str(call.name).upper()
+    raise AnalysisError.at(text, expr_position(sql, call), f"{name} inside an aggregate's expression or a "
+                           "Spark-only function across variables is not supported", "NAVIGATION_NOT_SUPPORTED",
+                           f"aggregate the navigated column alone (sum({name}(b.v)) - sum(b.v)), or test the "
+                           f"function inside the variable's brackets (b[hour({name}(ts)) = 9])")
+
+
+def _item(item: ast.SelectExpr, expr: ast.SqlExpr) -> ast.SelectExpr:
+    """The SELECT item reading ``expr``; an unaliased item that became a bare derived column
+    (``PREV(a.v)``) keeps the name Spark gives what was written, not the column's."""
+    alias = item.alias
+    if alias is None and isinstance(expr.tree, exp.Column) and not isinstance(item.expr.tree, exp.Column):
+        alias = as_written(item.expr)
+    return dataclasses.replace(item, expr=expr, alias=alias)
+
+
 def derive_columns(query: ast.Query, text: str, spark: bool = False
                    ) -> tuple[ast.Query, list[tuple[str, exp.Expression, ast.SqlExpr]]]:
     """The query with parts of its expressions read from derived columns, and those columns:
@@ -254,6 +278,7 @@ def derive_columns(query: ast.Query, text: str, spark: bool = False
             out = _rewrite(out, derived, text)
         for key in list(derived)[before:]:
             origin[key] = sql
+            _refuse_navigated(derived[key][1], navigated, sql, text)
         return out
 
     def rewrite(predicate: ast.CrossPredicate) -> ast.CrossPredicate:
@@ -273,8 +298,8 @@ def derive_columns(query: ast.Query, text: str, spark: bool = False
     pattern = _map_cross(select.pattern, rewrite, unary)
     projection = select.projection
     if not isinstance(projection, ast.Star):
-        projection = tuple(dataclasses.replace(item, expr=derive(item.expr, cross=False))
-                           if isinstance(item, ast.SelectExpr) else item for item in projection)
+        projection = tuple(_item(item, derive(item.expr, cross=False)) if isinstance(item, ast.SelectExpr) else item
+                           for item in projection)
     if not derived:
         return query, []
     select = dataclasses.replace(select, pattern=pattern, projection=projection, navigation=tuple(navigated.values()))

@@ -123,7 +123,13 @@ def rewrite(sql: ast.SqlExpr, text: str, qualified: bool,
         sign = -1 if str(node.name).lower() == "prev" else 1
         return column_for(node.expressions[0], sign * _offset(node, sql, text), node)
 
-    return dataclasses.replace(sql, tree=sql.tree.copy().transform(replace))
+    tree = sql.tree.copy()
+    for call in tree.find_all(exp.AggFunc):  # sum(PREV(b.v)) stays where it was written once it
+        if calls(call) and written.EXTENT not in call.meta:  # reads a column (aggregates.as_columns)
+            where = written.extent(call, sql.source)
+            if where is not None:
+                call.meta[written.EXTENT] = where
+    return dataclasses.replace(sql, tree=tree.transform(replace))
 
 
 def entry(name: str, column: exp.Column, offset: int, at: int) -> ast.Navigation:

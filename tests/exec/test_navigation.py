@@ -88,6 +88,23 @@ def test_select_items(engine):
     assert got == {(1, None, 0), (2, None, 7), (3, 1, None), (4, 10, None), (5, 2, None), (6, 5, None)}
 
 
+def test_an_unaliased_item_is_named_as_written():
+    out = cerql.run("SELECT PREV(a.v), a.v - prev(a.v, 2) FROM s WHERE T AS a ORDER BY ts", {"s": S})
+    assert list(out.columns) == ["match_id", "match_start", "match_end", "PREV(a.v)", "a.v - prev(a.v, 2)"]
+    assert out["PREV(a.v)"].tolist()[1:3] == [5, 6]
+
+
+def test_aggregates_of_navigated_columns(engine):
+    """sum(PREV(b.v)) aggregates the navigated column: b's events' predecessors' values."""
+    query = ("SELECT b[ts], sum(PREV(b.v)) AS p, sum(b.v) - sum(PREV(b.v)) AS rise FROM s WHERE T AS a : T:+ AS b "
+             "FILTER count(b) = 2 ORDER BY ts")
+    out = cerql.run(query, {"s": S}, engine=engine).to_dict("records")
+    got = {(tuple(e["ts"] for e in r["b"]), r["p"], r["rise"]) for r in out}
+    # v = 5 6 7 8 3 4 9 1: b two rows in a row, each with its predecessor's value
+    assert got == {((2, 3), 11, 2), ((3, 4), 13, 2), ((4, 5), 15, -4), ((5, 6), 11, -4), ((6, 7), 7, 6),
+                   ((7, 8), 13, -3)}
+
+
 def test_filter_across_variables(engine):
     query = "SELECT a[ts], b[ts] FROM s WHERE T AS a ; T AS b FILTER b.v > PREV(b.v) AND a.v = PREV(b.v) ORDER BY ts"
     # b rises over its predecessor, which holds a's value: (a, b) with PREV(b.v) = a.v
@@ -162,6 +179,8 @@ def test_one_column_per_column_and_offset():
     ("SELECT * FROM s WHERE T AS a ; T AS b FILTER b.v > PREV(v) ORDER BY ts", "NAVIGATION_NEEDS_VARIABLE", 57),
     ("SELECT PREV(v) AS p FROM s WHERE T AS a ORDER BY ts", "NAVIGATION_NEEDS_VARIABLE", 13),
     ("SELECT * FROM s WHERE T AS a ; T AS b FILTER a[v > PREV(b.v)] ORDER BY ts", "QUALIFIED_COLUMN_IN_BRACKETS", 57),
+    ("SELECT sum(b.v - PREV(b.v)) AS r FROM s WHERE T AS a ; T+ AS b ORDER BY ts", "NAVIGATION_NOT_SUPPORTED", 18),
+    ("SELECT * FROM s WHERE T AS a ; T+ AS b FILTER avg(PREV(b.v) * 2) > 1 ORDER BY ts", "NAVIGATION_NOT_SUPPORTED", 51),
     ("SELECT * FROM s WHERE T AS a PARTITION BY [PREV(k)] ORDER BY ts", "NAVIGATION_NOT_SUPPORTED", 44),
     ("SELECT * FROM s WHERE T AS a ORDER BY [NEXT(ts)]", "NAVIGATION_NOT_SUPPORTED", 40),
 ])

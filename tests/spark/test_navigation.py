@@ -55,6 +55,8 @@ CASES = [
      "PARTITION BY k ORDER BY ts", {"r": R}),
     ("SELECT a[ts], b[ts] FROM r WHERE A AS a ; B AS b FILTER b.v > NEXT(a.v, 2) ORDER BY ts WITHIN 4 EVENTS",
      {"r": R}),
+    ("SELECT PREV(a.v), a.v - prev(a.v, 2), sum(b.v) - sum(PREV(b.v)) AS rise FROM s WHERE T AS a ; T+ AS b "
+     "ORDER BY ts WITHIN 3 EVENTS", {"s": S}),
 ]
 
 
