@@ -244,7 +244,32 @@ def _refuse_navigated(bare: exp.Expression, navigated: dict[str, ast.Navigation]
     raise AnalysisError.at(text, expr_position(sql, call), f"{name} inside an aggregate's expression or a "
                            "Spark-only function across variables is not supported", "NAVIGATION_NOT_SUPPORTED",
                            f"aggregate the navigated column alone (sum({name}(b.v)) - sum(b.v)), or test the "
-                           f"function inside the variable's brackets (b[hour({name}(ts)) = 9])")
+                           f"function inside the variable's brackets (b[soundex({name}(name)) = 'A000'])")
+
+
+def _refuse_spark_only_navigation(sql: ast.SqlExpr, navigated: dict[str, ast.Navigation], original: ast.SqlExpr,
+                                  text: str) -> None:
+    """A navigated column inside a function only Spark runs, in a FILTER across variables, would
+    be derived per source before navigation (``_rewrite``): refused, as ``_refuse_navigated``
+    refuses it, before ``_rewrite`` tries (its reading of the text cannot place the column)."""
+    for col in sql.tree.find_all(exp.Column):
+        if col.name not in navigated:
+            continue
+        for node in _ancestors(col):
+            if not isinstance(node, exp.Func) or isinstance(node, exp.AggFunc):
+                continue
+            try:
+                compile_expr(aggregates.as_columns(node, AGGREGATE_COLUMN), lambda c: c.name)
+            except ExprError as err:
+                if err.cls is UnsupportedError:
+                    _refuse_navigated(col, navigated, original, text)
+
+
+def _ancestors(node: exp.Expression):
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
 
 
 def _item(item: ast.SelectExpr, expr: ast.SqlExpr) -> ast.SelectExpr:
@@ -275,6 +300,7 @@ def derive_columns(query: ast.Query, text: str, spark: bool = False
         out = _navigated(sql, derived, navigated, text, qualified=True)  # outside brackets
         out = _aggregate_arguments(out, derived)
         if cross and spark:
+            _refuse_spark_only_navigation(out, navigated, sql, text)
             out = _rewrite(out, derived, text)
         for key in list(derived)[before:]:
             origin[key] = sql

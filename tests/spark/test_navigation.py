@@ -84,6 +84,24 @@ def test_rows_in_no_substream_are_no_neighbours(spark):
     assert sorted((r["a"]["ts"], r["p"], r["n"]) for r in records) == [(1, None, 2), (3, 1, 3), (4, 2, None)]
 
 
+N = pd.DataFrame({"type": ["T"] * 6, "ts": [1, 2, 3, 4, 5, 6], "name": ["a", "a", "b", "c", "c", "a"]})
+
+
+def test_a_spark_only_function_of_a_navigated_column(spark):
+    """In brackets Spark evaluates it after navigation; across variables it would be a column
+    derived per source before navigation, and is refused."""
+    frame = spark.createDataFrame(N)
+    query = "SELECT a[ts] FROM s WHERE T AS a FILTER a[{}] ORDER BY ts"
+    got = cerql.cer_sql(spark, query.format("md5(PREV(name)) = md5(name)"), s=frame)
+    want = cerql.run(query.format("PREV(name) = name"), {"s": N})
+    assert sorted(r["a"]["ts"] for r in spark_records(got)) == sorted(r["a"]["ts"] for r in local_records(want)) == [2, 5]
+    cross = "SELECT * FROM s WHERE T AS a ; T AS b FILTER soundex(PREV(b.name)) = soundex(a.name) ORDER BY ts"
+    with pytest.raises(CeqlError) as err:
+        cerql.cer_sql(spark, cross, s=frame)
+    assert err.value.error_class == "NAVIGATION_NOT_SUPPORTED"
+    assert err.value.column == cross.index("PREV") + 1
+
+
 def test_spark_connect(connect):
     query, tables = CASES[2]
     got = cerql.cer_sql(connect, query, s=connect.createDataFrame(tables["s"]))
