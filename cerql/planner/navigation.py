@@ -99,8 +99,9 @@ def _column(node: exp.Expression, sql: ast.SqlExpr, text: str, qualified: bool, 
     if var is not None and target.table and target.table != var:
         raise AnalysisError.at(text, expr_position(sql, target), f"'{target.sql(dialect='spark')}' refers to another "
                                f"variable inside {var}[...]", "QUALIFIED_COLUMN_IN_BRACKETS",
-                               f"inside brackets PREV reads the bracket's own event: {name}({target.name}); compare "
-                               f"variables outside brackets: FILTER {target.table}.{target.name} > {name}({target.table}.{target.name})")
+                               f"inside brackets {name} reads the bracket's own event: {name}({target.name}); "
+                               f"compare variables outside brackets: FILTER {target.sql(dialect='spark')} > "
+                               f"{name}({target.sql(dialect='spark')})")
     return target
 
 

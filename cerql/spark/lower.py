@@ -246,9 +246,10 @@ def with_navigation(plan: QueryPlan, stream, text: str = "", streaming: bool = F
         return stream
     if streaming:
         first = plan.navigation[0]
-        raise UnsupportedError.at(text, first.at, f"{'PREV' if first.offset < 0 else 'NEXT'} is not supported on a stream",
-                                  "NAVIGATION_ON_STREAM", "run the query on a table (a batch DataFrame), or "
-                                  "compute the previous value as a column upstream")
+        name = "PREV" if first.offset < 0 else "NEXT"
+        raise UnsupportedError.at(text, first.at, f"{name} is not supported on a stream", "NAVIGATION_ON_STREAM",
+                                  "run the query on a table (a batch DataFrame), or compute the neighbouring value "
+                                  "as a column upstream")
     F = functions_for(stream)
     hidden = hidden_columns(plan)
     placed = F.col(hidden[plan.order_columns[0]]).isNull()

@@ -94,7 +94,8 @@ def test_a_spark_only_function_of_a_navigated_column(spark):
     query = "SELECT a[ts] FROM s WHERE T AS a FILTER a[{}] ORDER BY ts"
     got = cerql.cer_sql(spark, query.format("md5(PREV(name)) = md5(name)"), s=frame)
     want = cerql.run(query.format("PREV(name) = name"), {"s": N})
-    assert sorted(r["a"]["ts"] for r in spark_records(got)) == sorted(r["a"]["ts"] for r in local_records(want)) == [2, 5]
+    on_spark = sorted(r["a"]["ts"] for r in spark_records(got))
+    assert on_spark == sorted(r["a"]["ts"] for r in local_records(want)) == [2, 5]
     cross = "SELECT * FROM s WHERE T AS a ; T AS b FILTER soundex(PREV(b.name)) = soundex(a.name) ORDER BY ts"
     with pytest.raises(CeqlError) as err:
         cerql.cer_sql(spark, cross, s=frame)
@@ -118,7 +119,8 @@ def test_explain_on_spark_shows_the_navigation(spark):
 def test_a_stream_refuses_navigation(spark, tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
-    P.assign(ts=pd.to_datetime(P["ts"], unit="s").astype("datetime64[us]").dt.tz_localize("UTC")).to_parquet(folder / "part0.parquet")
+    instants = pd.to_datetime(P["ts"], unit="s").astype("datetime64[us]").dt.tz_localize("UTC")
+    P.assign(ts=instants).to_parquet(folder / "part0.parquet")
     frame = spark.readStream.schema(spark.read.parquet(str(folder)).schema).parquet(str(folder))
     frame = frame.withWatermark("ts", "2 seconds")
     query = "SELECT * FROM s WHERE T AS a ; T AS b FILTER b[v > PREV(v)] ORDER BY ts WITHIN 5 SECONDS"
