@@ -273,6 +273,7 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
             evaluation = planned.evaluation
     except CeqlError as err:
         raise err.with_text(text)
+    lines += _navigation_lines(a.select)
     lines += _evaluation_lines(evaluation)
     automaton = evaluation.automaton
     lines.append(automaton.describe())
@@ -282,6 +283,16 @@ def explain(text: str, spark: Any = None, dot: str | None = None, **tables) -> s
         with open(dot, "w", encoding="utf-8") as f:
             f.write(automaton.to_dot() + "\n")
     return "\n".join(lines)
+
+
+def _navigation_lines(select: ast.Select) -> list[str]:
+    """What ``explain`` says of the PREV/NEXT columns (planner/navigation.py)."""
+    if not select.navigation:
+        return []
+    columns = ", ".join(f"{n.column} = {n}" for n in select.navigation)
+    return [f"row navigation: {columns}, computed per row before matching: the value n rows earlier (PREV) or "
+            "later (NEXT) in the event's PARTITION BY partition, in ORDER BY order, then source, then row "
+            "ordinal; NULL where no row lies that far"]
 
 
 def _evaluation_lines(evaluation: Evaluation) -> list[str]:

@@ -303,6 +303,22 @@ CONSUME_POLICIES = ("NONE", "PARTITION", "ANY")
 
 
 @dataclass(frozen=True, slots=True)
+class Navigation:
+    """``PREV(col, n)`` or ``NEXT(col, n)`` as planner/navigation.py reads it: the derived column
+    that holds it per row, the navigated column as written, the signed offset (-n for PREV, n for
+    NEXT) and where the first such call stands in the query text (for errors)."""
+
+    column: str
+    source: str
+    offset: int
+    at: int = 0
+
+    def __str__(self) -> str:
+        n = abs(self.offset)
+        return f"{'PREV' if self.offset < 0 else 'NEXT'}({self.source}{f', {n}' if n != 1 else ''})"
+
+
+@dataclass(frozen=True, slots=True)
 class Select(_Node):
     """One CEQL query (docs/language.md, "The shape of a query")."""
 
@@ -318,6 +334,8 @@ class Select(_Node):
     span: Span | None = _span()
     # set by planner/derived.py: (derived column, the name results show it under) per key expression
     key_names: tuple[tuple[str, str], ...] = ()
+    # set by planner/derived.py: the PREV/NEXT columns the stream builders compute (planner/navigation.py)
+    navigation: tuple[Navigation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

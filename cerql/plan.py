@@ -254,3 +254,8 @@ class QueryPlan(TaskPlan):
     limit: int | None
     uses_positions: bool = False          # `:`, `:+`, STRICT or n EVENTS count every row
     schema: pa.Schema | None = None       # of the stream columns (the union)
+
+    @property
+    def navigation(self) -> tuple[ast.Navigation, ...]:
+        """The PREV/NEXT columns the stream builders compute (planner/navigation.py)."""
+        return self.select.navigation

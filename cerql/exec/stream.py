@@ -211,6 +211,45 @@ def window_values(plan: QueryPlan, table: pa.Table) -> np.ndarray | None:
     return np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
+def navigated(plan: QueryPlan, table: pa.Table) -> pa.Table:
+    """The union with each PREV/NEXT column (``plan.navigation``, planner/navigation.py), which
+    holds the navigated column's own value, shifted by its offset within each PARTITION BY
+    partition in the stream's order (ordering columns, source, ordinal); NULL where no row lies
+    that far. Only rows that have a place in the stream count: a NULL first ordering value or
+    partition key puts a row in no substream. The hidden partition columns of equalities across
+    variables (``join_columns``) do not split it: they are the planner's choice, not the query's.
+    Spark computes the same with ``lag``/``lead`` (spark/lower.py ``with_navigation``)."""
+    if not plan.navigation or table.num_rows == 0:
+        return table
+    keys = list(plan.partition_columns)
+    valid = pc.is_valid(table.column(plan.order_columns[0]))
+    for key in keys:
+        valid = pc.and_(valid, pc.is_valid(table.column(key)))
+    rows = np.flatnonzero(np.asarray(valid.to_numpy(zero_copy_only=False), bool))
+    placed = table.take(rows)
+    order = spark_sort_indices(placed, keys + list(plan.order_columns) + [SOURCE_COLUMN, ORDINAL_COLUMN])
+    placed = placed.take(order)
+    rows = rows[order.to_numpy()]  # the table's rows in the stream's order
+    m = len(rows)
+    change = np.zeros(m, dtype=bool)
+    if m:
+        change[0] = True
+    for key in keys:
+        codes = _key_codes(placed.column(key))
+        change[1:] |= codes[1:] != codes[:-1]
+    partition = np.cumsum(change)
+    here = np.arange(m)
+    for nav in plan.navigation:
+        there = here + nav.offset
+        ok = (there >= 0) & (there < m)
+        ok[ok] &= partition[there[ok]] == partition[here[ok]]
+        source = np.full(table.num_rows, -1, np.int64)
+        source[rows[ok]] = rows[there[ok]]
+        values = table.column(nav.column).take(pa.array(source, mask=source < 0))
+        table = table.set_column(table.column_names.index(nav.column), nav.column, values)
+    return table
+
+
 def stream_of(plan: QueryPlan, table: pa.Table) -> Stream:
     """Rows already without NULL ordering values or keys and in evaluation order (with the
     source and ordinal columns), laid out: substreams, atoms, predicates and window values."""
@@ -221,7 +260,7 @@ def stream_of(plan: QueryPlan, table: pa.Table) -> Stream:
 
 def build_stream(plan: QueryPlan, tables: Mapping[str, pa.Table]) -> Stream:
     """Lay out the rows of every source for evaluation (see module docstring)."""
-    stream = stream_of(plan, _sorted(plan, drop_null_rows(plan, union_sources(plan, tables))))
+    stream = stream_of(plan, _sorted(plan, drop_null_rows(plan, navigated(plan, union_sources(plan, tables)))))
     warn_type_case(plan, stream)
     return stream
 

@@ -49,10 +49,13 @@ def _ancestors(node: exp.Expression):
 
 def as_columns(tree: exp.Expression, prefix: str) -> exp.Expression:
     """A copy of ``tree`` with its k-th aggregate call (in ``calls`` order) made the column
-    ``{prefix}{k}``: the value the engine computes for it."""
+    ``{prefix}{k}``: the value the engine computes for it. The column keeps where the call was
+    written, when the call knows it (``meta["extent"]``, planner/navigation.py sets it)."""
     tree = tree.copy()
     for k, call in enumerate(calls(tree)):
         column = exp.column(f"{prefix}{k}")
+        if "extent" in call.meta:  # parser/written.py's EXTENT (this module imports no parser)
+            column.meta["extent"] = call.meta["extent"]
         tree = column if call is tree else tree
         call.replace(column)
     return tree

@@ -38,9 +38,9 @@ from sqlglot import exp
 from cerql import ast
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.parser import written
-from cerql.parser.sqlexpr import expr_position
+from cerql.parser.sqlexpr import as_written, expr_position
 from cerql.plan import AGGREGATE_COLUMN, DERIVED_COLUMN
-from cerql.planner import aggregates, safety
+from cerql.planner import aggregates, navigation, safety
 from cerql.expr import ExprError, compile_expr
 
 
@@ -162,6 +162,7 @@ def _keys(select: ast.Select, derived: dict[str, tuple[str, exp.Expression]], or
     column: dict[int, str] = {}
     for key in keys:
         safety.check(key.expr, text)
+        navigation.refuse(key.expr, text, "a PARTITION BY or ORDER BY key")
         before = len(derived)
         column[id(key)] = _key_column(key, derived, text)
         for added in list(derived)[before:]:
@@ -188,18 +189,96 @@ def _keys(select: ast.Select, derived: dict[str, tuple[str, exp.Expression]], or
                                within=within, key_names=names)
 
 
-def _map_cross(node, fn):
-    """The pattern ``node`` with every CrossPredicate replaced by ``fn(predicate)``."""
+def _map_cross(node, fn, unary=None):
+    """The pattern ``node`` with every CrossPredicate replaced by ``fn(predicate)`` (and every
+    VarPredicate by ``unary(predicate)``, when given, those of ``NOT (T FILTER T[...])`` too)."""
     if isinstance(node, ast.CrossPredicate):
         return fn(node)
+    if isinstance(node, ast.VarPredicate):
+        return unary(node) if unary is not None else node
     if isinstance(node, (ast.Seq, ast.Contiguous, ast.Or, ast.And, ast.All, ast.Unless, ast.FilterAnd,
                          ast.FilterOr)):
-        return dataclasses.replace(node, left=_map_cross(node.left, fn), right=_map_cross(node.right, fn))
+        return dataclasses.replace(node, left=_map_cross(node.left, fn, unary), right=_map_cross(node.right, fn, unary))
     if isinstance(node, (ast.As, ast.KleenePlus, ast.ContiguousPlus)):
-        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn))
+        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn, unary))
     if isinstance(node, ast.Filter):
-        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn), condition=_map_cross(node.condition, fn))
+        return dataclasses.replace(node, pattern=_map_cross(node.pattern, fn, unary),
+                                   condition=_map_cross(node.condition, fn, unary))
+    if isinstance(node, ast.Not) and node.condition is not None and unary is not None:
+        return dataclasses.replace(node, condition=_map_cross(node.condition, fn, unary))
     return node
+
+
+def _navigated(sql: ast.SqlExpr, derived: dict, navigated: dict[str, ast.Navigation], text: str,
+               qualified: bool, var: str | None = None) -> ast.SqlExpr:
+    """``sql`` with each PREV/NEXT call read from its derived column (planner/navigation.py):
+    one column per navigated column and offset, whichever variable reads it."""
+    def column_for(column: exp.Column, offset: int, call: exp.Expression) -> exp.Column:
+        key = ("navigation", column.name.lower(), offset)
+        if key not in derived:
+            bare = _bare(column)
+            where = written.extent(column, sql.source)
+            if where is not None:
+                bare.meta[written.EXTENT] = where
+            derived[key] = (f"{DERIVED_COLUMN}{len(derived)}", bare)
+        name = derived[key][0]
+        navigated.setdefault(name, navigation.entry(name, column, offset, expr_position(sql, call)))
+        out = exp.column(name, table=column.table or None)
+        where = written.extent(call, sql.source)
+        if where is not None:
+            out.meta[written.EXTENT] = where
+        return out
+
+    return navigation.rewrite(sql, text, qualified, column_for, var)
+
+
+def _refuse_navigated(bare: exp.Expression, navigated: dict[str, ast.Navigation], sql: ast.SqlExpr,
+                      text: str) -> None:
+    """A derived column computed from a PREV/NEXT column is an error: derived columns are
+    computed per source, before the stream is ordered and navigation shifted
+    (``sum(b.v - PREV(b.v))``, a Spark-only function of ``PREV(b.ts)`` across variables)."""
+    if not any(col.name in navigated for col in bare.find_all(exp.Column)):
+        return
+    call = navigation.calls(sql.tree)[0]
+    name = str(call.name).upper()
+    raise AnalysisError.at(text, expr_position(sql, call), f"{name} inside an aggregate's expression or a "
+                           "Spark-only function across variables is not supported", "NAVIGATION_NOT_SUPPORTED",
+                           f"aggregate the navigated column alone (sum({name}(b.v)) - sum(b.v)), or test the "
+                           f"function inside the variable's brackets (b[soundex({name}(name)) = 'A000'])")
+
+
+def _refuse_spark_only_navigation(sql: ast.SqlExpr, navigated: dict[str, ast.Navigation], original: ast.SqlExpr,
+                                  text: str) -> None:
+    """A navigated column inside a function only Spark runs, in a FILTER across variables, would
+    be derived per source before navigation (``_rewrite``): refused, as ``_refuse_navigated``
+    refuses it, before ``_rewrite`` tries (its reading of the text cannot place the column)."""
+    for col in sql.tree.find_all(exp.Column):
+        if col.name not in navigated:
+            continue
+        for node in _ancestors(col):
+            if not isinstance(node, exp.Func) or isinstance(node, exp.AggFunc):
+                continue
+            try:
+                compile_expr(aggregates.as_columns(node, AGGREGATE_COLUMN), lambda c: c.name)
+            except ExprError as err:
+                if err.cls is UnsupportedError:
+                    _refuse_navigated(col, navigated, original, text)
+
+
+def _ancestors(node: exp.Expression):
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def _item(item: ast.SelectExpr, expr: ast.SqlExpr) -> ast.SelectExpr:
+    """The SELECT item reading ``expr``; an unaliased item that became a bare derived column
+    (``PREV(a.v)``) keeps the name Spark gives what was written, not the column's."""
+    alias = item.alias
+    if alias is None and isinstance(expr.tree, exp.Column) and not isinstance(item.expr.tree, exp.Column):
+        alias = as_written(item.expr)
+    return dataclasses.replace(item, expr=expr, alias=alias)
 
 
 def derive_columns(query: ast.Query, text: str, spark: bool = False
@@ -213,30 +292,43 @@ def derive_columns(query: ast.Query, text: str, spark: bool = False
     was written. An unchanged query and no columns when there is nothing to derive."""
     derived: dict[str, tuple[str, exp.Expression]] = {}
     origin: dict[str, ast.SqlExpr] = {}
+    navigated: dict[str, ast.Navigation] = {}
 
     def derive(sql: ast.SqlExpr, cross: bool) -> ast.SqlExpr:
         safety.check(sql, text)
         before = len(derived)
-        out = _aggregate_arguments(sql, derived)
+        out = _navigated(sql, derived, navigated, text, qualified=True)  # outside brackets
+        out = _aggregate_arguments(out, derived)
         if cross and spark:
+            _refuse_spark_only_navigation(out, navigated, sql, text)
             out = _rewrite(out, derived, text)
         for key in list(derived)[before:]:
             origin[key] = sql
+            _refuse_navigated(derived[key][1], navigated, sql, text)
         return out
 
     def rewrite(predicate: ast.CrossPredicate) -> ast.CrossPredicate:
         expr = derive(predicate.expr, cross=True)
         return predicate if expr is predicate.expr else dataclasses.replace(predicate, expr=expr)
 
+    def unary(predicate: ast.VarPredicate) -> ast.VarPredicate:
+        if not navigation.calls(predicate.predicate.tree):
+            return predicate
+        before = len(derived)
+        expr = _navigated(predicate.predicate, derived, navigated, text, qualified=False, var=predicate.var)
+        for key in list(derived)[before:]:
+            origin[key] = predicate.predicate
+        return dataclasses.replace(predicate, predicate=expr)
+
     select = _keys(ast.select_of(query), derived, origin, text)
-    pattern = _map_cross(select.pattern, rewrite)
+    pattern = _map_cross(select.pattern, rewrite, unary)
     projection = select.projection
     if not isinstance(projection, ast.Star):
-        projection = tuple(dataclasses.replace(item, expr=derive(item.expr, cross=False))
-                           if isinstance(item, ast.SelectExpr) else item for item in projection)
+        projection = tuple(_item(item, derive(item.expr, cross=False)) if isinstance(item, ast.SelectExpr) else item
+                           for item in projection)
     if not derived:
         return query, []
-    select = dataclasses.replace(select, pattern=pattern, projection=projection)
+    select = dataclasses.replace(select, pattern=pattern, projection=projection, navigation=tuple(navigated.values()))
     query = dataclasses.replace(query, select=select) if isinstance(query, ast.CreateView) else select
     return query, [(name, bare, origin[key]) for key, (name, bare) in derived.items()]
 

@@ -33,6 +33,16 @@ def functions_for(frame):
     return F
 
 
+def window_for(frame):
+    """``pyspark.sql.Window`` for a classic DataFrame, its Connect twin for a Connect one (as
+    :func:`functions_for`)."""
+    if is_connect(frame):
+        from pyspark.sql.connect.window import Window
+    else:
+        from pyspark.sql.window import Window
+    return Window
+
+
 def read_conf(spark, key: str) -> str | None:
     """A Spark conf of the session, None when unset (or unknown to it)."""
     try:

@@ -6,7 +6,8 @@ docs/language.md, "The output schema". The pipeline, in order:
 
 1. each source gets its position in FROM and a row ordinal (``monotonically_increasing_id``,
    taken before any shuffle), its columns renamed to the stream's spelling and cast to the
-   union's type; the sources are unioned by name;
+   union's type; the sources are unioned by name; the PREV/NEXT columns are computed with
+   ``lag``/``lead`` over the partitions in stream order (``with_navigation``);
 2. one boolean per automaton condition (atom or unary FILTER predicate, with ``F.expr``) is
    packed into an integer bit vector, rows that can take part in no match are dropped (NULL
    ordering value, NULL partition key, and, unless the query counts positions, rows that satisfy
@@ -46,7 +47,7 @@ from cerql.planner.resolve import UNCARRIED_TYPE
 from cerql.exec.bits import firing_masks, gap_masks, non_null_columns
 from cerql.exec.task import BITS_COLUMN, POSITION_COLUMN, RISING_COLUMN
 from cerql.spark import expressions
-from cerql.spark.compat import functions_for
+from cerql.spark.compat import functions_for, window_for
 from cerql.spark.streaming import match_stream
 
 EXPR_STRUCT_PREFIX = "__cerql_v_"  # hidden struct of a variable read by a SELECT expression
@@ -232,6 +233,34 @@ def union_frames(plan: QueryPlan, frames: Mapping):
 
     parts = [_source_frame(plan, src, frames[src.key], plan.schema, spark_type) for src in plan.sources]
     return reduce(lambda a, b: a.unionByName(b), parts)
+
+
+def with_navigation(plan: QueryPlan, stream, text: str = "", streaming: bool = False):
+    """The stream with each PREV/NEXT column (``plan.navigation``, planner/navigation.py), which
+    holds the navigated column's own value, replaced by ``lag``/``lead`` of it over the
+    PARTITION BY partition in the stream's order (ordering columns, source, ordinal), as
+    exec/stream.py ``navigated`` computes it locally. A row with a NULL first ordering value is
+    in no substream: it is its own window partition, so no other row reads it. A stream cannot
+    do this (a row's NEXT is not known when the row arrives): a streaming query refuses it."""
+    if not plan.navigation:
+        return stream
+    if streaming:
+        first = plan.navigation[0]
+        name = "PREV" if first.offset < 0 else "NEXT"
+        raise UnsupportedError.at(text, first.at, f"{name} is not supported on a stream", "NAVIGATION_ON_STREAM",
+                                  "run the query on a table (a batch DataFrame), or compute the neighbouring value "
+                                  "as a column upstream")
+    F = functions_for(stream)
+    hidden = hidden_columns(plan)
+    placed = F.col(hidden[plan.order_columns[0]]).isNull()
+    window = (window_for(stream).partitionBy(*[F.col(hidden[c]) for c in plan.partition_columns], placed)
+              .orderBy(*[F.col(hidden[c]) for c in plan.order_columns], F.col(SOURCE_COLUMN), F.col(ORDINAL_COLUMN)))
+    shifted = {}
+    for nav in plan.navigation:
+        column = F.col(hidden[nav.column])
+        shifted[hidden[nav.column]] = (F.lag(column, -nav.offset) if nav.offset < 0
+                                       else F.lead(column, nav.offset)).over(window)
+    return stream.withColumns(shifted)
 
 
 # -- step 2: condition bits and row pruning
@@ -459,6 +488,7 @@ def lower(plan: QueryPlan, frames: Mapping, text: str = "", streaming=None):
     hidden = hidden_columns(plan)
     if streaming is not None and streaming.watermark_ms is not None:
         stream = stream.withWatermark(hidden[plan.order_columns[0]], f"{streaming.watermark_ms} milliseconds")
+    stream = with_navigation(plan, stream, text, streaming is not None)
     stream = with_bits(plan, stream, text)
     stream = kept_rows(plan, stream if streaming is not None else with_rising_sums(plan, stream))
     F = functions_for(stream)

@@ -177,6 +177,9 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
             raise UnsupportedError.at(text, text.upper().rfind("LIMIT"), "LIMIT is not supported inside cerql()",
                                       "LIMIT_IN_TABLE_FUNCTION",
                                       "put it outside: SELECT * FROM cerql(...) ORDER BY match_end, match_start LIMIT n")
+        if select.navigation:  # each instance sees its batches, not the whole partition in order
+            raise UnsupportedError.at(text, select.navigation[0].at, "PREV and NEXT are not supported inside cerql()",
+                                      "NAVIGATION_IN_TABLE_FUNCTION", "use cerql.cer_sql or spark.cer_sql")
         source = select.sources[0]
         arrow = arrow_schema(struct, text, 0, "the TABLE argument", "cast it or leave it out: TABLE(SELECT ... FROM t)")
         return {source.name: with_derived({source.name: arrow.empty_table()}, derived, text)[source.name].schema}
