@@ -8,7 +8,8 @@ DEFINE; a variable without DEFINE is TRUE on every row (docs/semantics.md, "MATC
 ``PREV(e, n)`` / ``NEXT(e, n)`` become references to columns shifted by n rows within the
 partition (NULL outside it), qualifiers are dropped (in a row-local DEFINE every column is the
 current row's), then the condition is evaluated by cerql's expression evaluator (cerql.expr,
-Spark SQL semantics) over all rows at once; NULL counts as false.
+Spark SQL semantics) over all rows at once; NULL counts as false. On Spark the same bits are
+computed in the JVM (cerql/spark/mr_bits.py) and taken as they are (:func:`given_bits`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ def define_bits(table: pa.Table, part_start: np.ndarray, part_end: np.ndarray, v
         holds = evaluate_define(table, part_start, part_end, condition, lowered, text)
         bits |= holds.astype(np.uint64) << np.uint64(v)
     return bits
+
+
+def given_bits(table: pa.Table, column: str) -> np.ndarray:
+    """The DEFINE bits a caller computed (cerql/spark/mr_lower.py: in the JVM, as a signed
+    BIGINT), as :func:`define_bits` gives them: a uint64 per row."""
+    values = table.column(column).combine_chunks()
+    if values.null_count:
+        values = values.fill_null(0)
+    return np.asarray(values.to_numpy(zero_copy_only=False)).astype(np.int64, copy=False).view(np.uint64)
 
 
 def evaluate_define(table, part_start, part_end, condition: SqlExpr, lowered: dict[str, str], text: str) -> np.ndarray:
@@ -119,4 +129,4 @@ def _shifted_columns(table, part_start, part_end, needed) -> pa.Table:
     return pa.table(arrays, names=names)
 
 
-__all__ = ["define_bits", "evaluate_define"]
+__all__ = ["define_bits", "evaluate_define", "given_bits"]

@@ -19,20 +19,23 @@ The steps:
 2. Order: each partition sorted by ORDER BY (ASC/DESC; NULLS FIRST for ASC and LAST for DESC
    unless written; NaN above every number, as Spark orders it); rows that tie keep their input
    order (a stable sort).
-3. DEFINE bits for every row at once (exec/mr_define.py), for the row-local DEFINEs; a variable
-   whose DEFINE the matcher evaluates (``Matcher.history``) gets its bit set on every row.
+3. DEFINE bits for every row at once (exec/mr_define.py) for the row-local DEFINEs, or the
+   caller's (``bits``, computed by Spark); a variable whose DEFINE the matcher evaluates
+   (``Matcher.history``) gets its bit set on every row.
 4. The matcher per partition: the matches' first rows, ends and one label per mapped row.
 5. The output rows and the measures (exec/mr_measures.py).
 
+PARTITION BY and ORDER BY items may be expressions: evaluated here by cerql.expr, unless the
+caller gives their values (``keys``, as Spark does); the DEFINE bits likewise (``bits``).
+
 Limits: the whole input is in memory (it is one Arrow table); the matcher holds one partition's
 bits and its matches at a time; the output, with one label per mapped row of every match, is
-built at once. PARTITION BY and ORDER BY take columns, not other expressions (refused with
-MATCH_RECOGNIZE_UNSUPPORTED).
+built at once.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import NamedTuple, Protocol, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -42,8 +45,9 @@ from sqlglot import exp
 from cerql import mr_ast
 from cerql import mr_functions as mx
 from cerql.errors import AnalysisError, UnsupportedError
+from cerql.expr import ExprError, compile_expr, evaluate, guard
 from cerql.exec.kernel.pike import match_partition
-from cerql.exec.mr_define import define_bits
+from cerql.exec.mr_define import define_bits, given_bits
 from cerql.exec.mr_history import History
 from cerql.exec.mr_measures import Matches, MeasureContext, Rows, measure_values
 from cerql.exec.mr_threads import MAX_THREADS, ThreadMatcher
@@ -51,6 +55,7 @@ from cerql.mr_plan import Nfa, Skip
 
 _ORDINAL = "__cerql_mr_ordinal"
 _PART = "__cerql_mr_partition"
+_KEY = "__cerql_mr_key{}"  # a key expression's values, evaluated here
 
 
 class Matcher(Protocol):
@@ -100,14 +105,27 @@ class PikeMatcher:
         return found.starts, found.ends, found.labels
 
 
-def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, matcher: Matcher) -> pa.Table:
-    """The result of ``clause`` over ``table`` (module docstring)."""
+def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, matcher: Matcher, *,
+                        bits: str | None = None, keys: Sequence[str | None] | None = None) -> pa.Table:
+    """The result of ``clause`` over ``table`` (module docstring).
+
+    What a caller computed already (cerql/spark/mr_lower.py, in the JVM, with Spark's meaning of
+    the expressions), by column of ``table``; neither column is an input column of the output:
+
+    - ``bits``: the DEFINE bits (a 64-bit integer per row, signed or not, bit v for variable v as
+      exec/mr_define.py sets them; a variable whose DEFINE the caller left to the matcher, or
+      that has none, set on every row). No DEFINE is evaluated here then.
+    - ``keys``: per PARTITION BY item, then per ORDER BY item, the column holding its value, or
+      None: the engine reads the column the item names, or evaluates its expression (cerql.expr).
+    """
     variables = tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
     subsets = {mx.canonical(s.name): frozenset(mx.canonical(v) for v in s.variables) for s in clause.subsets}
     defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
-    lowered = {c.lower(): c for c in table.column_names}
-    partition_columns = [_column_of(e, lowered, text, "PARTITION BY") for e in clause.partition_by]
-    order_columns = [_column_of(k.expr, lowered, text, "ORDER BY") for k in clause.order_by]
+    hidden = ({bits} | set(keys or ())) - {None}
+    inputs = [c for c in table.column_names if c not in hidden]
+    table, partition_keys, order_keys = _key_columns(clause, table, text, keys)
+    partition_columns = [k.column for k in partition_keys]
+    order_columns = [k.column for k in order_keys]
 
     part = partition_ids(table, partition_columns)
     order = sort_order(table, part, clause.order_by, order_columns)
@@ -117,8 +135,9 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
 
     history = frozenset(getattr(matcher, "history", frozenset()))
     row_local = {v: c for v, c in defines.items() if v not in history}
-    bits = define_bits(rows, part_start, part_end, variables, row_local, text)
-    matches = _match_all(bits, bounds, matcher, lambda p: _describe(rows, partition_columns, int(bounds[p])),
+    bits = given_bits(rows, bits) if bits is not None else define_bits(rows, part_start, part_end, variables,
+                                                                         row_local, text)
+    matches = _match_all(bits, bounds, matcher, lambda p: _describe(rows, partition_keys, int(bounds[p])),
                          rows if history else None)
 
     all_rows = clause.rows_per_match.all_rows
@@ -126,17 +145,15 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     ctx = MeasureContext(rows, part_start, part_end, matches, out_rows, variables, subsets, text)
     shown = np.where(out_rows.row >= 0, out_rows.row, 0)
     names, arrays = [], []
-    layout = partition_columns + (order_columns + [c for c in table.column_names
-                                                   if c not in partition_columns and c not in order_columns]
-                                  if all_rows else [])
-    keys = partition_columns + order_columns if all_rows else partition_columns
-    for column in keys:
-        names.append(column)
-        arrays.append(ctx.gather(column, shown))
+    shown_keys = partition_keys + order_keys if all_rows else partition_keys
+    for key in shown_keys:
+        names.append(key.name)
+        arrays.append(ctx.gather(key.column, shown))
     for measure in clause.measures:
         names.append(measure.name)
         arrays.append(measure_values(measure.expr, ctx, default_final=not all_rows))
-    for column in layout[len(keys):]:
+    named = {k.column for k in partition_keys + order_keys}
+    for column in [c for c in inputs if c not in named] if all_rows else []:
         names.append(column)
         arrays.append(ctx.gather(column, shown))
     if not arrays:
@@ -144,15 +161,67 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def _column_of(expr, lowered: dict[str, str], text: str, clause: str) -> str:
-    """The input column a PARTITION BY or ORDER BY item names."""
+class _Key(NamedTuple):
+    """A PARTITION BY or ORDER BY item: ``name``, its output column's name (a column's own
+    name; an expression's text as written, whitespace collapsed, as ``upper(sym)``), and the
+    ``column`` of the working table that holds its values."""
+
+    name: str
+    column: str
+
+
+def _key_columns(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, given: Sequence[str | None] | None):
+    """``(table, partition keys, order keys)``: the table with a column for each key expression
+    the caller did not compute (``__cerql_mr_key<i>``, evaluated by cerql.expr), and the keys."""
+    items = [(e, "PARTITION BY") for e in clause.partition_by] + [(k.expr, "ORDER BY") for k in clause.order_by]
+    given = list(given) if given is not None else [None] * len(items)
+    lowered = {c.lower(): c for c in table.column_names}
+    keys = []
+    for i, ((expr, where), column) in enumerate(zip(items, given)):
+        named = _column_of(expr, lowered, text, where)
+        name = named if named is not None else _written(expr)
+        if column is None and named is None:
+            column = _KEY.format(i)
+            table = table.append_column(column, _key_values(expr, table, lowered, text))
+        keys.append(_Key(name, column if column is not None else named))
+    return table, keys[:len(clause.partition_by)], keys[len(clause.partition_by):]
+
+
+def _written(expr) -> str:
+    """The output name of a key expression: its text as written, whitespace collapsed (Spark's
+    own name for a call written in lower case, ``upper(sym)``; Spark names ``x + 1`` as
+    ``(x + 1)``), the rule of CEQL's key expressions (docs/semantics.md)."""
+    return " ".join(expr.source.split()) if expr.source else expr.text
+
+
+def _key_values(expr, table: pa.Table, lowered: dict[str, str], text: str):
+    """A key expression's value on every row, by cerql.expr (Spark's meaning, or a CeqlError
+    naming spark.cer_sql)."""
+    for column in expr.tree.find_all(exp.Column):
+        if not mx.is_star(column) and column.name.lower() not in lowered:
+            raise AnalysisError.at(text, mx.node_offset(expr, column), f"Unknown column '{column.name}'",
+                                   "UNKNOWN_COLUMN", f"the input has columns {', '.join(lowered.values())}")
+
+    def positioned(err: ExprError):
+        return err.cls.at(text, mx.node_offset(expr), err.message, err.error_class, err.hint)
+
+    try:
+        fn = guard(compile_expr(expr.tree, lambda col: lowered[col.name.lower()]), positioned)
+    except ExprError as err:
+        raise positioned(err) from None
+    return evaluate(fn, table)
+
+
+def _column_of(expr, lowered: dict[str, str], text: str, clause: str) -> str | None:
+    """The input column a PARTITION BY or ORDER BY item names, None when it is an expression."""
     tree = expr.tree
     while isinstance(tree, exp.Paren):
         tree = tree.this
-    if not isinstance(tree, exp.Column) or mx.is_star(tree):
-        raise UnsupportedError.at(text, mx.node_offset(expr), f"{clause} takes columns here, not '{expr.text}'",
-                                  "MATCH_RECOGNIZE_UNSUPPORTED",
-                                  "compute the value in a subquery before MATCH_RECOGNIZE and name its column")
+    if mx.is_star(tree):
+        raise UnsupportedError.at(text, mx.node_offset(expr), f"{clause} takes columns and expressions, not "
+                                  f"'{expr.text}'", "MATCH_RECOGNIZE_UNSUPPORTED", "name the columns")
+    if not isinstance(tree, exp.Column):
+        return None
     real = lowered.get(tree.name.lower())
     if real is None:
         raise AnalysisError.at(text, mx.node_offset(expr, tree), f"Unknown column '{tree.name}' in {clause}",
@@ -213,11 +282,11 @@ def _partition_bounds(part: np.ndarray):
     return np.repeat(bounds[:-1], sizes), np.repeat(bounds[1:], sizes), bounds
 
 
-def _describe(rows: pa.Table, columns: list[str], at: int) -> str | None:
+def _describe(rows: pa.Table, keys: list[_Key], at: int) -> str | None:
     """The partition of sorted row ``at``, for an error message (``sym=a``)."""
-    if not columns:
+    if not keys:
         return None
-    return ", ".join(f"{c}={rows.column(c)[at].as_py()!r}" for c in columns)
+    return ", ".join(f"{k.name}={rows.column(k.column)[at].as_py()!r}" for k in keys)
 
 
 def _match_all(bits: np.ndarray, bounds: np.ndarray, matcher: Matcher, describe, rows: pa.Table | None) -> Matches:

@@ -9,11 +9,15 @@ by name. Output: a lazy DataFrame, the outer query's result (docs/semantics.md,
 2. each row gets its input ordinal (``monotonically_increasing_id``, before any shuffle): rows
    that tie on ORDER BY keep the order Spark read them in, as they keep the input's order in
    ``cerql.run``;
-3. ``repartition`` by the PARTITION BY expressions (one partition without them) and
-   ``sortWithinPartitions`` by (PARTITION BY, ORDER BY as written, ordinal);
+3. the PARTITION BY / ORDER BY expressions computed by Spark as hidden columns (a plain column
+   is used as it is), ``repartition`` by the PARTITION BY keys (one partition without them),
+   the row-local DEFINE bits computed by Spark into one BIGINT column (PREV/NEXT: lag/lead over
+   the partition in the matching order), and ``sortWithinPartitions`` by (PARTITION BY, ORDER
+   BY as written, ordinal) (spark/mr_bits.py);
 4. ``mapInArrow`` hands each partition's rows, one PARTITION BY group at a time, to the local
-   engine (cerql/exec/mr_engine.py), whose result schema, computed on the driver from the
-   source's schema, is the DataFrame's;
+   engine (cerql/exec/mr_engine.py), which takes the keys and bits as Spark computed them and
+   evaluates no DEFINE but the history-dependent ones; its result schema, computed on the
+   driver from those columns' schema, is the DataFrame's;
 5. the result becomes a temp view of a name unique to the query, and the outer query, with the
    item replaced by that name, runs as Spark SQL over it: SELECT, WHERE, JOIN, GROUP BY, ORDER
    BY, whatever it holds.
@@ -28,11 +32,13 @@ import uuid
 from typing import Any, Mapping
 
 import pyarrow as pa
+from sqlglot import exp
 
 from cerql import mr_ast, row_pattern
 from cerql.errors import AnalysisError, CeqlError, ExecutionError, start_of
 from cerql.exec.mr_engine import MAX_THREADS, run_match_recognize
 from cerql.planner import front
+from cerql.spark import mr_bits
 from cerql.spark.compat import functions_for, read_conf
 from cerql.spark.lower import arrow_schema
 from cerql.spark.workers import check_workers
@@ -65,39 +71,32 @@ def _spark_type(t: pa.DataType):
     return from_arrow_type(t, prefer_timestamp_ntz=not (pa.types.is_timestamp(t) and t.tz is not None))
 
 
-def result_schema(planned: front.RowPatternPlanned, source: pa.Schema) -> pa.Schema:
+def result_schema(planned: front.RowPatternPlanned, source: pa.Schema, keys=None) -> pa.Schema:
     """The item's result schema: the local engine's answer over no rows of ``source`` (which
     also raises, before Spark runs anything, the errors a schema shows: an unknown column, a
-    DEFINE of the wrong type)."""
-    return run_match_recognize(planned.clause, source.empty_table(), planned.text, row_pattern.matcher(planned)).schema
+    DEFINE of the wrong type). ``source`` holding the JVM's columns (spark/mr_bits.py; ``keys``
+    per key item), the engine takes them as they are, as it does in the tasks."""
+    bits = mr_bits.BITS if mr_bits.BITS in source.names else None
+    table = source.empty_table()
+    if ORDINAL in source.names:
+        table = table.drop_columns([ORDINAL])
+    return run_match_recognize(planned.clause, table, planned.text, row_pattern.matcher(planned),
+                               bits=bits, keys=keys).schema
 
 
-def _sort_columns(F, clause: mr_ast.MatchRecognize) -> list:
-    keys = [F.expr(e.text) for e in clause.partition_by]
-    for key in clause.order_by:
-        column = F.expr(key.expr.text)
-        nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
-        if key.descending:
-            keys.append(column.desc_nulls_first() if nulls_first else column.desc_nulls_last())
-        else:
-            keys.append(column.asc_nulls_first() if nulls_first else column.asc_nulls_last())
-    return keys + [F.col(ORDINAL)]
-
-
-def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int):
+def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, keys: list[str | None]):
     """The function ``mapInArrow`` runs: the partition's rows (sorted by PARTITION BY, ORDER BY,
-    ordinal) cut into PARTITION BY groups, each matched once it is complete."""
+    ordinal; the key expressions and DEFINE bits computed, spark/mr_bits.py) cut into PARTITION
+    BY groups, each matched once it is complete."""
     import pyarrow.compute as pc
-
-    from cerql.expr import compile_expr, evaluate
 
     def group_ids(table: pa.Table):
         if not clause.partition_by:
             return None
         lowered = {c.lower(): c for c in table.column_names}
-        keys = [evaluate(compile_expr(e.tree, lambda col: lowered[col.name.lower()]), table)
-                for e in clause.partition_by]
-        return pa.table(keys, names=[f"k{i}" for i in range(len(keys))])
+        columns = [key if key is not None else lowered[_column_name(e).lower()]
+                   for e, key in zip(clause.partition_by, keys)]
+        return pa.table([table.column(c) for c in columns], names=[f"k{i}" for i in range(len(columns))])
 
     def last_group_start(keys: pa.Table) -> int:
         """First row of the table's last PARTITION BY group (rows arrive sorted by the keys)."""
@@ -118,7 +117,7 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int):
             raise ExecutionError(f"A PARTITION BY group of more than {max_rows} rows reached MATCH_RECOGNIZE",
                                  error_class="MATCH_RECOGNIZE_PARTITION_TOO_LARGE",
                                  hint=f"raise the Spark conf {MAX_PARTITION_ROWS_CONF}, or partition more finely")
-        out = run_match_recognize(clause, table.drop_columns([ORDINAL]), text, matcher)
+        out = run_match_recognize(clause, table.drop_columns([ORDINAL]), text, matcher, bits=mr_bits.BITS, keys=keys)
         yield from out.to_batches()
 
     def cerql_match_recognize(batches):  # the name shows in Spark's plan
@@ -139,6 +138,13 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int):
     return cerql_match_recognize
 
 
+def _column_name(sql) -> str:
+    tree = sql.tree
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    return tree.name
+
+
 def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
     """(planned, DataFrame) of a MATCH_RECOGNIZE query: everything short of running it."""
     try:
@@ -147,23 +153,27 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
         frame = source_frame(spark, query, tables)
         F = functions_for(frame)
         at = start_of(clause.span) if clause.span is not None else 0
-        source = arrow_schema(frame.schema, text, at, f"'{clause.source}'",
-                              "cast it or leave it out with a subquery or DataFrame.select")
-        schema = result_schema(planned, source)
+        arrow_schema(frame.schema, text, at, f"'{clause.source}'",
+                     "cast it or leave it out with a subquery or DataFrame.select")
+        rows = frame.withColumn(ORDINAL, F.monotonically_increasing_id())
+        rows, keys, partition, order = mr_bits.with_keys(rows, clause, text, ORDINAL)
+        # the shuffle before the DEFINEs' window, which its partitioning then satisfies
+        rows = rows.repartition(*partition) if partition else rows.repartition(1)
+        rows = mr_bits.with_bits(rows, clause, planned.analysis.row_local, partition, order, text)
+        rows = rows.sortWithinPartitions(*partition, *order)
+        source = arrow_schema(rows.schema, text, at, "a PARTITION BY or ORDER BY expression",
+                              "cast it to a simpler type")
+        schema = result_schema(planned, source, keys)
         check_workers(spark)  # before the mapInArrow UDF is built (workers.py)
     except CeqlError as err:
         raise err.with_text(text)
     from pyspark.sql.types import StructField, StructType
 
     spark_schema = StructType([StructField(f.name, _spark_type(f.type), True) for f in schema])
-    rows = frame.withColumn(ORDINAL, F.monotonically_increasing_id())
-    keys = [F.expr(e.text) for e in clause.partition_by]
-    rows = rows.repartition(*keys) if keys else rows.repartition(1)
-    rows = rows.sortWithinPartitions(*_sort_columns(F, clause))
     conf = read_conf(spark, MAX_PARTITION_ROWS_CONF)
     threads = read_conf(spark, MAX_THREADS_CONF)
     matcher = row_pattern.matcher(planned, int(threads) if threads else MAX_THREADS)
-    task = _matcher(clause, text, matcher, int(conf) if conf else MAX_PARTITION_ROWS)
+    task = _matcher(clause, text, matcher, int(conf) if conf else MAX_PARTITION_ROWS, keys)
     matched = rows.mapInArrow(task, spark_schema)
     view = f"__cerql_mr_{uuid.uuid4().hex}"
     matched.createOrReplaceTempView(view)

@@ -1,0 +1,188 @@
+"""MATCH_RECOGNIZE's key expressions and row-local DEFINE bits, computed by Spark in the JVM.
+
+Input: the planned query (``front.RowPatternPlanned``), the source DataFrame with its input
+ordinal, the query text (for positions). Output: the DataFrame with hidden columns that the
+local engine (exec/mr_engine.py, ``run_match_recognize(..., bits=, keys=)``) takes as they are:
+
+- ``__cerql_mr_key<i>``: the value of the i-th PARTITION BY / ORDER BY item when it is an
+  expression (a plain column is read as it is), computed once, before the shuffle, which
+  partitions and sorts by it;
+- ``__cerql_mr_bits``: the DEFINE bits, one BIGINT per row, bit v for pattern variable v.
+
+Why in the JVM: the DEFINEs then mean what Spark says they mean, with any of Spark's built-in
+functions (not only those cerql.expr runs, as for CEQL's predicates), and a row crosses to
+Python with one BIGINT instead of its DEFINEs' inputs.
+
+A row-local DEFINE (planner/mr_analyze.py's ``analysis.row_local``) becomes a Spark boolean
+column: ``PREV(e, n)`` is ``lag(e, n)`` and ``NEXT(e, n)`` is ``lead(e, n)`` OVER (PARTITION BY
+the keys ORDER BY the keys as written, then the input ordinal), the very order the engine
+matches in; RUNNING and qualifiers are dropped (every column is the current row's); NULL is
+false. The seam for history-dependent DEFINEs (FIRST/LAST, aggregates, CLASSIFIER, other
+variables' columns): their variable's bit is set on every row, as exec/mr_define.py sets it for
+a variable without DEFINE, and the matcher evaluates them in Python.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from sqlglot import exp
+
+from cerql import mr_ast
+from cerql import mr_functions as mx
+from cerql.ast import SqlExpr
+from cerql.errors import AnalysisError, UnsupportedError
+from cerql.parser.sqlexpr import expr_position
+from cerql.spark import expressions
+from cerql.spark.compat import is_connect
+from cerql.spark.lower import quoted, spark_sql, speller
+
+KEY = "__cerql_mr_key{}"
+BITS = "__cerql_mr_bits"
+NAV = "__cerql_mr_nav{}"
+
+
+def _window_class(frame):
+    if is_connect(frame):
+        from pyspark.sql.connect.window import Window
+    else:
+        from pyspark.sql.window import Window
+    return Window
+
+
+def _plain_column(sql: SqlExpr) -> exp.Column | None:
+    tree = sql.tree
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    return tree if isinstance(tree, exp.Column) and not mx.is_star(tree) else None
+
+
+def _check_columns(sql: SqlExpr, lowered: dict[str, str], text: str) -> None:
+    """Every column the expression reads is the input's (as exec/mr_define.py checks it)."""
+    for column in sql.tree.find_all(exp.Column):
+        if not mx.is_star(column) and column.name.lower() not in lowered:
+            raise AnalysisError.at(text, mx.node_offset(sql, column), f"Unknown column '{column.name}'",
+                                   "UNKNOWN_COLUMN", f"the input has columns {', '.join(lowered.values())}")
+
+
+def _check_builtins(spark, sql: SqlExpr, text: str) -> None:
+    """A call that is neither a row pattern function nor one of Spark's built-ins (a UDF) is
+    refused, as in CEQL's predicates (spark/expressions.py)."""
+    for node in sql.tree.find_all(exp.Anonymous):
+        if mx.function_name(node) is None and not expressions.is_builtin(spark, node.name):
+            raise UnsupportedError.at(text, expr_position(sql, node), f"'{node.name.lower()}' is not a built-in "
+                                      "function of Spark", "USER_FUNCTION_NOT_ALLOWED",
+                                      "only Spark's built-in functions run in MATCH_RECOGNIZE; apply a UDF in a "
+                                      "subquery before it, or to the result")
+
+
+def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str):
+    """``(frame, keys, partition, order)``: ``frame`` with a hidden column per key expression;
+    ``keys`` per PARTITION BY then ORDER BY item, that column's name or None (a plain column,
+    read as it is); ``partition`` the PARTITION BY columns and ``order`` the sort columns (ORDER
+    BY with its directions and NULLS placement, then ``ordinal``), for the shuffle, the sort
+    and the DEFINEs' window alike."""
+    from cerql.spark.compat import functions_for
+
+    F = functions_for(frame)
+    lowered = {c.lower(): c for c in reversed(frame.columns)}
+    spell = speller({c: c for c in frame.columns})
+    items = list(clause.partition_by) + [k.expr for k in clause.order_by]
+    keys, columns = [], []
+    for i, sql in enumerate(items):
+        _check_columns(sql, lowered, text)
+        plain = _plain_column(sql)
+        if plain is not None:
+            keys.append(None)
+            columns.append(F.col(quoted(lowered[plain.name.lower()])))
+            continue
+        _check_builtins(frame.sparkSession, sql, text)
+        value = F.expr(spark_sql(sql.tree, sql.source, spell))
+        expressions.analyzed_type(frame, value, sql, text, {}, "the key expression")
+        frame = frame.withColumn(KEY.format(i), value)
+        keys.append(KEY.format(i))
+        columns.append(F.col(KEY.format(i)))
+    partition = columns[:len(clause.partition_by)]
+    order = []
+    for key, column in zip(clause.order_by, columns[len(clause.partition_by):]):
+        nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+        if key.descending:
+            order.append(column.desc_nulls_first() if nulls_first else column.desc_nulls_last())
+        else:
+            order.append(column.asc_nulls_first() if nulls_first else column.asc_nulls_last())
+    return frame, keys, partition, order + [F.col(ordinal)]
+
+
+def _define_sql(condition: SqlExpr, spell, navs: dict[tuple[str, int], str]) -> str:
+    """The DEFINE as Spark SQL over the frame's columns, each PREV/NEXT replaced by a hidden
+    column (``navs``: (argument's SQL, signed shift) -> its name, filled here)."""
+    def collect(node: exp.Expression, replaced: dict[int, str]) -> None:
+        name = mx.function_name(node)
+        if name in mx.PHYSICAL or name == mx.RUNNING:
+            args = mx.arguments(node)
+            inner: dict[int, str] = {}
+            collect(args[0], inner)
+            argument = spark_sql(args[0], condition.source, spell, replaced=inner)
+            if name == mx.RUNNING:
+                replaced[id(node)] = f"({argument})"
+                return
+            offset = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(name)
+            shift = -offset if name == mx.PREV else offset
+            if shift == 0:
+                replaced[id(node)] = f"({argument})"
+                return
+            replaced[id(node)] = quoted(navs.setdefault((argument, shift), NAV.format(len(navs))))
+            return
+        for child in node.iter_expressions():
+            collect(child, replaced)
+
+    replaced: dict[int, str] = {}
+    collect(condition.tree, replaced)
+    return spark_sql(condition.tree, condition.source, spell, replaced=replaced)
+
+
+def _signed(mask: int) -> int:
+    """A 64-bit mask as the signed BIGINT Spark holds."""
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
+
+
+def with_bits(frame, clause: mr_ast.MatchRecognize, row_local: frozenset[str], partition: list, order: list,
+              text: str):
+    """``frame`` with the DEFINE bits column ``BITS`` (module docstring). ``row_local`` names the
+    variables (canonical) whose DEFINE is computed here; every other variable's bit is set."""
+    from cerql.spark.compat import functions_for
+
+    F = functions_for(frame)
+    window = _window_class(frame).partitionBy(*partition).orderBy(*order)
+    lowered = {c.lower(): c for c in reversed(frame.columns)}
+    spell = speller({c: c for c in frame.columns})
+    variables = tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
+    defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
+    navs: dict[tuple[str, int], str] = {}
+    always, terms = 0, []
+    for v, variable in enumerate(variables):
+        condition = defines.get(variable)
+        if condition is None or variable not in row_local:  # no DEFINE, or the matcher's to evaluate
+            always |= 1 << v
+            continue
+        _check_columns(condition, lowered, text)
+        _check_builtins(frame.sparkSession, condition, text)
+        sql = _define_sql(condition, spell, navs)
+        for (argument, shift), name in navs.items():
+            if name not in frame.columns:
+                move = F.lag if shift < 0 else F.lead
+                frame = frame.withColumn(name, move(F.expr(argument), abs(shift)).over(window))
+        column = F.expr(sql)
+        shown = {name: f"{'PREV' if shift < 0 else 'NEXT'}({argument}, {abs(shift)})"
+                 for (argument, shift), name in navs.items()}
+        kind = expressions.analyzed_type(frame, column, condition, text, shown, "the DEFINE condition")
+        if kind.typeName() not in ("boolean", "void"):
+            raise AnalysisError.at(text, mx.node_offset(condition), f"DEFINE condition '{condition.text}' is "
+                                   f"{kind.simpleString()}, not boolean", "MATCH_RECOGNIZE_DEFINE_NOT_BOOLEAN",
+                                   "a DEFINE condition must be true or false for a row, e.g. price > PREV(price)")
+        terms.append(F.when(F.coalesce(column, F.lit(False)), F.lit(_signed(1 << v))).otherwise(F.lit(0)).cast("long"))
+    bits = reduce(lambda a, b: a.bitwiseOR(b), terms, F.lit(_signed(always)).cast("long"))
+    return frame.withColumn(BITS, bits.cast("long")).drop(*navs.values())
+
+
+__all__ = ["BITS", "KEY", "with_bits", "with_keys"]

@@ -1,0 +1,126 @@
+"""MATCH_RECOGNIZE on Spark: the row-local DEFINE bits Spark computes in the JVM (spark/mr_bits.py)
+equal the local engine's (exec/mr_define.py), PARTITION BY / ORDER BY expressions give the local
+engine's answer, a function only Spark runs works in a DEFINE on Spark (and is refused locally),
+and a PARTITION BY group over cerql.matchRecognize.maxPartitionRows fails with its CeqlError."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import cerql
+from cerql.exec import mr_engine
+from cerql.exec.mr_define import define_bits
+from cerql.planner import front
+from cerql.spark import mr_bits, mr_lower
+from cerql.spark.task_errors import task_error
+
+pytestmark = pytest.mark.spark
+
+DEFINES = ("B AS price < PREV(price), C AS C.price > PREV(price, 2) OR NEXT(price) IS NULL, "
+           "D AS PREV(price) IS NULL AND coalesce(NEXT(price, 3), -1.0) < price + 1")
+
+
+def _rows(n: int = 60, seed: int = 5) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    price = np.round(rng.uniform(0, 10, n), 1).astype(object)
+    price[rng.random(n) < 0.15] = None
+    sym = rng.choice(["a", "A", "b", "c", "C"], n).astype(object)
+    sym[rng.random(n) < 0.05] = None
+    return pd.DataFrame({"id": np.arange(n), "sym": sym, "ts": rng.permutation(n), "price": price})
+
+
+def _query(rows: str, partition: str = "lower(sym)", order: str = "ts % 7 DESC, ts") -> str:
+    return (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY {partition} ORDER BY {order} "
+            "MEASURES CLASSIFIER() AS cls, MATCH_NUMBER() AS mno, count(*) AS n, LAST(price) AS last_price "
+            f"{rows} AFTER MATCH SKIP TO NEXT ROW PATTERN (A? (B | C | D)+) DEFINE {DEFINES}) AS m")
+
+
+def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.sort_values(list(frame.columns), na_position="first").reset_index(drop=True)
+
+
+def _local_bits(text: str, rows: pd.DataFrame) -> dict[int, int]:
+    """Each row's DEFINE bits as cerql.run computes them (by id): the engine's own steps."""
+    clause = front.plan_row_pattern(text).clause
+    table = pa.Table.from_pandas(rows, preserve_index=False)
+    table, part_keys, order_keys = mr_engine._key_columns(clause, table, text, None)
+    part = mr_engine.partition_ids(table, [k.column for k in part_keys])
+    order = mr_engine.sort_order(table, part, clause.order_by, [k.column for k in order_keys])
+    sorted_rows = table.take(pa.array(order))
+    start, end, _ = mr_engine._partition_bounds(part[order])
+    defines = {d.variable.upper(): d.condition for d in clause.defines}
+    bits = define_bits(sorted_rows, start, end, ("A", "B", "C", "D"), defines, text)
+    return dict(zip(sorted_rows.column("id").to_pylist(), bits.tolist()))
+
+
+def test_jvm_bits_equal_local_bits(spark):
+    """PREV/NEXT at offsets 1-3 over expression keys, NULL prices and NULL partition keys: the
+    bits the JVM packs equal exec/mr_define.py's, row by row."""
+    rows = _rows()
+    text = _query("ALL ROWS PER MATCH")
+    planned = front.plan_row_pattern(text)
+    frame = spark.createDataFrame(rows).repartition(3)  # several input partitions
+    from pyspark.sql import functions as F
+
+    frame = frame.withColumn(mr_lower.ORDINAL, F.monotonically_increasing_id())
+    frame, keys, partition, order = mr_bits.with_keys(frame, planned.clause, text, mr_lower.ORDINAL)
+    assert keys == ["__cerql_mr_key0", "__cerql_mr_key1", None]
+    frame = mr_bits.with_bits(frame, planned.clause, planned.analysis.row_local, partition, order, text)
+    jvm = {r["id"]: r[mr_bits.BITS] & (2 ** 64 - 1) for r in frame.select("id", mr_bits.BITS).collect()}
+    local = _local_bits(text, rows)
+    assert jvm == local
+    assert len({b for b in local.values()}) > 3  # the data tells the variables apart
+
+
+@pytest.mark.parametrize("rows, partition, order", [
+    ("ALL ROWS PER MATCH WITH UNMATCHED ROWS", "lower(sym)", "ts % 7 DESC, ts"),
+    ("ONE ROW PER MATCH", "sym, id % 2", "-ts NULLS FIRST"),
+])
+def test_results_equal_local(spark, rows, partition, order):
+    rows_in = _rows(seed=9)
+    text = _query(rows, partition, order)
+    local = cerql.run(text, {"t": rows_in})
+    on_spark = cerql.cer_sql(spark, text, t=spark.createDataFrame(rows_in).repartition(3)).toPandas()
+    assert list(on_spark.columns) == list(local.columns)
+    assert [c for c in local.columns if c in ("lower(sym)", "id % 2", "ts % 7")] != []
+    pd.testing.assert_frame_equal(_sorted(on_spark), _sorted(local), check_dtype=False)
+
+
+def test_spark_only_function_in_define_and_partition(spark):
+    """soundex (which cerql.expr does not run) in a DEFINE and in PARTITION BY: Spark computes
+    it in the JVM; cerql.run refuses it with a CeqlError naming spark.cer_sql."""
+    rows = _rows(seed=3)
+    text = _query("ALL ROWS PER MATCH", "soundex(sym)", "ts").replace(
+        "B AS price < PREV(price)", "B AS price < PREV(price) AND soundex(sym) <> 'B000'")
+    for query in (text, _query("ALL ROWS PER MATCH", "soundex(sym)", "ts")):
+        with pytest.raises(cerql.CeqlError) as refused:
+            cerql.run(query, {"t": rows})
+        assert refused.value.error_class == "UNSUPPORTED_EXPRESSION" and "spark.cer_sql" in str(refused.value)
+    # soundex of one letter is that letter, upper case, and 000: the same as upper(sym) || '000'
+    same = text.replace("soundex(sym)", "upper(sym) || '000'")
+    local = cerql.run(same, {"t": rows}).rename(columns={"upper(sym) || '000'": "soundex(sym)"})
+    on_spark = cerql.cer_sql(spark, text, t=spark.createDataFrame(rows)).toPandas()
+    assert "soundex(sym)" in on_spark.columns
+    pd.testing.assert_frame_equal(_sorted(on_spark), _sorted(local), check_dtype=False)
+
+
+def test_partition_limit_conf_fails_the_run(spark):
+    rows = pd.DataFrame({"sym": ["x"] * 20 + ["y"] * 3, "ts": range(23), "price": [1.0] * 23})
+    text = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES count(*) AS n "
+            "PATTERN (A+) DEFINE A AS price > 0) AS m")
+    spark.conf.set(mr_lower.MAX_PARTITION_ROWS_CONF, "5")
+    try:
+        df = cerql.cer_sql(spark, text, t=spark.createDataFrame(rows))
+        with pytest.raises(Exception, match="MATCH_RECOGNIZE_PARTITION_TOO_LARGE") as failure:
+            df.collect()
+        cause = task_error(failure.value)
+        assert isinstance(cause, cerql.ExecutionError)
+        assert cause.error_class == "MATCH_RECOGNIZE_PARTITION_TOO_LARGE"
+        assert mr_lower.MAX_PARTITION_ROWS_CONF in cause.hint
+        spark.conf.set(mr_lower.MAX_PARTITION_ROWS_CONF, "20")
+        assert sorted(r["n"] for r in cerql.cer_sql(spark, text, t=spark.createDataFrame(rows)).collect()) == [3, 20]
+    finally:
+        spark.conf.unset(mr_lower.MAX_PARTITION_ROWS_CONF)
