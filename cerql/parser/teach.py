@@ -325,7 +325,8 @@ _MR_MARKERS = r"\bmatch_recognize\b|\bdefine\b|\bmeasures\b|\bpattern\s*\(|\baft
 def as_match_recognize(text: str) -> str | None:
     """A CEQL query written with MATCH_RECOGNIZE's clauses (``SELECT * FROM t WHERE PATTERN (A B)
     DEFINE ...``, its PARTITION BY anywhere) as the MATCH_RECOGNIZE item they belong in:
-    ``SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY ... PATTERN (A B) DEFINE ...)``; None when
+    ``SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY ... PATTERN (A B) DEFINE ...)`` (with ALL ROWS
+    PER MATCH when nothing else would give the result columns); None when
     the query is one already, or has no PATTERN."""
     if next(_top_words(text, r"\bmatch_recognize\b"), None) is not None:
         return None
@@ -345,6 +346,8 @@ def as_match_recognize(text: str) -> str | None:
         if name in clauses:
             return None
         clauses[name] = _one_line(body)
+    if not {"PARTITION BY", "MEASURES", "ROWS PER MATCH"} & clauses.keys():
+        clauses["ROWS PER MATCH"] = "ALL ROWS PER MATCH"  # else a match would be a row of no columns
     inside = " ".join(clauses[name] for name, _ in _MR_CLAUSES if name in clauses)
     return f"{_one_line(text[:head_end])} MATCH_RECOGNIZE ({inside})"
 
