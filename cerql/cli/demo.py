@@ -3,7 +3,8 @@
 Input: nothing but a row count and a seed. Output: three synthetic event streams as pandas
 DataFrames, shaped like the datasets of seed 001's benchmarks (stock trades, smart-home plug
 readings, taxi trips), and :func:`run_demo`, which runs every query of the repository's
-``sql/`` directory (CEQL or MATCH_RECOGNIZE, told apart by the front door) over them and prints a few matches per query and a summary table (query,
+``sql/`` directory (CEQL or MATCH_RECOGNIZE, told apart by the front door) over them and
+prints a few matches per query and a summary table (query,
 rows in, matches out, seconds).
 
 The generators are deterministic (one seeded ``numpy.random.Generator`` each), so the demo

@@ -569,9 +569,6 @@ def _syntax_error(exc: UnexpectedInput, text: str, item: _Item) -> ParseError:
 CEQL_SYNTAX = "CEQL_SYNTAX_IN_MATCH_RECOGNIZE"
 _WITHIN = re.compile(r"\bwithin\b(?!\s+group\b)", re.IGNORECASE)  # Spark's WITHIN GROUP is no window
 _PATTERN_OPEN = re.compile(r"\bpattern\s*\(", re.IGNORECASE)
-_DEFINE_LATER = ("a history-dependent DEFINE, not evaluated yet: until then keep the matches whose measures "
-                 "say so with WHERE around the item, MEASURES FIRST(A.ts) AS first_ts, LAST(ts) AS last_ts ... ) AS m "
-                 "WHERE m.last_ts - m.first_ts <= INTERVAL 1 MINUTE")
 _QUALIFIER = re.compile(r"(`[^`]+`|[^\W\d]\w*)\s*\.\s*(?:`[^`]+`|[^\W\d]\w*)")
 
 
@@ -580,7 +577,8 @@ def _within(text: str, at: int, inside: bool) -> ParseError:
     return ParseError.at(text, at, f"Syntax error: WITHIN {where} MATCH_RECOGNIZE is CEQL's window, not "
                          "MATCH_RECOGNIZE's", CEQL_SYNTAX,
                          "write the query in CEQL (SELECT * FROM t WHERE A AS a ; B AS b WITHIN 1 MINUTE), or bound "
-                         f"the time in DEFINE: B AS B.ts - FIRST(A.ts) <= INTERVAL 1 MINUTE ({_DEFINE_LATER})")
+                         "the time in DEFINE: B AS B.ts - FIRST(A.ts) <= INTERVAL 1 MINUTE (the row being mapped "
+                         "against A's first)")
 
 
 def _filter(text: str, at: int, end: int) -> ParseError:
@@ -596,8 +594,8 @@ def _filter(text: str, at: int, end: int) -> ParseError:
         fix = "DEFINE B AS B.price > PREV(B.price)"
     return ParseError.at(text, at, "Syntax error: FILTER is CEQL's; MATCH_RECOGNIZE states each variable's "
                          "condition in DEFINE", CEQL_SYNTAX,
-                         f"write {fix} after PATTERN (a condition over two variables, B.price > A.price, is "
-                         "a history-dependent DEFINE, not evaluated yet)")
+                         f"write {fix} after PATTERN (a condition may compare variables too: DEFINE B AS "
+                         "B.price > A.price reads A's last row)")
 
 
 def _pattern_span(hidden: str, item: _Item) -> tuple[int, int] | None:

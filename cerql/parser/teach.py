@@ -8,7 +8,8 @@ CEQL: ``WHERE amount > 10`` becomes ``WHERE s AS x FILTER x[amount > 10]``, ``F{
 clauses out of order come back in the grammar's order (parser/ceql.lark, ``select``). A query
 written with MATCH_RECOGNIZE's clauses (``WHERE PATTERN (A B) DEFINE ...``) is written again as
 that dialect's item, ``FROM t MATCH_RECOGNIZE (...)``, which cerql also runs
-(parser/match_recognize.py teaches the other way round). Only the error path calls this module, so it never changes what a valid query means.
+(parser/match_recognize.py teaches the other way round). Only the error path calls this module,
+so it never changes what a valid query means.
 """
 
 from __future__ import annotations
