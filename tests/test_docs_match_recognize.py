@@ -8,7 +8,8 @@ An example whose SQL around the MATCH_RECOGNIZE item only Spark evaluates carrie
 ``Spark only (`cerql.run`: `ERROR_CLASS`).``: ``cerql.run`` must refuse it with that class (so
 the mark stays true), and its ``Result:`` is checked on Spark (``spark.cer_sql`` over the same
 tables). Every other example runs on the local engine and on the reference evaluator, which
-must both give the rows shown.
+must both give the rows shown (but the few whose expressions the reference does not evaluate,
+``BEYOND_THE_REFERENCE``: the local engine alone).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def _spark_only() -> dict[int, str]:
 
 
 SPARK_ONLY = _spark_only()
+# What the reference evaluator (a small exact subset of Spark SQL) does not evaluate: the examples
+# holding it are checked on the local engine alone (their rows were worked out by hand).
+BEYOND_THE_REFERENCE = ("S.ts - FIRST(F.ts)",)  # timestamp arithmetic in DEFINE
 LOCAL = [k for k in range(len(EXAMPLES)) if k not in SPARK_ONLY]
 
 
@@ -76,6 +80,10 @@ def test_example(index):
             assert info.value.error_class == ex.error, _where(ex)
         return
     for engine in ("local", "reference"):
+        if engine == "reference" and any(part in ex.query for part in BEYOND_THE_REFERENCE):
+            with pytest.raises(CeqlError, match="REFERENCE_UNSUPPORTED"):  # still beyond it: else check it here
+                cerql.run(ex.query, dict(tables), engine=engine, output="arrow")
+            continue
         names, rows = shown(cerql.run(ex.query, dict(tables), engine=engine, output="arrow"))
         assert names == ex.header, f"{_where(ex)}: columns of the {engine} engine"
         assert sorted(rows) == sorted(ex.rows), f"{_where(ex)}: rows of the {engine} engine"
