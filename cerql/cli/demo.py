@@ -3,7 +3,8 @@
 Input: nothing but a row count and a seed. Output: three synthetic event streams as pandas
 DataFrames, shaped like the datasets of seed 001's benchmarks (stock trades, smart-home plug
 readings, taxi trips), and :func:`run_demo`, which runs every query of the repository's
-``sql/`` directory over them and prints a few matches per query and a summary table (query,
+``sql/`` directory (CEQL or MATCH_RECOGNIZE, told apart by the front door) over them and
+prints a few matches per query and a summary table (query,
 rows in, matches out, seconds).
 
 The generators are deterministic (one seeded ``numpy.random.Generator`` each), so the demo
@@ -33,6 +34,8 @@ import pyarrow as pa
 
 import cerql
 from cerql import ast
+from cerql.parser.match_recognize import parse_match_recognize
+from cerql.planner import front
 
 DEMO_ROWS = 20_000  # rows per generated stream in ``cerql demo`` (its ``--rows`` default)
 START = pd.Timestamp("2024-03-01 09:30:00")
@@ -262,7 +265,11 @@ def description(text: str) -> str:
 
 
 def source_names(text: str) -> list[str]:
-    """The table names in a query's FROM clause (lower case, without a schema prefix)."""
+    """The table names in a query's FROM clause (lower case, without a schema prefix): a CEQL
+    query's sources, or the table a MATCH_RECOGNIZE item reads."""
+    if front.dialect_of(text) == "match_recognize":
+        clause = parse_match_recognize(text).clause
+        return [] if clause.source_is_query else [clause.source.split(".")[-1].lower()]
     select = ast.select_of(cerql.parse(text))
     return [source.name.split(".")[-1].lower() for source in select.sources]
 
@@ -295,7 +302,7 @@ def _brief(value) -> str:
 
 def _show(result: pd.DataFrame, limit: int) -> str:
     """The first ``limit`` matches as a small table, without match_id (a long hash)."""
-    rows = result.drop(columns="match_id").head(limit)
+    rows = result.drop(columns="match_id", errors="ignore").head(limit)
     return rows.map(_brief).to_string(index=False)
 
 
@@ -316,8 +323,11 @@ def spark_tables(spark, tables: Mapping[str, pd.DataFrame]) -> dict:
 def _first_matches(table, limit: int) -> pd.DataFrame:
     """The first ``limit`` rows of a result (either engine's, as Arrow) in LIMIT's order
     (docs/language.md, "LIMIT": partition columns, match_end, match_start, match_id), as plain
-    Python values (dicts, lists of dicts)."""
+    Python values (dicts, lists of dicts). A MATCH_RECOGNIZE result has no match_id: its first
+    rows as they come (the demo's queries end in ORDER BY)."""
     names = table.column_names
+    if "match_id" not in names:
+        return pd.DataFrame(table.slice(0, limit).to_pylist(), columns=names)
     keys = names[: names.index("match_id")] + ["match_end", "match_start", "match_id"]
     first = table.sort_by([(k, "ascending") for k in keys]).slice(0, limit)
     return pd.DataFrame(first.to_pylist(), columns=names)

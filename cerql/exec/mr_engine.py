@@ -10,7 +10,7 @@ imports the planner), so a caller writes::
     matcher = matcher_for(clause, text, nfa, skip, analysis.row_local)
     result = run_match_recognize(clause, table, text, matcher)
 
-Output: the result as docs/semantics.md "MATCH_RECOGNIZE (the local engine)" lays it out.
+Output: the result as docs/semantics.md "MATCH_RECOGNIZE", "The local engine" lays it out.
 
 The steps:
 

@@ -26,7 +26,7 @@ then the work is linear in the rows; when they are not (``FIRST(A.x)`` of every 
 running sum), threads with different histories are kept apart and checked one by one, and
 ``max_threads`` (the Spark conf ``cerql.matchRecognize.maxThreads``, default 100 000) bounds the
 live threads of a partition: past it the query fails with MATCH_RECOGNIZE_TOO_MANY_THREADS
-instead of running for hours. docs/semantics.md, "MATCH_RECOGNIZE (the local engine)".
+instead of running for hours. docs/semantics.md, "MATCH_RECOGNIZE", "The local engine".
 """
 
 from __future__ import annotations

@@ -83,6 +83,8 @@ def parse_match_recognize(text: str) -> mr_ast.MatchRecognizeQuery:
     check_parentheses(text)
     hidden = masked(text)
     item = _locate(text, hidden)
+    if (within := _WITHIN.search(hidden, item.close + 1)) is not None:
+        raise _within(text, within.start(), inside=False)
     clause = _parse_clause(text, item)
     placeholder = _placeholder(text)
     line, column = position_of(text, 0)
@@ -254,7 +256,7 @@ class _ToMr(Transformer):
         try:
             return mr_expr.parse_expression(self.text[start:end], start, self.text, _span(meta))
         except ParseError as err:
-            raise _clause_inside(self.text, start, end) or err
+            raise _ceql_inside(self.text, start, end) or _clause_inside(self.text, start, end) or err
 
     # -- clauses: (name, value) pairs that start collects
     def start(self, children):
@@ -539,6 +541,8 @@ def _syntax_error(exc: UnexpectedInput, text: str, item: _Item) -> ParseError:
     expected = _expected(exc)
     hint = f"expected {_listed(expected)}" if expected else None
     hidden = masked(text)
+    if (err := _ceql_syntax(text, hidden, item, offset)) is not None:
+        return err
     if (err := _misspelled(text, hidden, item, offset)) is not None:
         return err
     if (err := _clause_for_expression(text, hidden, item)) is not None:
@@ -558,4 +562,99 @@ def _syntax_error(exc: UnexpectedInput, text: str, item: _Item) -> ParseError:
     return ParseError.at(text, offset, f"Syntax error: unexpected {found}", "SYNTAX_ERROR", hint, expected=expected)
 
 
-__all__ = ["CLAUSE_ORDER", "PLACEHOLDER_PREFIX", "is_match_recognize", "parse_match_recognize"]
+# ---------------------------------------------------------------------------- CEQL written here
+# A user of cerql's other dialect writes CEQL's pattern operators and clauses inside the item:
+# each gets the MATCH_RECOGNIZE way in its hint (docs/match_recognize.md, "Mistakes cerql
+# recognizes"). The CEQL side of the same lesson is parser/teach.py's ``match_recognize``.
+CEQL_SYNTAX = "CEQL_SYNTAX_IN_MATCH_RECOGNIZE"
+_WITHIN = re.compile(r"\bwithin\b(?!\s+group\b)", re.IGNORECASE)  # Spark's WITHIN GROUP is no window
+_PATTERN_OPEN = re.compile(r"\bpattern\s*\(", re.IGNORECASE)
+_QUALIFIER = re.compile(r"(`[^`]+`|[^\W\d]\w*)\s*\.\s*(?:`[^`]+`|[^\W\d]\w*)")
+
+
+def _within(text: str, at: int, inside: bool) -> ParseError:
+    where = "inside" if inside else "after"
+    return ParseError.at(text, at, f"Syntax error: WITHIN {where} MATCH_RECOGNIZE is CEQL's window, not "
+                         "MATCH_RECOGNIZE's", CEQL_SYNTAX,
+                         "write the query in CEQL (SELECT * FROM t WHERE A AS a ; B AS b WITHIN 1 MINUTE), or bound "
+                         "the time in DEFINE: B AS B.ts - FIRST(A.ts) <= INTERVAL 1 MINUTE (the row being mapped "
+                         "against A's first)")
+
+
+def _filter(text: str, at: int, end: int) -> ParseError:
+    """FILTER at ``at``; its condition runs to ``end`` or the next clause keyword."""
+    hidden = masked(text)
+    stop = next((k for k, _ in _top_level_words(hidden, at + len("filter"), end)
+                 if _CLAUSE_PHRASE.match(hidden, k)), end)
+    condition = re.sub(r"\s+", " ", text[at + len("filter"):stop]).strip()
+    variables = {m.group(1) for m in _QUALIFIER.finditer(masked(condition))}
+    if condition and len(variables) == 1:
+        fix = f"DEFINE {variables.pop()} AS {condition}"
+    else:
+        fix = "DEFINE B AS B.price > PREV(B.price)"
+    return ParseError.at(text, at, "Syntax error: FILTER is CEQL's; MATCH_RECOGNIZE states each variable's "
+                         "condition in DEFINE", CEQL_SYNTAX,
+                         f"write {fix} after PATTERN (a condition may compare variables too: DEFINE B AS "
+                         "B.price > A.price reads A's last row)")
+
+
+def _pattern_span(hidden: str, item: _Item) -> tuple[int, int] | None:
+    """(offset after the '(', offset of the ')') of the PATTERN clause's parentheses."""
+    for at, word in _top_level_words(hidden, item.open + 1, item.close):
+        if word.upper() == "PATTERN" and (m := _PATTERN_OPEN.match(hidden, at)):
+            close = _closing(hidden, m.end() - 1)
+            if close is not None and close <= item.close:
+                return m.end(), close
+    return None
+
+
+def as_row_pattern(ceql: str) -> str:
+    """A pattern written with CEQL's operators as a row pattern: ``A ; B AS b`` -> ``A B``,
+    ``A :+`` -> ``A+``. Rows of a MATCH_RECOGNIZE pattern are always adjacent."""
+    out = re.sub(r"(?i)\s+as\s+(?:`[^`]*`|[^\W\d]\w*)", "", ceql)
+    out = re.sub(r"\s*:\+", "+", out)
+    out = re.sub(r"\s*[;:]\s*", " ", out)
+    return re.sub(r"\s+", " ", out).strip()
+
+
+def _ceql_syntax(text: str, hidden: str, item: _Item, offset: int) -> ParseError | None:
+    """CEQL's ``;``, ``:`` and ``AS`` inside PATTERN (...), its FILTER or WITHIN where a clause of
+    the item goes: the error lark stopped at, as the lesson of the other dialect."""
+    word = re.match(r"[^\W\d]\w*", hidden[offset:item.close])
+    span = _pattern_span(hidden, item)
+    if span is not None and span[0] <= offset < span[1]:
+        written = text[span[0]:span[1]]
+        fixed = as_row_pattern(written)
+        if hidden[offset] in ";:":
+            return ParseError.at(text, offset, f"Syntax error: {hidden[offset]!r} is CEQL's sequence; MATCH_RECOGNIZE "
+                                 "concatenates by juxtaposition", CEQL_SYNTAX,
+                                 f"write PATTERN ({fixed}): each variable maps the row right after the previous "
+                                 "one's (for rows between, add a variable without DEFINE: PATTERN (A X*? B))")
+        if word is not None and word.group(0).upper() == "AS":
+            return ParseError.at(text, offset, "Syntax error: AS inside PATTERN names events in CEQL; in "
+                                 "MATCH_RECOGNIZE the pattern variable is the name", CEQL_SYNTAX,
+                                 f"write PATTERN ({fixed}), each variable's condition in DEFINE (DEFINE A AS ...), "
+                                 "and read its columns as A.price in MEASURES")
+        return None
+    if word is None:
+        return None
+    if word.group(0).upper() == "FILTER":
+        return _filter(text, offset, item.close)
+    if word.group(0).upper() == "WITHIN":
+        return _within(text, offset, inside=True)
+    return None
+
+
+def _ceql_inside(text: str, start: int, end: int) -> ParseError | None:
+    """FILTER or WITHIN at the top level of an expression that did not parse (``DEFINE B AS
+    B.x > 1 WITHIN 1 MINUTE``): lark took it for part of the expression."""
+    for at, word in _top_level_words(masked(text), start, end):
+        if word.upper() == "WITHIN" and _WITHIN.match(masked(text), at):
+            return _within(text, at, inside=True)
+        if word.upper() == "FILTER" and at > start:
+            return _filter(text, at, end)
+    return None
+
+
+__all__ = ["CEQL_SYNTAX", "CLAUSE_ORDER", "PLACEHOLDER_PREFIX", "as_row_pattern", "is_match_recognize",
+           "parse_match_recognize"]

@@ -5,8 +5,11 @@ gave it (parser/to_ast.py, ``_EXAMPLES``). Output: a :class:`Lesson` (error clas
 message, hint) or None. Each lesson says what cerql understood and writes the query again as
 CEQL: ``WHERE amount > 10`` becomes ``WHERE s AS x FILTER x[amount > 10]``, ``F{3,}`` becomes
 ``(F :+ AS f FILTER count(f) >= 3)``, ``GROUP BY user`` becomes ``PARTITION BY [user]`` and
-clauses out of order come back in the grammar's order (parser/ceql.lark, ``select``). Only the
-error path calls this module, so it never changes what a valid query means.
+clauses out of order come back in the grammar's order (parser/ceql.lark, ``select``). A query
+written with MATCH_RECOGNIZE's clauses (``WHERE PATTERN (A B) DEFINE ...``) is written again as
+that dialect's item, ``FROM t MATCH_RECOGNIZE (...)``, which cerql also runs
+(parser/match_recognize.py teaches the other way round). Only the error path calls this module,
+so it never changes what a valid query means.
 """
 
 from __future__ import annotations
@@ -309,15 +312,69 @@ def join(text: str, offset: int) -> Lesson:
                   f"events with equal {key}: ... PARTITION BY [{key}]")
 
 
+# MATCH_RECOGNIZE's clauses in the order its item takes them (parser/match_recognize.py,
+# CLAUSE_ORDER), each as the regex of its keyword: a CEQL query holding them is rewritten as the
+# item they belong in.
+_MR_CLAUSES = (
+    ("PARTITION BY", r"\bpartition\s+by\b"), ("ORDER BY", r"\border\s+by\b"), ("MEASURES", r"\bmeasures\b"),
+    ("ROWS PER MATCH", r"\b(?:one\s+row|all\s+rows)\s+per\s+match\b"), ("AFTER MATCH", r"\bafter\s+match\b"),
+    ("PATTERN", r"\bpattern\s*\("), ("SUBSET", r"\bsubset\b"), ("DEFINE", r"\bdefine\b"),
+)
+_MR_MARKERS = r"\bmatch_recognize\b|\bdefine\b|\bmeasures\b|\bpattern\s*\(|\bafter\s+match\b|\brows?\s+per\s+match\b"
+
+
+def as_match_recognize(text: str) -> str | None:
+    """A CEQL query written with MATCH_RECOGNIZE's clauses (``SELECT * FROM t WHERE PATTERN (A B)
+    DEFINE ...``, its PARTITION BY anywhere) as the MATCH_RECOGNIZE item they belong in:
+    ``SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY ... PATTERN (A B) DEFINE ...)`` (with ALL ROWS
+    PER MATCH when nothing else would give the result columns); None when
+    the query is one already, or has no PATTERN."""
+    if next(_top_words(text, r"\bmatch_recognize\b"), None) is not None:
+        return None
+    found = sorted((at, name) for name, regex in _MR_CLAUSES for at, _ in _top_words(text, regex))
+    if not any(name == "PATTERN" for _, name in found):
+        return None
+    head_end = found[0][0]
+    where = next(_top_words(text, r"\bwhere\b"), None)
+    if where is not None and where[0] < head_end:
+        if text[where[0] + len("where"):head_end].strip():
+            return None  # a CEQL pattern in WHERE before the clauses: no one item to write
+        head_end = where[0]
+    clauses: dict[str, str] = {}
+    for k, (at, name) in enumerate(found):
+        end = found[k + 1][0] if k + 1 < len(found) else len(text)
+        body = re.sub(r"[\s;]+$", "", text[at:end])
+        if name in clauses:
+            return None
+        clauses[name] = _one_line(body)
+    if not {"PARTITION BY", "MEASURES", "ROWS PER MATCH"} & clauses.keys():
+        clauses["ROWS PER MATCH"] = "ALL ROWS PER MATCH"  # else a match would be a row of no columns
+    inside = " ".join(clauses[name] for name, _ in _MR_CLAUSES if name in clauses)
+    return f"{_one_line(text[:head_end])} MATCH_RECOGNIZE ({inside})"
+
+
 def match_recognize(text: str, offset: int) -> Lesson:
+    """PATTERN, DEFINE, MEASURES (or MATCH_RECOGNIZE itself, given to a CEQL-only function) in a
+    CEQL query: MATCH_RECOGNIZE is cerql's second dialect, written as a table in FROM."""
     src = (_sources(text) or ["s"])[0]
-    return Lesson("MATCH_RECOGNIZE_NOT_SUPPORTED", offset,
-                  "Syntax error: CEQL is not MATCH_RECOGNIZE: the pattern is the WHERE clause, its DEFINE "
-                  "conditions are a FILTER",
-                  f"PATTERN (A B+) DEFINE B AS B.x > A.x reads SELECT * FROM {src} WHERE {src} AS a : {src} :+ AS b "
-                  f"FILTER b.x > a.x ORDER BY ts: an atom is an event type (the rows whose type column holds it) "
-                  f"or a source name (all its rows); ':' and ':+' keep rows adjacent as MATCH_RECOGNIZE does, "
-                  f"';' and '+' let other events lie between; PARTITION BY and ORDER BY follow the pattern")
+    found = sorted((at, name) for name, regex in _MR_CLAUSES for at, _ in _top_words(text, regex))
+    where = next(_top_words(text, r"\bwhere\b"), None)
+    if found and found[0][1] in ("PARTITION BY", "ORDER BY") and (where is None or found[0][0] < where[0]):
+        offset = found[0][0]  # the item's clauses begin here, before the pattern
+    ceql = (f"or, as CEQL, PATTERN (A B+) DEFINE B AS B.x > A.x reads SELECT * FROM {src} WHERE {src} AS a : "
+            f"{src} :+ AS b FILTER b.x > a.x ORDER BY ts (an atom is an event type or a source name; ':' and "
+            f"':+' keep rows adjacent as MATCH_RECOGNIZE does, ';' and '+' let other events lie between)")
+    if next(_top_words(text, r"\bmatch_recognize\b"), None) is not None:
+        return Lesson("MATCH_RECOGNIZE_SYNTAX_IN_CEQL", offset,
+                      "Syntax error: this is a MATCH_RECOGNIZE query, and cerql.parse and cerql.analyze read CEQL",
+                      f"run it with cerql.run, cerql.explain or spark.cer_sql, which read both dialects; {ceql}")
+    fixed = as_match_recognize(text)
+    shape = _one_line(fixed) if fixed else (f"SELECT * FROM {src} MATCH_RECOGNIZE ([PARTITION BY ...] ORDER BY ... "
+                                            f"[MEASURES ...] PATTERN (...) DEFINE ...)")
+    return Lesson("MATCH_RECOGNIZE_SYNTAX_IN_CEQL", offset,
+                  "Syntax error: PATTERN, DEFINE and MEASURES are clauses of MATCH_RECOGNIZE, which is written "
+                  f"as a table in FROM: FROM {src} MATCH_RECOGNIZE (...)",
+                  f"write: {shape}; {ceql}")
 
 
 def clause_order(text: str, offset: int) -> Lesson | None:
@@ -398,8 +455,7 @@ def not_without_parentheses(text: str, offset: int) -> Lesson | None:
 _SQL_WORDS = [
     (r"\bgroup\s+by\b", group_by),
     (r"\bhaving\b", having),
-    (r"\bmatch_recognize\b|\bdefine\b|\bmeasures\b|\bpattern\s*\(|\bafter\s+match\b|\brows?\s+per\s+match\b",
-     match_recognize),
+    (_MR_MARKERS, match_recognize),
 ]
 _JOIN = r"\b(?:(?:left|right|inner|full|cross|natural|outer)\s+)*join\b"
 

@@ -1,5 +1,9 @@
 """The example queries in sql/: each runs over the demo data and finds well-formed matches.
 
+CEQL and MATCH_RECOGNIZE queries alike (the front door tells them apart); a MATCH_RECOGNIZE
+result has no match_id, and its query orders its rows, so both engines' results are compared in
+order.
+
 A smoke test per file (parametrised by file name) and one exact test of
 ``stock_sell_buy_roundtrip.sql`` on a hand-written table whose matches were worked out by hand.
 """
@@ -11,7 +15,9 @@ import pytest
 
 import cerql
 from cerql import ast
-from cerql.cli.demo import demo_tables, load_queries, sql_dir, tables_for
+from cerql.cli.demo import demo_tables, load_queries, run_demo, source_names, sql_dir, tables_for
+from cerql.parser.match_recognize import parse_match_recognize
+from cerql.planner import front
 
 QUERIES = load_queries()
 
@@ -33,7 +39,11 @@ def test_query_file_starts_with_a_comment_saying_what_it_finds(name, text):
     assert name == name.lower() and " " not in name
 
 
-@pytest.mark.parametrize("name, text", QUERIES, ids=[name for name, _ in QUERIES])
+CEQL = [(name, text) for name, text in QUERIES if front.dialect_of(text) == "ceql"]
+MATCH_RECOGNIZE = [(name, text) for name, text in QUERIES if front.dialect_of(text) == "match_recognize"]
+
+
+@pytest.mark.parametrize("name, text", CEQL, ids=[name for name, _ in CEQL])
 def test_query_finds_well_formed_matches_in_demo_data(name, text, tables):
     result = cerql.run(text, tables_for(text, tables), engine="reference")
     local = cerql.run(text, tables_for(text, tables), engine="local")
@@ -48,6 +58,46 @@ def test_query_finds_well_formed_matches_in_demo_data(name, text, tables):
         "match_id", "match_start", "match_end"]
     assert (result["match_start"] <= result["match_end"]).all()
     assert result["match_id"].is_unique
+
+
+def test_sql_directory_has_match_recognize_queries():
+    assert len(MATCH_RECOGNIZE) >= 2
+    assert all("match_recognize" in name for name, _ in MATCH_RECOGNIZE)  # the dialect shows in the name
+
+
+@pytest.mark.parametrize("name, text", MATCH_RECOGNIZE, ids=[name for name, _ in MATCH_RECOGNIZE])
+def test_match_recognize_query_finds_matches_in_demo_data(name, text, tables):
+    used = tables_for(text, tables)
+    assert list(used) == source_names(text) and len(used) == 1
+    local = cerql.run(text, used, engine="local")
+    reference = cerql.run(text, used, engine="reference")
+
+    assert len(local) > 0
+    pd.testing.assert_frame_equal(local, reference)  # the query orders its rows: equal in order too
+    clause = parse_match_recognize(text).clause
+    assert not clause.source_is_query
+
+
+def test_match_recognize_v_shapes_are_vs():
+    # every V of stock_v_shape_match_recognize: prices fall at least 3 trades, then rise at least 3
+    text = (sql_dir() / "stock_v_shape_match_recognize.sql").read_text()
+    result = cerql.run(text, tables_for(text, demo_tables(2000)))
+    assert len(result) > 0
+    assert ((result.downs >= 3) & (result.ups >= 3)).all()
+    assert ((result.bottom < result.start_price) & (result.bottom < result.end_price)).all()
+    assert (result.start_ts < result.end_ts).all()
+
+
+def test_match_recognize_demo_runs_and_shows_its_rows():
+    lines = []
+    directory = sql_dir()
+    summaries = run_demo(out=lines.append, n_rows=300, engine="local", show=2, directory=directory)
+    by_name = {s["query"]: s for s in summaries}
+    for name, _ in MATCH_RECOGNIZE:
+        assert by_name[name]["error"] is None and by_name[name]["matches"] > 0
+    text = "\n".join(lines)
+    assert "== stock_v_shape_match_recognize: MATCH_RECOGNIZE: a dip then a climb" in text
+    assert " start_price " in text  # its first rows, shown without a match_id column
 
 
 def test_stock_sell_buy_roundtrip_consumes_each_trade_once():

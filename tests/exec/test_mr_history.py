@@ -2,7 +2,7 @@
 hand-checked: conditions over other variables' rows, FIRST/LAST with offsets, running
 aggregates, CLASSIFIER, PREV of a LAST; the limit on live threads and its error; and the work on
 20 000 rows when the registers the conditions read take few values (steps counted, not timed).
-docs/semantics.md, "MATCH_RECOGNIZE (the local engine)"."""
+docs/semantics.md, "MATCH_RECOGNIZE", "The local engine"."""
 
 from __future__ import annotations
 

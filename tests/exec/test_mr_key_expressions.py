@@ -1,6 +1,6 @@
 """PARTITION BY / ORDER BY expressions in the local MATCH_RECOGNIZE engine: evaluated by
 cerql.expr before partitioning and sorting, shown under their text as written
-(docs/semantics.md, "MATCH_RECOGNIZE (the local engine)")."""
+(docs/semantics.md, "MATCH_RECOGNIZE", "The local engine")."""
 
 from __future__ import annotations
 

@@ -414,3 +414,48 @@ def test_one_match_recognize_per_query():
 def test_a_spark_variable_reference_is_refused_as_in_ceql():
     err = error("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS x > ${limit})")
     assert err.error_class == "VARIABLE_SUBSTITUTION_NOT_SUPPORTED"
+
+
+# ---------------------------------------------------------------------------- CEQL written inside
+# (query, line, column of the caret, a part the hint must hold)
+CEQL_INSIDE = [
+    # CEQL's sequence and contiguity: juxtaposition, the pattern written again
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts ALL ROWS PER MATCH PATTERN (A ; B+) DEFINE B AS x > 1)", 1, 76,
+     "write PATTERN (A B+)"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts ALL ROWS PER MATCH\n  PATTERN (A : B :+ C)\n  DEFINE B AS x > 1)",
+     2, 14, "write PATTERN (A B+ C)"),
+    # AS naming events: the variable is the name
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts ALL ROWS PER MATCH PATTERN (A AS a ; B AS b) DEFINE B AS x > 1)",
+     1, 76, "write PATTERN (A B), each variable's condition in DEFINE"),
+    # FILTER: its condition becomes the variable's DEFINE
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts ALL ROWS PER MATCH PATTERN (A B) FILTER B.x > PREV(B.x))", 1, 79,
+     "write DEFINE B AS B.x > PREV(B.x) after PATTERN"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts ALL ROWS PER MATCH PATTERN (A B) DEFINE A AS x > 1 FILTER B.x > 2)",
+     1, 97, "write DEFINE B AS B.x > 2"),
+    # WITHIN inside the item, after a DEFINE, after the item: CEQL's, or a time bound in DEFINE
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts ALL ROWS PER MATCH PATTERN (A B) WITHIN 1 MINUTE DEFINE B AS x > 1)",
+     1, 79, "B AS B.ts - FIRST(A.ts) <= INTERVAL 1 MINUTE"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts ALL ROWS PER MATCH PATTERN (A B) DEFINE B AS x > 1\n"
+     "  WITHIN 1 MINUTE)", 2, 3, "write the query in CEQL"),
+    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts ALL ROWS PER MATCH PATTERN (A B) DEFINE B AS x > 1) m\n"
+     "WITHIN 5 EVENTS", 2, 1, "WITHIN 1 MINUTE"),
+]
+
+
+@pytest.mark.parametrize("query, line, column, hint", CEQL_INSIDE, ids=[f"ceql-{i}" for i in range(len(CEQL_INSIDE))])
+def test_ceql_syntax_inside_match_recognize_teaches_the_row_pattern_way(query, line, column, hint):
+    err = error(query)
+    assert isinstance(err, ParseError)
+    assert (err.error_class, err.line, err.column) == ("CEQL_SYNTAX_IN_MATCH_RECOGNIZE", line, column), str(err)
+    assert hint in err.hint, err.hint
+    assert "CEQL" in err.message and "^" in str(err)
+
+
+def test_the_pattern_the_hint_writes_parses_and_within_group_is_spark():
+    err = error("SELECT * FROM t MATCH_RECOGNIZE (ALL ROWS PER MATCH PATTERN (A ; B :+ AS b ; C) DEFINE B AS x > 1)")
+    written = err.hint.split("write PATTERN (")[1].split("):")[0]
+    assert written == "A B+ C"
+    assert pattern(written) == q(V("A"), mr.Quantified(V("B"), 1, None), V("C"))
+    # WITHIN GROUP around the item is Spark SQL, no CEQL window
+    parse_match_recognize("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY m.n) FROM t MATCH_RECOGNIZE "
+                          "(MEASURES count(*) AS n PATTERN (A)) AS m")

@@ -165,12 +165,58 @@ def test_match_recognize():
                   "DEFINE B AS B.amount > A.amount)",
                   "SELECT * FROM s WHERE PATTERN (A B+) DEFINE B AS B.amount > A.amount"]:
         err = error(query)
-        assert err.error_class == "MATCH_RECOGNIZE_NOT_SUPPORTED"
+        assert err.error_class == "MATCH_RECOGNIZE_SYNTAX_IN_CEQL"
         assert "WHERE s AS a : s :+ AS b FILTER b.x > a.x" in err.hint
     # the translation runs: a row, then a run of rows right after it, each above it (amounts 5 20 30 1 15 2:
     # 5 < 20, 30; 20 < 30; 1 < 15, 2)
     df = cerql.run("SELECT * FROM s WHERE s AS a : s :+ AS b FILTER b.amount > a.amount ORDER BY ts", {"s": S})
     assert sorted(zip(df.match_start, df.match_end)) == [(0, 1), (0, 2), (1, 2), (3, 4), (3, 5)]
+
+
+# MATCH_RECOGNIZE's clauses in a CEQL query: (query, column of the caret, the item the hint writes)
+MR_IN_CEQL = [
+    ("SELECT * FROM s WHERE PATTERN (A B) DEFINE B AS B.amount > PREV(B.amount)", 23,
+     "SELECT * FROM s MATCH_RECOGNIZE (ALL ROWS PER MATCH PATTERN (A B) DEFINE B AS B.amount > PREV(B.amount))"),
+    # PARTITION BY and ORDER BY after the pattern, as CEQL places them
+    ("SELECT * FROM s WHERE PATTERN (A B) DEFINE B AS B.amount > PREV(B.amount) PARTITION BY user ORDER BY ts", 23,
+     "SELECT * FROM s MATCH_RECOGNIZE (PARTITION BY user ORDER BY ts PATTERN (A B) DEFINE B AS B.amount > "
+     "PREV(B.amount))"),
+    # the item's clauses written straight after FROM: the caret where the item's clauses begin
+    ("SELECT * FROM s PARTITION BY user ORDER BY ts MEASURES count(B.*) AS n PATTERN (A B+) "
+     "DEFINE B AS B.amount > PREV(B.amount)", 17,
+     "SELECT * FROM s MATCH_RECOGNIZE (PARTITION BY user ORDER BY ts MEASURES count(B.*) AS n PATTERN (A B+) "
+     "DEFINE B AS B.amount > PREV(B.amount))"),
+    ("SELECT * FROM s WHERE MEASURES count(B.*) AS n PATTERN (A B+) DEFINE B AS B.amount > PREV(B.amount)", 23,
+     "SELECT * FROM s MATCH_RECOGNIZE (MEASURES count(B.*) AS n PATTERN (A B+) DEFINE B AS B.amount > "
+     "PREV(B.amount))"),
+]
+
+
+@pytest.mark.parametrize("query, column, item", MR_IN_CEQL, ids=[f"mr-in-ceql-{i}" for i in range(len(MR_IN_CEQL))])
+def test_match_recognize_clauses_in_ceql_point_to_the_item(query, column, item):
+    err = error(query)
+    assert isinstance(err, cerql.ParseError)
+    assert (err.error_class, err.line, err.column) == ("MATCH_RECOGNIZE_SYNTAX_IN_CEQL", 1, column)
+    assert "FROM s MATCH_RECOGNIZE (...)" in err.message
+    written = re.search(r"write: (SELECT .*?); or, as CEQL", err.hint)
+    assert written and written.group(1) == item, err.hint
+    assert cerql.explain(item)  # the item the hint writes is MATCH_RECOGNIZE cerql runs
+
+
+def test_the_match_recognize_the_hint_writes_finds_the_rows_meant():
+    # amounts 5 20 30 1 15 2, per user u: 5 30 1 (ts 0 2 3), v: 20 15 2 (ts 1 4 5); a row, then rows each
+    # above the one before: u's 5 -> 30 (ts 0-2); v's amounts only fall
+    err = error("SELECT * FROM s WHERE PATTERN (A B+) DEFINE B AS B.amount > PREV(B.amount) PARTITION BY user "
+                "ORDER BY ts MEASURES FIRST(ts) AS match_start, LAST(ts) AS match_end")
+    item = re.search(r"write: (SELECT .*?); or, as CEQL", err.hint).group(1)
+    df = cerql.run(item, {"s": S})
+    assert list(zip(df.user, df.match_start, df.match_end)) == [("u", 0, 2)]
+
+
+def test_a_ceql_pattern_with_define_shows_the_items_shape():
+    err = error("SELECT * FROM s WHERE FAIL ; OK DEFINE OK AS amount > 1")
+    assert (err.error_class, err.column) == ("MATCH_RECOGNIZE_SYNTAX_IN_CEQL", 33)
+    assert "write: SELECT * FROM s MATCH_RECOGNIZE ([PARTITION BY ...] ORDER BY ..." in err.hint
 
 
 def test_valid_queries_are_untouched():
