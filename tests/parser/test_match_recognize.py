@@ -459,3 +459,20 @@ def test_the_pattern_the_hint_writes_parses_and_within_group_is_spark():
     # WITHIN GROUP around the item is Spark SQL, no CEQL window
     parse_match_recognize("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY m.n) FROM t MATCH_RECOGNIZE "
                           "(MEASURES count(*) AS n PATTERN (A)) AS m")
+
+
+@pytest.mark.parametrize("pattern, word, fix", [
+    ("(A OR B)", "OR", "A | B"),
+    ("((A and B)+)", "and", "A B"),
+])
+def test_an_operator_word_in_pattern_is_not_taken_for_a_variable(pattern, word, fix):
+    text = f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY r MEASURES count(*) AS n PATTERN {pattern} DEFINE A AS x > 1)"
+    with pytest.raises(ParseError) as err:
+        parse_match_recognize(text)
+    assert err.value.error_class == "CEQL_SYNTAX_IN_MATCH_RECOGNIZE"
+    assert err.value.column == text.index(f" {word} ") + 2 and fix in err.value.hint
+
+
+def test_a_variable_named_or_with_its_own_define_is_a_variable():
+    text = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY r MEASURES count(*) AS n PATTERN (A OR) DEFINE OR AS x > 1)"
+    assert parse_match_recognize(text).clause.variables == ("A", "OR")
