@@ -27,7 +27,7 @@ def parse_fragment(text: str, offset: int, query: str, hint: str = FRAGMENT_HINT
     of its syntax error (where the fragment stands decides what helps)."""
     source, originals = written.prepared(text)
     try:
-        tree = sqlglot.parse_one(source, read=DIALECT)
+        tree = written.parse_expression(source)
     except sqlglot.errors.ParseError as err:
         detail = err.errors[0] if err.errors else {}
         where = offset

@@ -20,6 +20,7 @@ parser/sqlexpr.py parses fragments with it.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from typing import Callable
 
@@ -194,11 +195,29 @@ def finished(tree: exp.Expression, originals: list[str]) -> exp.Expression:
     return tree.transform(_in_range_to_between)
 
 
+_SQLGLOT_LOG = logging.getLogger("sqlglot")
+
+
+def parse_expression(source: str) -> exp.Expression:
+    """sqlglot's tree of one expression: a fragment that begins with a word sqlglot takes for a
+    statement (``load < 10``, ``set > 3``: a column named like Spark's LOAD or SET command) is read
+    again as the condition it is."""
+    quiet = _SQLGLOT_LOG.disabled
+    _SQLGLOT_LOG.disabled = True  # its "falling back to a Command" warning is not the user's concern
+    try:
+        tree = sqlglot.parse_one(source, read=DIALECT)
+    finally:
+        _SQLGLOT_LOG.disabled = quiet
+    if isinstance(tree, exp.Command):
+        tree = sqlglot.parse_one(source, read=DIALECT, into=exp.Condition)
+    return tree
+
+
 def read_tree(text: str) -> exp.Expression:
     """``text`` read as the parser reads a fragment (parser/sqlexpr.py ``parse_fragment``),
     errors left to the caller."""
     source, originals = prepared(text)
-    return finished(sqlglot.parse_one(source, read=DIALECT), originals)
+    return finished(parse_expression(source), originals)
 
 
 def parse(text: str) -> exp.Expression:

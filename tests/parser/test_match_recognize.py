@@ -476,3 +476,11 @@ def test_an_operator_word_in_pattern_is_not_taken_for_a_variable(pattern, word, 
 def test_a_variable_named_or_with_its_own_define_is_a_variable():
     text = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY r MEASURES count(*) AS n PATTERN (A OR) DEFINE OR AS x > 1)"
     assert parse_match_recognize(text).clause.variables == ("A", "OR")
+
+
+def test_a_column_named_like_a_spark_command_reads_as_a_column():
+    # sqlglot reads "load < 10" alone as Spark's LOAD command; cerql reads the condition
+    text = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY r MEASURES count(*) AS n PATTERN (A) "
+            "DEFINE A AS load < 10)")
+    condition = parse_match_recognize(text).clause.defines[0].condition
+    assert isinstance(condition.tree, exp.LT) and condition.tree.this.name == "load"
