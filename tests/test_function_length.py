@@ -6,7 +6,9 @@ module, and each function's length is counted from its ``def`` line to its last 
 (``end_lineno``), docstring included, decorators not; nested functions and methods count on
 their own, under their qualified name (``Class.method``, ``outer.<locals>.inner``).
 
-The exceptions are listed by hand in :data:`ALLOWLIST`, each with its reason. A second test
+The exceptions are listed by hand in :data:`ALLOWLIST`, each with its reason (for the numba
+kernels: a loop split into separate jitted functions can cost several times its speed, so a
+split there is kept only when benchmarks/bench_kernel.py shows no loss). A second test
 keeps the list honest: an entry whose function is gone, or no longer too long, fails until it
 is removed, so the list cannot outlive its reasons.
 """
@@ -20,8 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "cerql"
 MAX_LINES = 80
 
-RESTRUCTURED = "being restructured (issue 35 item 2)"
-
 
 def hot_loop(cost: str) -> str:
     return (f"numba kernel whose hot loop stays whole: factoring it into separate jitted functions was measured "
@@ -30,9 +30,11 @@ def hot_loop(cost: str) -> str:
 
 # "path::qualname" (path relative to the repository's root) -> why it stays longer than MAX_LINES
 ALLOWLIST: dict[str, str] = {
-    "cerql/exec/driver.py::Run.__init__": RESTRUCTURED,
     "cerql/exec/kernel/stepping.py::run_batch": hot_loop("8-51x on some query families"),
     "cerql/exec/kernel/enumeration.py::enumerate_results": hot_loop("1.3x"),
+    "cerql/exec/kernel/pike.py::match_kernel": (
+        "numba kernel of MATCH_RECOGNIZE (the Pike VM's loop over rows), new and still being worked on: "
+        "a split needs its own measurement against a MATCH_RECOGNIZE benchmark"),
 }
 
 
