@@ -125,134 +125,25 @@ def _upward(roots, n_roots, consumed, windowed, cutoff, arena, st):
 
 
 @njit(nogil=True, cache=True)
-def _trie_input(roots, n_roots, down, consumed, windowed, cutoff, arena, st):
-    """What the walk of the trie reads: (nodes, first, parents, is_root, entries, mark). LAST
-    walks the arena itself from the roots and marks in ``arena.seen`` (the other arrays are not
-    read); NEXT walks :func:`_upward`'s numbering of it from its starts, marking in an array of
-    its own, since its stamps count from 0."""
-    if down:
-        return roots, roots, roots, np.zeros(1, np.bool_), roots[:n_roots], arena.seen
-    nodes, first, parents, is_root, entries = _upward(roots, n_roots, consumed, windowed, cutoff, arena, st)
-    return nodes, first, parents, is_root, entries, np.zeros(nodes.shape[0], np.int64)
-
-
-@njit(nogil=True, cache=True)
-def _seed(d, entries, pool, g_lo, g_hi, down, first, parents, is_root, arena, stack, mark, stamp):
-    """The walk's stack for trie level ``d``: the entries at level 0; else where the group
-    ``pool[g_lo:g_hi]`` of level d - 1 goes on (LAST: each node's continuation; NEXT: its
-    parents). Returns the stack (grown when full), its size, and whether a data set ends at
-    the group (NEXT: one of its nodes is a root)."""
-    n_a = arena.a
-    size = 0
-    ends = False
-    if d == 0:
-        for q in range(entries.shape[0]):
-            x = entries[q]
-            stack, size = _visit(stack, size, x, mark, stamp)
-    else:
-        for q in range(g_lo, g_hi):
-            g = pool[q]
-            if down:
-                c = n_a[g]
-                stack, size = _visit(stack, size, c, mark, stamp)
-            else:
-                ends = ends or is_root[g]
-                for e in range(first[g], first[g + 1]):
-                    c = parents[e]
-                    stack, size = _visit(stack, size, c, mark, stamp)
-    return stack, size, ends
-
-
-@njit(nogil=True, cache=True)
-def _gather(stack, size, ends, pool, top, down, nodes, first, parents, is_root, mark, stamp, consumed, cutoff,
-            options, arena, st):
-    """Walk from ``stack[0:size]`` over unions and unselected events (LAST: down the arena's
-    live branches; NEXT: up over parents) to the selected nodes, appended to ``pool[top:]``.
-    Returns (stopped, stack, pool, top, ends): stopped past st[STEPS] steps (st[WORK]); the
-    arrays grown when full; ``ends`` set too when the walk reaches the end of a data set
-    (LAST: BOTTOM; NEXT: a root)."""
-    windowed, sel = options.windowed, options.selected
-    n_pos, n_label, n_a, n_b = arena.pos, arena.label, arena.a, arena.b
-    n_maxpos, n_maxval = arena.maxpos, arena.maxval
-    while size > 0:
-        size -= 1
-        x = stack[size]
-        st[WORK] += 1
-        if st[WORK] > st[STEPS]:
-            return True, stack, pool, top, ends
-        y = x if down else nodes[x]
-        if down and y == 0:
-            ends = True
-            continue
-        if n_pos[y] >= 0 and n_label[y] & sel:
-            pool = _grow(pool, top + 1)
-            pool[top] = x
-            top += 1
-            continue
-        if down:
-            if n_pos[y] >= 0:
-                nxt = (n_a[y], -1)
-            else:
-                nxt = (n_a[y] if alive(n_a[y], consumed, windowed, cutoff, n_maxpos, n_maxval) else -1,
-                       n_b[y] if alive(n_b[y], consumed, windowed, cutoff, n_maxpos, n_maxval) else -1)
-            for c in nxt:
-                if c >= 0:
-                    stack, size = _visit(stack, size, c, mark, stamp)
-        else:
-            ends = ends or is_root[x]
-            for e in range(first[x], first[x + 1]):
-                c = parents[e]
-                stack, size = _visit(stack, size, c, mark, stamp)
-    return False, stack, pool, top, ends
-
-
-@njit(nogil=True, cache=True)
-def _sort_level(pool, lo, top, down, nodes, n_pos):
-    """Order the level's nodes ``pool[lo:top]`` by the position each selects, in the strategy's
-    order (LAST: the greater position first; NEXT: the smaller), stably, in place."""
-    key = np.empty(top - lo, np.int64)
-    for q in range(lo, top):
-        p = n_pos[pool[q] if down else nodes[pool[q]]]
-        key[q - lo] = -p if down else p
-    order = np.argsort(key, kind="mergesort")
-    group = pool[lo:top].copy()
-    for q in range(top - lo):
-        pool[lo + q] = group[order[q]]
-
-
-@njit(nogil=True, cache=True)
-def _write_data_set(prefix, d, down, roots, n_roots, i, pos, r0, consumed, cutoff, options, arena, out, st):
-    """Write every root's live results whose data set is the trie node's ``prefix[0:d]`` (in
-    the walk's order), put in ``arena.want`` last event first as
-    :func:`cerql.exec.kernel.selection.results_with` reads it. Returns OK or what that stopped
-    with."""
-    want = arena.want
-    for k in range(d):  # last event first
-        want[k] = prefix[k] if down else prefix[d - 1 - k]
-    for q in range(n_roots):
-        code = results_with(roots[q], d, -1, -1, i, pos, r0, consumed, cutoff, options, arena, out, st)
-        if code != OK:
-            return code
-    return OK
-
-
-@njit(nogil=True, cache=True)
 def hand_over(roots, n_roots, strategy, skip, target, i, pos, r0, consumed, cutoff, options, arena, out, st):
     """Write the live results under ``roots[0:n_roots]`` whose data sets come after the first
     ``skip`` in ``strategy``'s order (NEXT or LAST), data set by data set, until at least
     ``target`` results (or a quarter of ``options.max_work`` events) are written. Returns
     (code, data sets passed): code OPEN when it stopped there, OK when no data set is left, or
     what :func:`cerql.exec.kernel.selection.results_with` stopped with (FULL, TOO_MANY,
-    TOO_MANY_STEPS); TOO_MANY_STEPS too past st[STEPS] steps of its own walk.
-
-    The walk of the trie, depth first (module docstring): a level is expanded once (its
-    frontier's selected nodes gathered and sorted, :func:`_seed`, :func:`_gather`,
-    :func:`_sort_level`), then its children are entered one by one, and the data set that ends
-    at a trie node is handed over after all of them."""
-    n_pos = arena.pos
+    TOO_MANY_STEPS); TOO_MANY_STEPS too past st[STEPS] steps of its own walk."""
+    windowed, sel = options.windowed, options.selected
+    n_pos, n_label, n_a, n_b, want = arena.pos, arena.label, arena.a, arena.b, arena.want
+    n_maxpos, n_maxval = arena.maxpos, arena.maxval
     down = strategy == LAST
-    nodes, first, parents, is_root, entries, mark = _trie_input(roots, n_roots, down, consumed, options.windowed,
-                                                                cutoff, arena, st)
+    if down:
+        nodes, first, parents = roots, roots, roots  # not read: LAST walks the arena itself
+        is_root = np.zeros(1, np.bool_)
+        entries = roots[:n_roots]
+        mark = arena.seen
+    else:
+        nodes, first, parents, is_root, entries = _upward(roots, n_roots, consumed, windowed, cutoff, arena, st)
+        mark = np.zeros(nodes.shape[0], np.int64)
     stamp = st[STAMP] if down else 0
     pool = np.empty(64, np.int64)      # per trie level: the selected nodes its frontier reaches, in order
     stack = np.empty(64, np.int64)     # the walk from a frontier
@@ -275,14 +166,61 @@ def hand_over(roots, n_roots, strategy, skip, target, i, pos, r0, consumed, cuto
                 stamp = st[STAMP]
             else:
                 stamp += 1
-            stack, size, ends = _seed(d, entries, pool, g_lo, g_hi, down, first, parents, is_root, arena, stack,
-                                      mark, stamp)
+            size = 0
+            ends = False
+            if d == 0:
+                for q in range(entries.shape[0]):
+                    x = entries[q]
+                    stack, size = _visit(stack, size, x, mark, stamp)
+            else:
+                for q in range(g_lo, g_hi):
+                    g = pool[q]
+                    if down:
+                        c = n_a[g]
+                        stack, size = _visit(stack, size, c, mark, stamp)
+                    else:
+                        ends = ends or is_root[g]
+                        for e in range(first[g], first[g + 1]):
+                            c = parents[e]
+                            stack, size = _visit(stack, size, c, mark, stamp)
             lo = top
-            stopped, stack, pool, top, ends = _gather(stack, size, ends, pool, top, down, nodes, first, parents,
-                                                      is_root, mark, stamp, consumed, cutoff, options, arena, st)
-            if stopped:
-                return TOO_MANY_STEPS, passed
-            _sort_level(pool, lo, top, down, nodes, n_pos)
+            while size > 0:
+                size -= 1
+                x = stack[size]
+                st[WORK] += 1
+                if st[WORK] > st[STEPS]:
+                    return TOO_MANY_STEPS, passed
+                y = x if down else nodes[x]
+                if down and y == 0:
+                    ends = True
+                    continue
+                if n_pos[y] >= 0 and n_label[y] & sel:
+                    pool = _grow(pool, top + 1)
+                    pool[top] = x
+                    top += 1
+                    continue
+                if down:
+                    if n_pos[y] >= 0:
+                        nxt = (n_a[y], -1)
+                    else:
+                        nxt = (n_a[y] if alive(n_a[y], consumed, windowed, cutoff, n_maxpos, n_maxval) else -1,
+                               n_b[y] if alive(n_b[y], consumed, windowed, cutoff, n_maxpos, n_maxval) else -1)
+                    for c in nxt:
+                        if c >= 0:
+                            stack, size = _visit(stack, size, c, mark, stamp)
+                else:
+                    ends = ends or is_root[x]
+                    for e in range(first[x], first[x + 1]):
+                        c = parents[e]
+                        stack, size = _visit(stack, size, c, mark, stamp)
+            key = np.empty(top - lo, np.int64)
+            for q in range(lo, top):
+                p = n_pos[pool[q] if down else nodes[pool[q]]]
+                key[q - lo] = -p if down else p  # LAST: the greater position first; NEXT: the smaller
+            order = np.argsort(key, kind="mergesort")
+            group = pool[lo:top].copy()
+            for q in range(top - lo):
+                pool[lo + q] = group[order[q]]
             if d >= lv_lo.shape[0]:
                 lv_lo, lv_hi, lv_at = _grow(lv_lo, d + 1), _grow(lv_hi, d + 1), _grow(lv_at, d + 1)
                 lv_end = _grow(lv_end, d + 1)
@@ -304,11 +242,13 @@ def hand_over(roots, n_roots, strategy, skip, target, i, pos, r0, consumed, cuto
         if lv_end[d] and d > 0:  # the data set prefix[0:d], after every one that goes on from it
             passed += 1
             if passed > skip:
+                for k in range(d):  # last event first
+                    want[k] = prefix[k] if down else prefix[d - 1 - k]
                 r1 = st[NRES]
-                code = _write_data_set(prefix, d, down, roots, n_roots, i, pos, r0, consumed, cutoff, options, arena,
-                                       out, st)
-                if code != OK:
-                    return code, passed
+                for q in range(n_roots):
+                    code = results_with(roots[q], d, -1, -1, i, pos, r0, consumed, cutoff, options, arena, out, st)
+                    if code != OK:
+                        return code, passed
                 if st[NRES] > r1 and (st[NRES] - r0 >= target or 4 * (st[NLAB] - l0) >= options.max_work):
                     return OPEN, passed
         d -= 1
