@@ -24,7 +24,7 @@ from cerql.exec import collect, driver, post_filter, reference
 from cerql.exec import output as output_table
 from cerql.exec.stream import as_arrow, build_stream
 from cerql.parser.depth import room_to_recurse
-from cerql.plan import MAX_MATCHES_PER_EVENT, Evaluation
+from cerql.plan import MAX_MATCHES_PER_EVENT, Evaluation, QueryPlan
 from cerql.planner.analyze import Analysis, check_view
 from cerql.planner import front
 from cerql.expr import ExprError, compile_expr, guard, refuse_call
@@ -125,6 +125,35 @@ def with_derived(tables: dict[str, pa.Table], derived, text: str) -> dict[str, p
     return out
 
 
+def check_choices(engine: str, output: str) -> None:
+    """An UnsupportedError for an ``engine`` or ``output`` that ``run`` does not know, raised
+    before any work on the query, so a typo costs nothing."""
+    if output not in ("pandas", "arrow"):
+        raise UnsupportedError(f"Unknown output {output!r}", error_class="UNKNOWN_OUTPUT",
+                               hint="output='pandas' (a DataFrame) or output='arrow' (a pyarrow.Table)")
+    if engine not in ENGINES:
+        raise UnsupportedError(
+            f"Unknown or unavailable engine {engine!r}", error_class="UNKNOWN_ENGINE",
+            hint=f"available: {', '.join(ENGINES)}",
+        )
+
+
+def matches_table(plan: QueryPlan, arrow: dict[str, pa.Table], engine: str, max_output_rows: int,
+                  max_output_events: int) -> pa.Table:
+    """The Arrow table of ``plan``'s matches over the tables ``arrow`` (by source key), in
+    order and after LIMIT: the stream is built, evaluated by ``engine`` (the automaton, through
+    the post-filter when the plan has checks the kernel cannot make, or the reference), its
+    results collected within the output limits and rendered. Kept apart from ``run``, which
+    adds the query text to any CeqlError raised here."""
+    stream = build_stream(plan, {s.key: arrow[s.key] for s in plan.sources})
+    if engine == "reference":
+        parts = [reference.evaluate(plan, stream)]
+    else:
+        parts = (post_filter if plan.post_filters else driver).result_batches(plan, stream)
+    rows = collect.result_rows(plan, stream, parts, max_output_rows, max_output_events)
+    return output_table.build(plan, stream.table, rows, order=True, limit=plan.limit)
+
+
 @_deep
 def run(
     text: str,
@@ -177,14 +206,7 @@ def run(
     [[0, 1], [0, 3], [2, 3]]
     """
     engine = engine or DEFAULT_ENGINE
-    if output not in ("pandas", "arrow"):
-        raise UnsupportedError(f"Unknown output {output!r}", error_class="UNKNOWN_OUTPUT",
-                               hint="output='pandas' (a DataFrame) or output='arrow' (a pyarrow.Table)")
-    if engine not in ENGINES:
-        raise UnsupportedError(
-            f"Unknown or unavailable engine {engine!r}", error_class="UNKNOWN_ENGINE",
-            hint=f"available: {', '.join(ENGINES)}",
-        )
+    check_choices(engine, output)
     if front.dialect_of(text) == "match_recognize":
         from cerql import row_pattern
 
@@ -202,13 +224,7 @@ def run(
         plan = dataclasses.replace(plan, evaluation=dataclasses.replace(plan.evaluation, join_columns=()))
     check_view(analysis, lambda name: name in tables)
     try:
-        stream = build_stream(plan, {s.key: arrow[s.key] for s in plan.sources})
-        if engine == "reference":
-            parts = [reference.evaluate(plan, stream)]
-        else:
-            parts = (post_filter if plan.post_filters else driver).result_batches(plan, stream)
-        rows = collect.result_rows(plan, stream, parts, max_output_rows, max_output_events)
-        table = output_table.build(plan, stream.table, rows, order=True, limit=plan.limit)
+        table = matches_table(plan, arrow, engine, max_output_rows, max_output_events)
     except CeqlError as err:
         raise err.with_text(text)
     result = table if output == "arrow" else output_table.to_pandas(plan, table)

@@ -399,14 +399,26 @@ def results_with(root, m, first, last, i, pos, r0, consumed, cutoff, options, ar
                 n = n_a[n]
         if not complete:
             continue
-        if write_result(path, plen, i, pos, arena, out, st) != OK:
-            return FULL
-        if by_data:
-            if st[NRES] - r0 > max_matches:
-                return TOO_MANY
-        else:
-            admit(NEXT, r0, out, st)
-            st[COUNT] += 1
-            if st[COUNT] > candidate_limit(max_matches):
-                return TOO_MANY_CANDIDATES
+        code = _keep(path, plen, by_data, i, pos, r0, max_matches, arena, out, st)
+        if code != OK:
+            return code
+    return OK
+
+
+@njit(nogil=True, cache=True)
+def _keep(path, plen, by_data, i, pos, r0, max_matches, arena, out, st):
+    """Write the result ``path[0:plen]`` that :func:`results_with` found, and keep it: every one
+    with the winning data set (``by_data``), or NEXT's better one among a start's results
+    (``strategies.admit``). Returns OK, FULL, TOO_MANY (more than max_matches results at the
+    event) or TOO_MANY_CANDIDATES (more compared than ``candidate_limit`` allows)."""
+    if write_result(path, plen, i, pos, arena, out, st) != OK:
+        return FULL
+    if by_data:
+        if st[NRES] - r0 > max_matches:
+            return TOO_MANY
+    else:
+        admit(NEXT, r0, out, st)
+        st[COUNT] += 1
+        if st[COUNT] > candidate_limit(max_matches):
+            return TOO_MANY_CANDIDATES
     return OK
