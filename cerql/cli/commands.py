@@ -25,6 +25,13 @@ Spark works, ``--progress`` shows the running stages on stderr (:mod:`cerql.cli.
 (``cerql run -e "SELECT * FROM stock WHERE SELL AS s ; BUY AS b" --table stock=trades.parquet``);
 one of the two, never both (a usage error, exit code 2, as is giving neither).
 
+A MATCH_RECOGNIZE query (docs/semantics.md, "MATCH_RECOGNIZE") goes the same ways: its source is
+the table named before MATCH_RECOGNIZE, checked against the ``--table`` names and its file's
+schema before Spark starts (the local engine over no rows of that schema,
+:func:`check_row_pattern_files`); the query around the item runs as Spark SQL on Spark, and as
+far as ``cerql.run`` can give Spark's answer on the local engines. Its result counts rows, not
+matches. ``explain`` prints its NFA as text (``--dot`` is refused).
+
 ``explain`` checks what it can know: without ``--table`` there are no schemas, so sources,
 columns and their types are not checked, and the plan says so on its last line; with
 ``--table`` the query is resolved against the tables as ``run`` would, so an unknown source,
@@ -128,20 +135,45 @@ def evaluate(text: str, tables: dict[str, pd.DataFrame], engine: str | None,
     return cerql.run(text, tables, engine=engine, output="arrow", **local_options(conf or {}))
 
 
-def check_sources(analysis, names: list[str]) -> None:
-    """Reject a FROM source that no ``--table`` gives before Spark starts, when the command is
-    to start its own session (a fresh session has no tables; a reused one may, so then
+def is_row_pattern(text: str) -> bool:
+    """Whether the query is MATCH_RECOGNIZE (the front door's ``dialect_of``), not CEQL."""
+    from cerql.planner import front
+
+    return front.dialect_of(text) == "match_recognize"
+
+
+def result_unit(text: str) -> str:
+    """What a result's rows are called: CEQL's are matches; a MATCH_RECOGNIZE query's rows are
+    its outer query's (a match, a row of one, or a group)."""
+    return "rows" if is_row_pattern(text) else "matches"
+
+
+def query_sources(text: str) -> list[tuple[str, int]]:
+    """The tables a query reads, each with where it is named: CEQL's FROM sources, or the table
+    named before MATCH_RECOGNIZE (none for a subquery there, which Spark SQL runs). Parsing and
+    checking the query here raises its errors before any engine starts."""
+    from cerql.planner import front
+
+    if is_row_pattern(text):
+        clause = front.plan_row_pattern(text).clause
+        return [] if clause.source_is_query else [(clause.source, errors.start_of(clause.span) if clause.span else 0)]
+    return [(source.name, errors.start_of(source.span)) for source in cerql.analyze(text).select.sources]
+
+
+def check_sources(text: str, names: list[str]) -> None:
+    """Reject a source that no ``--table`` gives before Spark starts, when the command is to
+    start its own session (a fresh session has no tables; a reused one may, so then
     :func:`cerql.cer_sql` decides)."""
+    sources = query_sources(text)
     from pyspark.sql import SparkSession
 
     if SparkSession.getActiveSession() is not None:
         return
     given = {n.lower() for n in names}
-    for source in analysis.select.sources:
-        if source.name.lower() not in given:
-            raise errors.AnalysisError.at(analysis.text, errors.start_of(source.span),
-                                          f"Unknown source '{source.name}'", "UNKNOWN_SOURCE",
-                                          f"give it with --table {source.name}=PATH")
+    for name, at in sources:
+        if name.lower() not in given:
+            raise errors.AnalysisError.at(text, at, f"Unknown source '{name}'", "UNKNOWN_SOURCE",
+                                          f"give it with --table {name}=PATH")
 
 
 # What the file check reports: errors that depend on the columns' names only, which a Parquet
@@ -163,6 +195,8 @@ def check_files(text: str, specs) -> None:
     whose types only Spark's analyzer knows)."""
     from cerql.planner import front
 
+    if is_row_pattern(text):
+        return check_row_pattern_files(text, specs)
     analyzed = front.plan(text, spark=True)  # its errors are the query's, whatever the files hold
     analysis = analyzed.analysis
     if analyzed.derived:
@@ -183,6 +217,31 @@ def check_files(text: str, specs) -> None:
             raise err.with_text(text)
 
 
+def check_row_pattern_files(text: str, specs) -> None:
+    """:func:`check_files` of a MATCH_RECOGNIZE query: the local engine over no rows of the
+    source file's schema raises what Spark's check of the item (cerql/spark/mr_lower.py, the
+    same engine over no rows of Spark's schema) would, of the errors :func:`check_files`
+    reports; the query around the item is Spark's to check."""
+    from cerql import row_pattern
+    from cerql.planner import front
+
+    planned = front.plan_row_pattern(text)
+    clause = planned.clause
+    if clause.source_is_query:
+        return
+    files = {name.lower(): (path, fmt) for name, path, fmt in specs}
+    given = files.get(clause.source.lower()) or files.get(clause.source.split(".")[-1].lower())
+    schema = file_schema(*given) if given is not None else None
+    if schema is None:
+        return
+    reported = PARQUET_ERRORS if given[1] == "parquet" else NAME_ERRORS
+    try:
+        row_pattern.item_result(planned, schema.empty_table(), "local")
+    except CeqlError as err:
+        if err.error_class in reported:
+            raise err.with_text(text)
+
+
 def run_spark(args: argparse.Namespace, text: str, specs, out: Path | None) -> int:
     """``cerql run`` on Spark: read the tables, plan the query, then show or write the result."""
     with spark_session(parse_conf(args.conf)) as spark:
@@ -194,7 +253,7 @@ def run_spark(args: argparse.Namespace, text: str, specs, out: Path | None) -> i
             else:
                 shown = show_text(df, args.show, args.truncate)
         if out is not None:
-            print(f"{count} matches written to {out}/ (a directory of {out.suffix[1:]} part files)")
+            print(f"{count} {result_unit(text)} written to {out}/ (a directory of {out.suffix[1:]} part files)")
         else:
             print(shown)
     return 0
@@ -248,18 +307,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if out is not None:
         check_out(out, [*query_files, *(path for _, path, _ in specs)], args.overwrite)
     if args.engine == "spark":
-        check_sources(cerql.analyze(text), [name for name, _, _ in specs])
+        check_sources(text, [name for name, _, _ in specs])
         check_files(text, specs)  # before Spark starts
         return run_spark(args, text, specs, out)
     tables = {name: read_table(path, fmt) for name, path, fmt in specs}
     result = evaluate(text, tables, args.engine, parse_conf(args.conf))
     if out is not None:
         write_result(result, out)
-        print(f"{len(result)} matches written to {out}")
+        print(f"{len(result)} {result_unit(text)} written to {out}")
     else:
         with pd.option_context("display.width", 0, "display.max_columns", None):
             print(plain_frame(result).to_string(index=False))
-        print(f"({len(result)} matches)")
+        print(f"({len(result)} {result_unit(text)})")
     return 0
 
 
@@ -274,12 +333,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     text, query_files = query_of(args)
     specs = table_specs(args.table)
     if args.dot is not None:  # rewritten freely, as Graphviz users expect, but never an input
+        if is_row_pattern(text):
+            args.usage_error("--dot draws a CEQL query's automaton; explain prints a MATCH_RECOGNIZE "
+                             "query's NFA as text: leave out --dot")
         check_not_input(Path(args.dot), [*query_files, *(path for _, path, _ in specs)], "--dot")
     if not specs:
         print(cerql.explain(text, dot=args.dot))
         print(UNCHECKED)
         return 0
-    check_sources(cerql.analyze(text), [name for name, _, _ in specs])  # before Spark starts
+    check_sources(text, [name for name, _, _ in specs])  # before Spark starts
     check_files(text, specs)
     with spark_session(parse_conf(args.conf)) as spark:
         frames = {name: read_spark_table(spark, path, fmt) for name, path, fmt in specs}

@@ -1,4 +1,4 @@
-"""``%%ceql``: a notebook cell that is a CEQL query (docs/semantics.md, "SQL cells").
+"""``%%ceql``: a notebook cell that is a CEQL or MATCH_RECOGNIZE query (docs/semantics.md, "SQL cells").
 
 Input: the cell text, the user's namespace and the active Spark session. Output: the result
 DataFrame of ``cerql.cer_sql``, returned (so ``_`` and ``Out[n]`` hold it) and stored under the
@@ -8,8 +8,9 @@ name given on the magic line when there is one. Load it with ``%load_ext cerql``
     %%ceql matches
     SELECT * FROM stock WHERE SELL AS s ; BUY+ AS b PARTITION BY [name] ORDER BY ts WITHIN 10 EVENTS
 
-FROM sources are looked up first among the Spark DataFrames of the namespace, by name, then
-among the session's tables and temp views, as ``cer_sql(spark, text, stock=stock)`` would.
+FROM sources (for MATCH_RECOGNIZE, the table named before it) are looked up first among the
+Spark DataFrames of the namespace, by name, then among the session's tables and temp views, as
+``cer_sql(spark, text, stock=stock)`` would.
 
 The cell shows its first rows as a table (HTML in Jupyter, text in a terminal), whatever
 ``spark.sql.repl.eagerEval.enabled`` says, with the row count under it:
@@ -59,18 +60,28 @@ def active_session():
     return spark
 
 
-def namespace_frames(text: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
-    """Spark DataFrames of ``namespace`` named like a FROM source of the query."""
-    from pyspark.sql.dataframe import DataFrame  # the parent of classic and Connect DataFrames
-
+def source_names(text: str) -> list[str]:
+    """The names the query reads from: CEQL's FROM sources, or the table named before
+    MATCH_RECOGNIZE (none when a subquery stands there: ``spark.sql`` runs it)."""
     from cerql.api import analyze
+    from cerql.planner import front
+
+    if front.dialect_of(text) == "match_recognize":
+        clause = front.plan_row_pattern(text).clause
+        return [] if clause.source_is_query else [clause.source]
+    return [source.name for source in analyze(text).select.sources]
+
+
+def namespace_frames(text: str, namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """Spark DataFrames of ``namespace`` named like a source of the query (``source_names``)."""
+    from pyspark.sql.dataframe import DataFrame  # the parent of classic and Connect DataFrames
 
     lowered = {name.lower(): name for name in namespace}
     frames = {}
-    for source in analyze(text).select.sources:
-        name = source.name if source.name in namespace else lowered.get(source.name.lower())
+    for source in source_names(text):
+        name = source if source in namespace else lowered.get(source.lower())
         if name is not None and isinstance(namespace[name], DataFrame):
-            frames[source.name] = namespace[name]
+            frames[source] = namespace[name]
     return frames
 
 

@@ -41,6 +41,8 @@ from cerql.expr import evaluate
 from cerql.plan import AGGREGATE_COLUMN, ORDINAL_COLUMN, SOURCE_COLUMN, QueryPlan, TaskPlan
 from cerql.exec.bits import firing_masks
 from cerql.exec.task import BITS_COLUMN, MatchTask
+from cerql.planner import front
+from cerql.spark import mr_sql_cells
 from cerql.spark.lower import arrow_schema, quoted
 from cerql.spark.compat import udtf_class
 
@@ -154,7 +156,6 @@ def _prepare(text: str, schema_json: str) -> _Prepared:
     from pyspark.sql.types import StructField
 
     from cerql.api import with_derived
-    from cerql.planner import front
     from cerql.spark.lower import spark_sql, task_plan
 
     struct: StructType = _parse_datatype_json_string(schema_json)
@@ -205,6 +206,7 @@ class CerqlAnalyzeResult(AnalyzeResult):
 
     query: str = ""
     table_schema: str = ""
+    dialect: str = "ceql"  # or "match_recognize" (spark/mr_sql_cells.py)
 
 
 class CerqlFunction:
@@ -226,6 +228,8 @@ class CerqlFunction:
                                 hint="pass a literal, or a named parameter: spark.sql(\"SELECT * FROM "
                                      "cerql(TABLE(t), :q)\", args={'q': query})")
         schema_json = table.dataType.json()
+        if front.dialect_of(text) == "match_recognize":
+            return CerqlFunction._analyze_row_pattern(table, text, schema_json)
         try:
             prepared = _prepare(text, schema_json)
         except CeqlError as err:
@@ -251,10 +255,32 @@ class CerqlFunction:
             orderBy=[OrderingColumn(key(c)) for c in order], select=select,
             query=text, table_schema=schema_json)
 
+    @staticmethod
+    def _analyze_row_pattern(table: AnalyzeArgument, text: str, schema_json: str) -> AnalyzeResult:
+        """``analyze`` of a MATCH_RECOGNIZE query: the TABLE partitioned by PARTITION BY and
+        ordered by ORDER BY, then by the other columns' values (spark/mr_sql_cells.py)."""
+        try:
+            prepared = mr_sql_cells.prepare(text, schema_json)
+        except CeqlError as err:
+            raise err.with_traceback(None) from None
+        types = {f.name: f.dataType for f in table.dataType.fields}
+        order = [OrderingColumn(e, ascending, nulls_first) for e, ascending, nulls_first in prepared.order_by]
+        order += [OrderingColumn(c) for c in mr_sql_cells.tie_breakers(prepared, lambda n: _orderable(types[n]))]
+        return CerqlAnalyzeResult(
+            schema=prepared.schema, withSinglePartition=not prepared.partition_by,
+            partitionBy=[PartitioningColumn(e) for e in prepared.partition_by], orderBy=order,
+            query=text, table_schema=schema_json, dialect="match_recognize")
+
     def __init__(self, analyze_result: CerqlAnalyzeResult):
+        self.rows: list = []
+        if analyze_result.dialect == "match_recognize":  # one PARTITION BY group, matched when it ends
+            self.row_pattern = mr_sql_cells.prepare(analyze_result.query, analyze_result.table_schema)
+            self.flush_at = mr_sql_cells.MAX_PARTITION_ROWS + 1  # the group's rows stay until terminate
+            return
+        self.row_pattern = None
+        self.flush_at = BATCH_ROWS
         self.prepared = _prepare(analyze_result.query, analyze_result.table_schema)
         self.task = MatchTask(self.prepared.task)
-        self.rows: list = []
         self.count = 0  # rows seen by this instance: the ordinal that stands in for a row id
         self.offset: int | None = None  # its substream's share of the ordinals (``_substream_offset``)
 
@@ -262,7 +288,7 @@ class CerqlFunction:
         # A plain function, not a generator: Spark calls it once per row, and most calls
         # return nothing (None), which is cheaper for Spark's wrapper than an empty generator.
         self.rows.append(table)
-        if len(self.rows) >= BATCH_ROWS:
+        if len(self.rows) >= self.flush_at:
             return self._flush()
         return None
 
@@ -273,6 +299,9 @@ class CerqlFunction:
     def _flush(self):
         rows, self.rows = self.rows, []
         if not rows:
+            return
+        if self.row_pattern is not None:
+            yield from mr_sql_cells.rows_of(self.row_pattern, _arrow_rows(rows, self.row_pattern.arrow))
             return
         batch = self._batch(rows)
         if batch.num_rows == 0:
@@ -285,10 +314,7 @@ class CerqlFunction:
         """The rows as an Arrow table with the columns MatchTask reads (see module docstring)."""
         p = self.prepared
         plan = p.plan
-        columns = list(zip(*rows))
-        table = pa.Table.from_arrays([pa.array(_instants(col, f.type), type=f.type)
-                                      for col, f in zip(columns, p.arrow)], schema=p.arrow)
-        table = _with_derived(p, table)
+        table = _with_derived(p, _arrow_rows(rows, p.arrow))
         n = table.num_rows
         table = table.append_column(SOURCE_COLUMN, pa.array(np.zeros(n, np.int32)))
         if self.offset is None:
@@ -341,6 +367,13 @@ def _aggregate_column(a, hidden) -> pa.Array:
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     column = None if a.column is None else pc.struct_field(events, a.column)
     return aggregate.grouped(a.kind, offsets, column, a.type)
+
+
+def _arrow_rows(rows: list, schema: pa.Schema) -> pa.Table:
+    """The rows Spark handed ``eval`` as an Arrow table of ``schema`` (timestamps as instants)."""
+    columns = list(zip(*rows))
+    return pa.Table.from_arrays([pa.array(_instants(col, f.type), type=f.type)
+                                 for col, f in zip(columns, schema)], schema=schema)
 
 
 def _local_is_utc() -> bool:

@@ -86,3 +86,35 @@ def test_a_correct_query_passes_and_errors_spark_may_see_otherwise_are_left_to_i
     with pytest.raises(CeqlError) as caught:
         commands.check_files("SELECT * FROM stock WHERE SELL AS s PARTITION BY [nme]", specs)
     assert caught.value.error_class == "UNKNOWN_COLUMN"
+
+
+# MATCH_RECOGNIZE: the source named before it, checked by the local engine over no rows of the file's schema
+MR_TYPO = ("SELECT * FROM stock MATCH_RECOGNIZE (PARTITION BY name ORDER BY ts MEASURES LAST(B.price) AS top "
+           "PATTERN (A B+) DEFINE B AS B.pricee > PREV(B.price))")
+
+
+@pytest.mark.parametrize("command, table", [("run", "stock.parquet"), ("run", "stock.csv"),
+                                            ("explain", "stock.parquet")])
+def test_match_recognize_unknown_column_is_reported_without_starting_spark(tables, command, table):
+    result, err = cli(command, "-e", MR_TYPO, "--table", f"stock={tables / table}")
+    assert result == {"code": 2, "jvm": False}, err
+    assert "cerql: [UNKNOWN_COLUMN] Unknown column 'pricee'" in err
+    assert "the input has columns type, name, price, ts" in err and "^" in err
+
+
+def test_match_recognize_unknown_source_is_reported_without_starting_spark(tables):
+    result, err = cli("run", "-e", MR_TYPO.replace("B.pricee", "B.price"), "--table", f"other={tables / 'stock.csv'}")
+    assert result == {"code": 2, "jvm": False}, err
+    assert "[UNKNOWN_SOURCE] Unknown source 'stock'" in err and "--table stock=PATH" in err
+
+
+def test_match_recognize_file_check_leaves_types_of_csv_to_spark(tables):
+    specs = table_specs([f"stock={tables / 'stock.csv'}"])
+    commands.check_files(MR_TYPO.replace("B.pricee", "B.price"), specs)  # a correct query passes
+    # a subquery before MATCH_RECOGNIZE is Spark SQL: Spark checks it
+    commands.check_files(MR_TYPO.replace("FROM stock", "FROM (SELECT * FROM stock)"), specs)
+    # a DEFINE of the wrong type depends on the types pyarrow guessed: left to Spark
+    commands.check_files(MR_TYPO.replace("B.pricee > PREV(B.price)", "B.price"), specs)
+    with pytest.raises(CeqlError) as caught:
+        commands.check_files(MR_TYPO, specs)
+    assert caught.value.error_class == "UNKNOWN_COLUMN"

@@ -232,3 +232,64 @@ def test_match_ids_are_unique_across_partitions(classic):
     assert len({r.match_id for r in got}) == 3
     again = classic.sql("SELECT * FROM cerql(TABLE(keyed), :q)", args={"q": query}).collect()
     assert sorted((r.k, r.match_id) for r in again) == sorted((r.k, r.match_id) for r in got)
+
+
+# -- MATCH_RECOGNIZE in a SQL cell and in %%ceql (spark/mr_sql_cells.py)
+MR_TICKS = pd.DataFrame({"sym": ["x", "y", "x", "y", "x", "y", "x", "x"],
+                         "ts": [1, 1, 2, 2, 3, 3, 3, 4],
+                         "price": [10.0, 5.0, 11.0, 4.0, 12.0, 6.0, 9.0, 13.0]})
+MR_QUERY = ("SELECT * FROM anything MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES CLASSIFIER() AS cls, "
+            "MATCH_NUMBER() AS mno, count(B.*) AS n ALL ROWS PER MATCH PATTERN (A B+) "
+            "DEFINE B AS B.price > PREV(B.price)) AS m")
+
+
+@pytest.fixture(scope="module")
+def mr_ticks(classic):
+    """``mr_ticks`` as a temp view: two symbols, x with a tie on ts 3 (prices 12 then 9)."""
+    classic.createDataFrame(MR_TICKS).createOrReplaceTempView("mr_ticks")
+    return classic
+
+
+def mr_rows(df) -> list[tuple]:
+    return sorted(tuple(r) for r in df.collect())
+
+
+def test_match_recognize_in_the_table_function(mr_ticks):
+    """FROM binds to the TABLE argument whatever its name; rows tying on ORDER BY are ordered by
+    their values (x at ts 3: 9 before 12), as cerql.run gives them in that order."""
+    cell = mr_ticks.sql("SELECT * FROM cerql(TABLE(mr_ticks), :q)", args={"q": MR_QUERY})
+    by_value = MR_TICKS.sort_values(["sym", "ts", "price"]).reset_index(drop=True)
+    local = cerql.run(MR_QUERY, {"anything": by_value})
+    assert cell.columns == list(local.columns) == ["sym", "ts", "cls", "mno", "n", "price"]
+    assert cell.schema == cerql.cer_sql(mr_ticks, MR_QUERY, anything=mr_ticks.createDataFrame(by_value)).schema
+    assert mr_rows(cell) == sorted(tuple(r) for r in local.itertuples(index=False))
+    assert ("x", 3, "B", 2, 1, 12.0) in mr_rows(cell)  # 9 then 12 at ts 3: a second match 9 -> 12
+    # the query around the call is SQL, as for any table function
+    grouped = mr_ticks.sql("SELECT sym, count(DISTINCT mno) AS matches FROM cerql(TABLE(mr_ticks), :q) "
+                           "GROUP BY sym ORDER BY sym", args={"q": MR_QUERY}).collect()
+    assert [tuple(r) for r in grouped] == [("x", 2), ("y", 1)]
+
+
+@pytest.mark.parametrize("query, error_class", [
+    (MR_QUERY.replace("SELECT *", "SELECT m.sym, count(*) AS c") + " GROUP BY m.sym", "OUTER_QUERY_IN_TABLE_FUNCTION"),
+    (MR_QUERY + " WHERE m.n > 1", "OUTER_QUERY_IN_TABLE_FUNCTION"),
+    ("CREATE TEMP VIEW v AS " + MR_QUERY, "VIEW_IN_TABLE_FUNCTION"),
+    (MR_QUERY.replace("FROM anything", "FROM (SELECT * FROM mr_ticks)"), "SUBQUERY_IN_TABLE_FUNCTION"),
+    (MR_QUERY.replace("B.price >", "B.prize >"), "UNKNOWN_COLUMN"),
+])
+def test_match_recognize_the_table_function_refuses(mr_ticks, query, error_class):
+    with pytest.raises(Exception) as got:
+        mr_ticks.sql("SELECT * FROM cerql(TABLE(mr_ticks), :q)", args={"q": query}).collect()
+    assert f"[{error_class}]" in str(got.value)
+    if error_class == "OUTER_QUERY_IN_TABLE_FUNCTION":
+        assert "spark.cer_sql" in str(got.value)  # the hint
+
+
+def test_match_recognize_in_the_magic(shell, spark, mr_ticks):
+    shell.run_line_magic("load_ext", "cerql")
+    ticks = spark.createDataFrame(MR_TICKS.iloc[::-1])  # the namespace's DataFrame, not a view of that name
+    shell.user_ns["anything"] = ticks
+    result = shell.run_cell_magic("ceql", "matches", MR_QUERY + " WHERE m.sym = 'y'")
+    assert shell.user_ns["matches"] is result
+    local = cerql.run(MR_QUERY + " WHERE m.sym = 'y'", {"anything": MR_TICKS.iloc[::-1].reset_index(drop=True)})
+    assert mr_rows(result) == sorted(tuple(r) for r in local.itertuples(index=False))
