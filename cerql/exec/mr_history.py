@@ -6,8 +6,8 @@ per partition, its sorted rows. Output: :class:`History`, which gives each threa
 (exec/mr_threads.py) a tuple of *registers* (the initial one, and the one after a row is mapped
 to a variable), says which registers the conditions still reachable from an NFA state read (the
 matcher's dedupe key), and evaluates one variable's condition for a batch of threads that all
-want to map the same row to it, vectorized with cerql.expr (docs/semantics.md, "MATCH_RECOGNIZE
-(the local engine)").
+want to map the same row to it, vectorized with cerql.expr (docs/semantics.md, "MATCH_RECOGNIZE",
+"The local engine").
 
 A DEFINE is evaluated when its row is mapped, with RUNNING semantics: it sees the rows mapped so
 far, the current row last. What it reads of them is kept per thread in one register per
