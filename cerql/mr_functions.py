@@ -114,8 +114,20 @@ def canonical(name: str) -> str:
     return name.upper()
 
 
+def members(name: str | None, variables, subsets) -> frozenset[int] | None:
+    """The indices, in ``variables``, of the variables a qualifier stands for: a variable's own,
+    a SUBSET's (``subsets``: canonical name -> its variables), or None for no qualifier (every
+    variable)."""
+    if name is None:
+        return None
+    key = canonical(name)
+    if key in subsets:
+        return frozenset(variables.index(v) for v in subsets[key])
+    return frozenset([variables.index(key)])
+
+
 __all__ = [
     "AGGREGATES", "CLASSIFIER", "FINAL", "FIRST", "LAST", "LOGICAL", "MATCH_NUMBER", "NAVIGATIONS", "NEXT",
     "PHYSICAL", "PREV", "ROW_PATTERN_FUNCTIONS", "RUNNING", "aggregate_kind", "arguments", "canonical",
-    "default_offset", "function_name", "is_aggregate", "is_star", "literal_offset", "node_offset", "qualifier", "walk",
+    "default_offset", "function_name", "is_aggregate", "is_star", "literal_offset", "members", "node_offset", "qualifier", "walk",
 ]

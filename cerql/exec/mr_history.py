@@ -113,12 +113,8 @@ class History:
         return at
 
     def members(self, name: str | None) -> frozenset[int] | None:
-        if name is None:
-            return None
-        key = mx.canonical(name)
-        if key in self.subsets:
-            return frozenset(self.variables.index(v) for v in self.subsets[key])
-        return frozenset([self.variables.index(key)])
+        """The variable indices a qualifier stands for (None: every variable)."""
+        return mx.members(name, self.variables, self.subsets)
 
     def initial(self) -> Registers:
         return tuple(_EMPTY[q.kind] for q in self.quantities)

@@ -90,14 +90,9 @@ class MeasureContext:
         self._counts: dict[frozenset | None, tuple[np.ndarray, np.ndarray]] = {}
 
     # -- variable sets
-    def members(self, name: str | None) -> frozenset | None:
+    def members(self, name: str | None) -> frozenset[int] | None:
         """The variable indices a qualifier stands for (None: every variable)."""
-        if name is None:
-            return None
-        key = mx.canonical(name)
-        if key in self.subsets:
-            return frozenset(self.variables.index(v) for v in self.subsets[key])
-        return frozenset([self.variables.index(key)])
+        return mx.members(name, self.variables, self.subsets)
 
     def counts(self, members: frozenset | None) -> tuple[np.ndarray, np.ndarray]:
         """(cumulative count of the set's mapped rows before each flat position, the flat

@@ -70,3 +70,14 @@ def active_session():
     if spark is None and connect is not None:
         spark = connect.SparkSession.getActiveSession()
     return spark
+
+
+def plan_lines(df) -> list[str]:
+    """Spark's physical plan of ``df`` as ``explain`` prints it, a line each (for cerql.explain)."""
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        df.explain()
+    return buffer.getvalue().rstrip().splitlines()

@@ -39,7 +39,7 @@ from cerql.errors import AnalysisError, CeqlError, ExecutionError, start_of
 from cerql.exec.mr_engine import MAX_THREADS, run_match_recognize
 from cerql.planner import front
 from cerql.spark import mr_bits
-from cerql.spark.compat import functions_for, read_conf
+from cerql.spark.compat import functions_for, plan_lines, read_conf
 from cerql.spark.lower import arrow_schema
 from cerql.spark.workers import check_workers
 
@@ -188,9 +188,6 @@ def lower_match_recognize(spark, text: str, tables: Mapping[str, Any]):
 def explain_on_spark(spark, text: str, tables: Mapping[str, Any]) -> str:
     """``cerql.explain`` of a MATCH_RECOGNIZE query with a session: what runs without Spark
     says (row_pattern.explain), then how it runs on Spark and Spark's plan."""
-    import contextlib
-    import io
-
     planned, df = plan_match_recognize(spark, text, tables)
     clause = planned.clause
     lines = [row_pattern.explain(text), "on spark:",
@@ -199,11 +196,8 @@ def explain_on_spark(spark, text: str, tables: Mapping[str, Any]) -> str:
              f"  order by: {', '.join(k.expr.text + (' DESC' if k.descending else '') for k in clause.order_by)}, "
              "then the input's order",
              "  mapInArrow: the local engine over each PARTITION BY group (cerql/exec/mr_engine.py)"]
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        df.explain()
     lines.append("spark plan:")
-    lines += ["  " + line for line in buffer.getvalue().rstrip().splitlines()]
+    lines += ["  " + line for line in plan_lines(df)]
     return "\n".join(lines)
 
 

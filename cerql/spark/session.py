@@ -15,8 +15,6 @@ when it is imported (it is a separate class, not a subclass), only where the att
 
 from __future__ import annotations
 
-import contextlib
-import io
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +26,7 @@ from cerql.planner import front
 from cerql.planner.analyze import Analysis, check_view
 from cerql.exec.bits import firing_masks, gap_masks
 from cerql.spark import expressions, streaming
-from cerql.spark.compat import functions_for, read_conf as _conf
+from cerql.spark.compat import functions_for, plan_lines, read_conf as _conf
 from cerql.spark.lower import arrow_schema, lower, spark_sql
 from cerql.spark.mr_lower import explain_on_spark, lower_match_recognize
 from cerql.spark.workers import check_workers
@@ -159,9 +157,6 @@ def describe_on_spark(plan: QueryPlan, df) -> str:
         fires += " after the shuffle, each with its position in its substream (the query counts positions)"
     lines.append("  rows kept: ordering value and partition keys not NULL"
                  + (f", and all bits of one of {fires}" if masks is not None or gaps is not None else ""))
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        df.explain()
     lines.append("spark plan:")
-    lines += ["  " + line for line in buffer.getvalue().rstrip().splitlines()]
+    lines += ["  " + line for line in plan_lines(df)]
     return "\n".join(lines)
