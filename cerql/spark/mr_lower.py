@@ -35,7 +35,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import mr_ast, row_pattern
-from cerql.errors import AnalysisError, CeqlError, ExecutionError, start_of
+from cerql.errors import AnalysisError, CeqlError, ExecutionError, UnsupportedError, start_of
 from cerql.exec.mr_engine import MAX_THREADS, run_match_recognize
 from cerql.planner import front
 from cerql.spark import mr_bits
@@ -153,6 +153,12 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
         frame = source_frame(spark, query, tables)
         F = functions_for(frame)
         at = start_of(clause.span) if clause.span is not None else 0
+        if frame.isStreaming:
+            raise UnsupportedError.at(text, at, f"'{clause.source}' is a stream: MATCH_RECOGNIZE runs over tables",
+                                      "MATCH_RECOGNIZE_OVER_STREAM",
+                                      "write the query in CEQL, which runs over streams with a window (SELECT * FROM "
+                                      "s WHERE A AS a ; B+ AS b PARTITION BY [k] WITHIN 1 MINUTE), or run "
+                                      "MATCH_RECOGNIZE over a table of the stream's rows")
         arrow_schema(frame.schema, text, at, f"'{clause.source}'",
                      "cast it or leave it out with a subquery or DataFrame.select")
         rows = frame.withColumn(ORDINAL, F.monotonically_increasing_id())

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import cerql
+from cerql.errors import UnsupportedError
 from tests.spark.compare import plain
 
 pytestmark = pytest.mark.spark
@@ -191,3 +192,15 @@ def test_errors_come_before_any_spark_job(spark, frames, query, error_class, at)
     assert (err.value.line, err.value.column) == (1, query.index(at) + 1)
     assert "^" in str(err.value) and err.value.hint
     assert set(tracker.getJobIdsForGroup(None)) == jobs
+
+
+def test_a_stream_is_refused_toward_ceql(spark):
+    """Spark cannot sort a stream, and a row pattern reads a partition in order: the query is
+    refused before anything runs, with CEQL's way over streams in the hint."""
+    stream = spark.readStream.format("rate").load().withColumnRenamed("timestamp", "ts")
+    text = ("SELECT * FROM r MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n PATTERN (A B+) "
+            "DEFINE B AS B.value > PREV(B.value))")
+    with pytest.raises(UnsupportedError) as err:
+        cerql.cer_sql(spark, text, r=stream)
+    assert err.value.error_class == "MATCH_RECOGNIZE_OVER_STREAM" and "WITHIN" in err.value.hint
+    assert err.value.column == text.index("r MATCH_RECOGNIZE") + 1
