@@ -32,6 +32,12 @@ stock = spark.createDataFrame(pd.DataFrame({
 # MSFT: SELL 0 then BUY 1 or BUY 2; INTC: SELL 5 or SELL 6 then BUY 7 (and SELL 3 then nothing)
 QUERY = "SELECT * FROM stock WHERE SELL AS s ; BUY AS b PARTITION BY [name] ORDER BY ts"
 BAD_COLUMN = "SELECT * FROM stock WHERE SELL AS s ; BUY AS b FILTER b[volume > 1] ORDER BY ts"
+# MATCH_RECOGNIZE in a cell: prices rise 1-4 (MSFT) and 5-8 (INTC): one match per name, 4 rows each
+ROW_PATTERN = ("SELECT * FROM stock MATCH_RECOGNIZE (PARTITION BY name ORDER BY ts "
+               "MEASURES FIRST(price) AS low, LAST(price) AS high, count(*) AS n "
+               "PATTERN (A B+) DEFINE B AS price > PREV(price))")
+ROW_PATTERN_BAD = ("SELECT * FROM stock MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
+                   "PATTERN (A B+) DEFINE B AS volume > 1)")
 CELLS = [
     # 0: loading needs no Spark session; a local run's error shows without the internals
     "%load_ext cerql\nimport cerql\nimport pandas as pd",
@@ -59,6 +65,9 @@ CELLS = [
     f"%%ceql\n{QUERY}",
     f"guarded = cerql.cer_sql(spark, {QUERY!r}, stock=stock)\nspark.conf.unset('cerql.maxMatchesPerEvent')",
     "guarded.toPandas()",
+    # 14: MATCH_RECOGNIZE in a cell: its rows, and its error without the internals
+    f"%%ceql\n{ROW_PATTERN}",
+    f"%%ceql\n{ROW_PATTERN_BAD}",
     "spark.stop()",
 ]
 
@@ -191,3 +200,15 @@ def test_loading_keeps_a_custom_handler_already_there(tmp_path, monkeypatch):
         InteractiveShell.clear_instance()
         for name in set(vars(builtins)) - before:
             delattr(builtins, name)
+
+
+def test_a_match_recognize_cell_shows_its_rows_and_its_errors(executed):
+    results = [o for o in outputs(executed, 14) if o.output_type == "execute_result"]
+    assert len(results) == 1
+    page = results[0].data["text/html"]
+    assert page.count("<tr>") == 1 + 2 and "<th>low</th>" in page and "<th>n</th>" in page
+    assert "<td>MSFT</td><td>1.0</td><td>4.0</td><td>4</td>" in page.replace("\n", "").replace(" ", "")
+    error = error_of(executed, 15)
+    text = ANSI.sub("", "\n".join(error.traceback))
+    assert error.ename == "AnalysisError" and "Unknown column 'volume'" in text and "Hint:" in text
+    assert "Traceback" not in text and "File " not in text and len(error.traceback) <= 2
