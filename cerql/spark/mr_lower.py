@@ -88,6 +88,7 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
     """The function ``mapInArrow`` runs: the partition's rows (sorted by PARTITION BY, ORDER BY,
     ordinal; the key expressions and DEFINE bits computed, spark/mr_bits.py) cut into PARTITION
     BY groups, each matched once it is complete."""
+    import numpy as np
     import pyarrow.compute as pc
 
     def group_ids(table: pa.Table):
@@ -98,41 +99,59 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
                    for e, key in zip(clause.partition_by, keys)]
         return pa.table([table.column(c) for c in columns], names=[f"k{i}" for i in range(len(columns))])
 
-    def last_group_start(keys: pa.Table) -> int:
-        """First row of the table's last PARTITION BY group (rows arrive sorted by the keys)."""
-        last = keys.slice(keys.num_rows - 1).to_pylist()[0]
-        same = None
-        for name, value in last.items():
-            column = keys[name]
-            eq = pc.is_null(column) if value is None else pc.fill_null(pc.equal(column, value), False)
-            same = eq if same is None else pc.and_(same, eq)
-        flags = same.to_numpy(zero_copy_only=False)
-        start = len(flags)
-        while start > 0 and flags[start - 1]:
-            start -= 1
-        return start
+    def changes(ids: pa.Table) -> list[int]:
+        """The rows of a batch where a PARTITION BY group begins after the batch's first row
+        (rows arrive sorted by the keys; NULLs are equal, and NaNs, as Spark groups them)."""
+        n = ids.num_rows
+        if n < 2:
+            return []
+        differ = None
+        for column in ids.columns:
+            a, b = column.slice(1), column.slice(0, n - 1)
+            step = pc.or_(pc.xor(pc.is_null(a), pc.is_null(b)), pc.fill_null(pc.not_equal(a, b), False))
+            if pa.types.is_floating(column.type):
+                step = pc.and_(step, pc.invert(pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)))
+            differ = step if differ is None else pc.or_(differ, step)
+        return [int(i) + 1 for i in np.flatnonzero(differ.to_numpy(zero_copy_only=False))]
 
-    def run(table: pa.Table):
+    def key_of(ids: pa.Table, row: int) -> tuple:
+        values = (ids.column(i)[row].as_py() for i in range(ids.num_columns))
+        return tuple("NaN" if isinstance(v, float) and v != v else v for v in values)
+
+    def run(parts: list[pa.Table]):
+        table = pa.concat_tables(parts)
         if table.num_rows > max_rows:
-            raise ExecutionError(f"A PARTITION BY group of more than {max_rows} rows reached MATCH_RECOGNIZE",
-                                 error_class="MATCH_RECOGNIZE_PARTITION_TOO_LARGE",
-                                 hint=f"raise the Spark conf {MAX_PARTITION_ROWS_CONF}, or partition more finely")
+            raise too_large()
         out = run_match_recognize(clause, table.drop_columns([ORDINAL]), text, matcher, bits=mr_bits.BITS, keys=keys)
         yield from out.to_batches()
 
+    def too_large() -> ExecutionError:
+        return ExecutionError(f"A PARTITION BY group of more than {max_rows} rows reached MATCH_RECOGNIZE",
+                              error_class="MATCH_RECOGNIZE_PARTITION_TOO_LARGE",
+                              hint=f"raise the Spark conf {MAX_PARTITION_ROWS_CONF}, or partition more finely")
+
     def cerql_match_recognize(batches):  # the name shows in Spark's plan
-        pending = None
+        pending, held, last = [], 0, None  # the last group's batches so far, their rows, its key
         for batch in batches:
             table = pa.Table.from_batches([batch])
-            pending = table if pending is None else pa.concat_tables([pending, table])
-            keys = group_ids(pending)
-            if keys is None or pending.num_rows == 0:
+            if table.num_rows == 0:
                 continue
-            cut = last_group_start(keys)
-            if cut > 0:
-                yield from run(pending.slice(0, cut))
-                pending = pending.slice(cut)
-        if pending is not None and pending.num_rows:
+            ids = group_ids(table)
+            cuts = [] if ids is None else changes(ids)
+            if ids is not None and pending and key_of(ids, 0) != last:
+                yield from run(pending)
+                pending, held = [], 0
+            bounds = [0] + cuts + [table.num_rows]
+            for lo, hi in zip(bounds[:-2], bounds[1:-1]):  # groups complete within the batch
+                yield from run(pending + [table.slice(lo, hi - lo)])
+                pending, held = [], 0
+            pending.append(table.slice(bounds[-2]))
+            held += table.num_rows - bounds[-2]
+            if held > max_rows:
+                raise too_large()
+            if ids is not None:
+                last = key_of(ids, table.num_rows - 1)
+        if pending:
             yield from run(pending)
 
     return cerql_match_recognize

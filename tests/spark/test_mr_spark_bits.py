@@ -124,3 +124,25 @@ def test_partition_limit_conf_fails_the_run(spark):
         assert sorted(r["n"] for r in cerql.cer_sql(spark, text, t=spark.createDataFrame(rows)).collect()) == [3, 20]
     finally:
         spark.conf.unset(mr_lower.MAX_PARTITION_ROWS_CONF)
+
+
+@pytest.mark.parametrize("batch_rows", [1, 4, 10_000])
+def test_groups_cut_across_arrow_batches(spark, batch_rows):
+    """The task reads its rows in Arrow batches and matches a PARTITION BY group once it is
+    complete: a group spanning batches, batches holding several groups, NULL keys (pandas' NaN
+    and None, both NULL on the way in) give cerql.run's answer whatever the batch size."""
+    rng = np.random.default_rng(3)
+    n = 80
+    key = rng.choice([1.0, 2.0, float("nan"), None], n).astype(object)
+    rows = pd.DataFrame({"id": np.arange(n), "k": key, "ts": rng.permutation(n),
+                         "price": np.round(rng.uniform(0, 10, n), 1)})
+    text = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES MATCH_NUMBER() AS mno, "
+            "count(*) AS n, FIRST(price) AS p0 PATTERN (A B+) DEFINE B AS price < PREV(price)) AS m")
+    local = cerql.run(text, {"t": rows})
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows))
+    try:
+        on_spark = cerql.cer_sql(spark, text, t=spark.createDataFrame(rows).repartition(2)).toPandas()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert local["mno"].max() > 3 and local["k"].isna().any()  # several matches per group, a NULL group
+    pd.testing.assert_frame_equal(_sorted(on_spark), _sorted(local), check_dtype=False)
