@@ -223,14 +223,17 @@ def _hashable(data_type) -> bool:
     return True
 
 
+def spark_type(t: pa.DataType):
+    """The Spark type of an Arrow type as cerql's results carry it: a timestamp without a zone
+    is TIMESTAMP_NTZ, one with a zone TIMESTAMP."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return from_arrow_type(t, prefer_timestamp_ntz=not (pa.types.is_timestamp(t) and t.tz is not None))
+
+
 def union_frames(plan: QueryPlan, frames: Mapping):
     """The stream (docs/language.md, "Events and the stream") as one DataFrame, with source and
     ordinal columns."""
-    from pyspark.sql.pandas.types import from_arrow_type
-
-    def spark_type(t: pa.DataType):
-        return from_arrow_type(t, prefer_timestamp_ntz=not (pa.types.is_timestamp(t) and t.tz is not None))
-
     parts = [_source_frame(plan, src, frames[src.key], plan.schema, spark_type) for src in plan.sources]
     return reduce(lambda a, b: a.unionByName(b), parts)
 

@@ -40,7 +40,7 @@ from cerql.exec.mr_engine import MAX_THREADS, run_match_recognize
 from cerql.planner import front
 from cerql.spark import mr_bits
 from cerql.spark.compat import functions_for, plan_lines, read_conf
-from cerql.spark.lower import arrow_schema
+from cerql.spark.lower import arrow_schema, spark_type
 from cerql.spark.workers import check_workers
 
 ORDINAL = "__cerql_mr_ordinal"
@@ -63,12 +63,6 @@ def source_frame(spark, query: mr_ast.MatchRecognizeQuery, tables: Mapping[str, 
                                "UNKNOWN_SOURCE", "name a table or temp view of this session, or pass the DataFrame "
                                f"as a keyword: cer_sql(text, {clause.source.split('.')[-1]}=df)")
     return spark.table(clause.source)
-
-
-def _spark_type(t: pa.DataType):
-    from pyspark.sql.pandas.types import from_arrow_type
-
-    return from_arrow_type(t, prefer_timestamp_ntz=not (pa.types.is_timestamp(t) and t.tz is not None))
 
 
 def result_schema(planned: front.RowPatternPlanned, source: pa.Schema, keys=None) -> pa.Schema:
@@ -194,7 +188,7 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
         raise err.with_text(text)
     from pyspark.sql.types import StructField, StructType
 
-    spark_schema = StructType([StructField(f.name, _spark_type(f.type), True) for f in schema])
+    spark_schema = StructType([StructField(f.name, spark_type(f.type), True) for f in schema])
     conf = read_conf(spark, MAX_PARTITION_ROWS_CONF)
     threads = read_conf(spark, MAX_THREADS_CONF)
     matcher = row_pattern.matcher(planned, int(threads) if threads else MAX_THREADS)

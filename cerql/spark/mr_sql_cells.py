@@ -36,9 +36,8 @@ from cerql.errors import CeqlError, ExecutionError, UnsupportedError, start_of
 from cerql.exec.mr_engine import run_match_recognize
 from cerql.exec.mr_outer import outer_view
 from cerql.planner import front
-from cerql.spark.lower import arrow_schema, quoted
-# the item's schema as cer_sql computes it, and its Arrow types as Spark types (one rule for both)
-from cerql.spark.mr_lower import MAX_PARTITION_ROWS, _spark_type as spark_type, result_schema
+from cerql.spark.lower import arrow_schema, quoted, spark_type  # Arrow types as Spark types, as cer_sql
+from cerql.spark.mr_lower import MAX_PARTITION_ROWS, result_schema  # the item's schema, as cer_sql
 
 TABLE_HINT = "cast it or leave it out: TABLE(SELECT ... FROM t)"
 AROUND_HINT = ("cerql() gives the MATCH_RECOGNIZE item's rows: write the rest around the call in SQL "
