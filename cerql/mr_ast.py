@@ -218,18 +218,27 @@ class MatchRecognizeQuery:
     span: Span | None = _span()
 
 
+def children(pattern: RowPattern) -> tuple[RowPattern, ...]:
+    """The parts ``pattern`` is made of, in written order."""
+    if isinstance(pattern, (Concat, Permute)):
+        return pattern.items
+    if isinstance(pattern, Alternation):
+        return pattern.options
+    if isinstance(pattern, (Quantified, Exclusion)):
+        return (pattern.pattern,)
+    return ()
+
+
+def walk(pattern: RowPattern):
+    """``pattern`` and every part of it, depth first, in written order."""
+    yield pattern
+    for child in children(pattern):
+        yield from walk(child)
+
+
 def pattern_variables(pattern: RowPattern):
     """Every PatternVar name of ``pattern``, in written order (repeats included)."""
-    if isinstance(pattern, PatternVar):
-        yield pattern.name
-    elif isinstance(pattern, (Concat, Permute)):
-        for item in pattern.items:
-            yield from pattern_variables(item)
-    elif isinstance(pattern, Alternation):
-        for option in pattern.options:
-            yield from pattern_variables(option)
-    elif isinstance(pattern, (Quantified, Exclusion)):
-        yield from pattern_variables(pattern.pattern)
+    return (node.name for node in walk(pattern) if isinstance(node, PatternVar))
 
 
 __all__ = [
@@ -237,5 +246,5 @@ __all__ = [
     "Exclusion", "MatchRecognize", "MatchRecognizeQuery", "Measure", "OMIT_EMPTY", "ONE_ROW",
     "PAST_LAST_ROW", "PatternVar", "Permute", "Quantified", "RowPattern", "RowsPerMatch",
     "SHOW_EMPTY", "SortKey", "Subset", "TO_FIRST", "TO_LAST", "TO_NEXT_ROW", "WITH_UNMATCHED",
-    "pattern_variables",
+    "children", "pattern_variables", "walk",
 ]

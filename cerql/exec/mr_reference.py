@@ -322,15 +322,7 @@ def _tree(sql_expr) -> exp.Expression:
 
 
 def _has_exclusion(p: mr_ast.RowPattern) -> bool:
-    if isinstance(p, mr_ast.Exclusion):
-        return True
-    if isinstance(p, (mr_ast.Concat, mr_ast.Permute)):
-        return any(_has_exclusion(i) for i in p.items)
-    if isinstance(p, mr_ast.Alternation):
-        return any(_has_exclusion(o) for o in p.options)
-    if isinstance(p, mr_ast.Quantified):
-        return _has_exclusion(p.pattern)
-    return False
+    return any(isinstance(node, mr_ast.Exclusion) for node in mr_ast.walk(p))
 
 
 # ---------------------------------------------------------------------------- the matcher

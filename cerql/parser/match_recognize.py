@@ -614,23 +614,13 @@ def _check_operator_words(text: str, clause: mr_ast.MatchRecognize) -> None:
     or AND that no DEFINE names is CEQL's (or SQL's) operator written where the row pattern's
     ``|`` goes, or where juxtaposition already means "then"."""
     defined = {d.variable.upper() for d in clause.defines}
-    for var in _pattern_vars(clause.pattern):
+    for var in (node for node in mr_ast.walk(clause.pattern) if isinstance(node, mr_ast.PatternVar)):
         word = var.name.upper()
         if word in ("OR", "AND") and word not in defined and var.span is not None:
             fix = "A | B: the rows of A, or else those of B" if word == "OR" else \
                 "A B: A's row, then B's (for both conditions on one row, one variable: DEFINE A AS x AND y)"
             raise ParseError.at(text, var.span.start, f"Syntax error: {var.name} in PATTERN is read as a pattern "
                                 "variable", CEQL_SYNTAX, f"a row pattern writes {fix}")
-
-
-def _pattern_vars(pattern):
-    if isinstance(pattern, mr_ast.PatternVar):
-        yield pattern
-    for child in getattr(pattern, "items", ()) or getattr(pattern, "options", ()):
-        yield from _pattern_vars(child)
-    inner = getattr(pattern, "pattern", None)
-    if inner is not None:
-        yield from _pattern_vars(inner)
 
 
 def as_row_pattern(ceql: str) -> str:

@@ -182,23 +182,7 @@ def _check_rows_per_match(clause, text):
 
 
 def _find_exclusion(pattern):
-    if isinstance(pattern, mr_ast.Exclusion):
-        return pattern
-    for child in _children(pattern):
-        found = _find_exclusion(child)
-        if found is not None:
-            return found
-    return None
-
-
-def _children(pattern):
-    if isinstance(pattern, (mr_ast.Concat, mr_ast.Permute)):
-        return pattern.items
-    if isinstance(pattern, mr_ast.Alternation):
-        return pattern.options
-    if isinstance(pattern, (mr_ast.Quantified, mr_ast.Exclusion)):
-        return (pattern.pattern,)
-    return ()
+    return next((node for node in mr_ast.walk(pattern) if isinstance(node, mr_ast.Exclusion)), None)
 
 
 def _check_boolean(condition: SqlExpr, text: str):
