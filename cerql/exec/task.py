@@ -95,7 +95,7 @@ class MatchTask:
             starts[0] = self.last_key is None
             return starts
         starts = key_changes(table, self.plan.substream_columns)
-        starts[0] = self.last_key is None or not _same_key(self._key(table, 0), self.last_key)
+        starts[0] = self.last_key is None or not same_key(self._key(table, 0), self.last_key)
         return starts
 
     def _key(self, table: pa.Table, row: int) -> tuple:
@@ -318,21 +318,22 @@ class MatchTask:
 
 def key_changes(table: pa.Table, columns) -> np.ndarray:
     """Per row, whether its partition key (``columns``) differs from the row before's (row 0:
-    False). NaN keys are one key, as Spark groups them."""
+    False). NaN keys are one key, and NULL keys (which a CEQL task never sees; MATCH_RECOGNIZE's
+    PARTITION BY keeps them), as Spark groups them."""
     n = table.num_rows
     changes = np.zeros(n, dtype=bool)
     for c in columns:
         col = table.column(c)
         if n > 1:
             a, b = col.slice(1), col.slice(0, n - 1)
-            change = pc.fill_null(pc.not_equal(a, b), True)
+            change = pc.or_(pc.fill_null(pc.not_equal(a, b), False), pc.xor(pc.is_null(a), pc.is_null(b)))
             if pa.types.is_floating(col.type):
-                change = pc.and_(change, pc.invert(pc.and_(pc.is_nan(a), pc.is_nan(b))))
-            changes[1:] |= np.asarray(pc.fill_null(change, True).to_numpy(zero_copy_only=False), bool)
+                change = pc.and_(change, pc.invert(pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)))
+            changes[1:] |= np.asarray(change.to_numpy(zero_copy_only=False), bool)
     return changes
 
 
-def _same_key(a: tuple, b: tuple) -> bool:
-    """Partition keys equal, NaN equal to NaN (Spark groups NaNs together)."""
+def same_key(a: tuple, b: tuple) -> bool:
+    """Partition keys equal, NaN equal to NaN (Spark groups NaNs together), NULL to NULL."""
     return all(x == y or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
                for x, y in zip(a, b))

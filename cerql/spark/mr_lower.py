@@ -37,6 +37,7 @@ from sqlglot import exp
 from cerql import mr_ast, row_pattern
 from cerql.errors import AnalysisError, CeqlError, ExecutionError, UnsupportedError, start_of
 from cerql.exec.mr_engine import MAX_THREADS, run_match_recognize
+from cerql.exec.task import key_changes, same_key
 from cerql.planner import front
 from cerql.spark import mr_bits
 from cerql.spark.compat import functions_for, plan_lines, read_conf
@@ -83,34 +84,15 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
     ordinal; the key expressions and DEFINE bits computed, spark/mr_bits.py) cut into PARTITION
     BY groups, each matched once it is complete."""
     import numpy as np
-    import pyarrow.compute as pc
 
-    def group_ids(table: pa.Table):
-        if not clause.partition_by:
-            return None
+    def group_columns(table: pa.Table) -> list[str]:
+        """The PARTITION BY columns of the task's rows (an expression's, its hidden column)."""
         lowered = {c.lower(): c for c in table.column_names}
-        columns = [key if key is not None else lowered[_column_name(e).lower()]
-                   for e, key in zip(clause.partition_by, keys)]
-        return pa.table([table.column(c) for c in columns], names=[f"k{i}" for i in range(len(columns))])
+        return [key if key is not None else lowered[_column_name(e).lower()]
+                for e, key in zip(clause.partition_by, keys)]
 
-    def changes(ids: pa.Table) -> list[int]:
-        """The rows of a batch where a PARTITION BY group begins after the batch's first row
-        (rows arrive sorted by the keys; NULLs are equal, and NaNs, as Spark groups them)."""
-        n = ids.num_rows
-        if n < 2:
-            return []
-        differ = None
-        for column in ids.columns:
-            a, b = column.slice(1), column.slice(0, n - 1)
-            step = pc.or_(pc.xor(pc.is_null(a), pc.is_null(b)), pc.fill_null(pc.not_equal(a, b), False))
-            if pa.types.is_floating(column.type):
-                step = pc.and_(step, pc.invert(pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)))
-            differ = step if differ is None else pc.or_(differ, step)
-        return [int(i) + 1 for i in np.flatnonzero(differ.to_numpy(zero_copy_only=False))]
-
-    def key_of(ids: pa.Table, row: int) -> tuple:
-        values = (ids.column(i)[row].as_py() for i in range(ids.num_columns))
-        return tuple("NaN" if isinstance(v, float) and v != v else v for v in values)
+    def key_of(table: pa.Table, columns: list[str], row: int) -> tuple:
+        return tuple(table.column(c)[row].as_py() for c in columns)
 
     def run(parts: list[pa.Table]):
         table = pa.concat_tables(parts)
@@ -130,9 +112,9 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
             table = pa.Table.from_batches([batch])
             if table.num_rows == 0:
                 continue
-            ids = group_ids(table)
-            cuts = [] if ids is None else changes(ids)
-            if ids is not None and pending and key_of(ids, 0) != last:
+            columns = group_columns(table)
+            cuts = np.flatnonzero(key_changes(table, columns)).tolist()
+            if pending and not same_key(key_of(table, columns, 0), last):
                 yield from run(pending)
                 pending, held = [], 0
             bounds = [0] + cuts + [table.num_rows]
@@ -143,8 +125,7 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
             held += table.num_rows - bounds[-2]
             if held > max_rows:
                 raise too_large()
-            if ids is not None:
-                last = key_of(ids, table.num_rows - 1)
+            last = key_of(table, columns, table.num_rows - 1)
         if pending:
             yield from run(pending)
 
