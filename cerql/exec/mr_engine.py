@@ -248,25 +248,31 @@ def partition_ids(table: pa.Table, columns: list[str]) -> np.ndarray:
     return rank[np.asarray(inverse).reshape(-1)]
 
 
+def spark_sort_fields(name: str, values, descending: bool, nulls_first: bool) -> list[tuple[str, pa.Array, str]]:
+    """Arrow sort keys ``(field name, values, direction)`` that order ``values`` as Spark's
+    ORDER BY does: NULLs first or last as asked, NaN above every number."""
+    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    direction = "descending" if descending else "ascending"
+    null = np.asarray(values.is_null().to_numpy(zero_copy_only=False), bool)
+    fields = [(f"{name}_null", pa.array(~null if nulls_first else null), "ascending")]  # False sorts first
+    if pa.types.is_floating(values.type):
+        fields.append((f"{name}_nan", pc.fill_null(pc.is_nan(values), False), direction))
+    fields.append((f"{name}_value", values, direction))
+    return fields
+
+
 def sort_order(table: pa.Table, part: np.ndarray, keys: tuple[mr_ast.SortKey, ...], columns: list[str]) -> np.ndarray:
     """The row order: by partition, then ORDER BY (module docstring), then input order."""
     n = table.num_rows
     fields = {_PART: pa.array(part, pa.int64())}
     sort_keys = [(_PART, "ascending")]
     for k, (key, column) in enumerate(zip(keys, columns)):
-        values = table.column(column).combine_chunks()
-        if pa.types.is_dictionary(values.type):
-            values = values.cast(values.type.value_type)
-        direction = "descending" if key.descending else "ascending"
         nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
-        null = np.asarray(values.is_null().to_numpy(zero_copy_only=False), bool)
-        fields[f"n{k}"] = pa.array(~null if nulls_first else null)  # False sorts first
-        sort_keys.append((f"n{k}", "ascending"))
-        if pa.types.is_floating(values.type):  # NaN is above every number in Spark
-            fields[f"f{k}"] = pc.fill_null(pc.is_nan(values), False)
-            sort_keys.append((f"f{k}", direction))
-        fields[f"v{k}"] = values
-        sort_keys.append((f"v{k}", direction))
+        for name, values, direction in spark_sort_fields(f"k{k}", table.column(column), key.descending, nulls_first):
+            fields[name] = values
+            sort_keys.append((name, direction))
     fields[_ORDINAL] = pa.array(np.arange(n, dtype=np.int64))
     sort_keys.append((_ORDINAL, "ascending"))
     order = pc.sort_indices(pa.table(fields), sort_keys=sort_keys)

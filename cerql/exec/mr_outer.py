@@ -20,6 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from cerql.errors import AnalysisError, UnsupportedError
+from cerql.exec.mr_engine import spark_sort_fields
 from cerql.expr import ExprError, compile_expr, evaluate, evaluate_predicate
 
 _REFUSED = {
@@ -98,8 +99,9 @@ def _projection(tree: exp.Select, table: pa.Table, alias: str | None, resolve) -
 
 
 def _sort(tree: exp.Select, table: pa.Table, selected: pa.Table, resolve) -> pa.Array:
-    """Row order of ORDER BY: keys read from the selected columns by output name first, else
-    from the result (as Spark resolves ORDER BY)."""
+    """Row order of ORDER BY, as Spark sorts (exec/mr_engine.py ``spark_sort_fields``): keys read
+    from the selected columns by output name first, else from the result (as Spark resolves
+    ORDER BY)."""
     keys, arrays = [], {}
     for i, key in enumerate(tree.args["order"].expressions):
         node = key.this
@@ -111,8 +113,9 @@ def _sort(tree: exp.Select, table: pa.Table, selected: pa.Table, resolve) -> pa.
         nulls_first = key.args.get("nulls_first")
         if nulls_first is None:
             nulls_first = not descending
-        arrays[f"k{i}"] = value
-        keys.append((f"k{i}", "descending" if descending else "ascending", "at_start" if nulls_first else "at_end"))
+        for name, values, direction in spark_sort_fields(f"k{i}", value, descending, nulls_first):
+            arrays[name] = values
+            keys.append((name, direction))
     return pc.sort_indices(pa.table(arrays), sort_keys=keys)
 
 

@@ -56,3 +56,11 @@ def test_an_unknown_column_names_the_items_columns():
     with pytest.raises(AnalysisError) as err:
         run_outer("SELECT * FROM __mr WHERE zz > 1", "__mr", RESULT)
     assert err.value.error_class == "UNKNOWN_COLUMN" and "sym, n" in err.value.hint
+
+
+def test_order_by_puts_nan_above_every_number_as_spark():
+    result = pa.table({"x": [1.0, float("nan"), None, 3.0]})
+    got = run_outer("SELECT x FROM __mr ORDER BY x", "__mr", result).column("x").to_pylist()
+    assert got[0] is None and got[1:3] == [1.0, 3.0] and got[3] != got[3]
+    got = run_outer("SELECT x FROM __mr ORDER BY x DESC", "__mr", result).column("x").to_pylist()
+    assert got[0] != got[0] and got[1:3] == [3.0, 1.0] and got[3] is None
