@@ -1,14 +1,14 @@
 """The front door: query text to the plan, the one place the chain parse -> derive -> analyze ->
 resolve is written (docs/architecture.md, "The data path").
 
-Input: query text, the dialect it is written in, and the schemas of its sources. Output: a
-:class:`Planned`, the plan ``cerql.explain`` prints and every engine runs. Every surface comes
-through here: ``cerql.run``, ``cerql.analyze`` and ``cerql.explain`` (cerql/api.py),
+Input: query text and the schemas of its sources. Output: a :class:`Planned` (CEQL), the plan
+``cerql.explain`` prints and every engine runs. Every surface comes through here: ``cerql.run``, ``cerql.analyze`` and ``cerql.explain`` (cerql/api.py),
 ``cer_sql`` and ``spark.cer_sql`` (spark/session.py, also behind the ``%%ceql`` magic and the
 command line), and the SQL-cell function (spark/sql_cells.py). What differs between them stays
 with them: how they find the sources' schemas (Arrow tables, Spark DataFrames, a TABLE argument,
 files), which columns they derive and how, the limits they read from a conf. Those are the
-parameters of :func:`plan`.
+parameters of :func:`plan`. A MATCH_RECOGNIZE query (:func:`dialect_of`) plans through
+:func:`plan_row_pattern` to a :class:`RowPatternPlanned`.
 
 This module may import the parser and the planner; neither imports it.
 """
@@ -129,9 +129,9 @@ def parse(text: str, dialect: str = DEFAULT_DIALECT) -> ast.Query:
     return reader(text)
 
 
-def plan(text: str, schemas: Schemas = None, *, dialect: str = DEFAULT_DIALECT, spark: bool = False,
+def plan(text: str, schemas: Schemas = None, *, spark: bool = False,
          max_matches_per_event: int = MAX_MATCHES_PER_EVENT, time_zone: str | None = None) -> Planned:
-    """Parse ``text`` in ``dialect``, derive the per-row columns (planner/derived.py), analyze
+    """Parse CEQL ``text`` (a MATCH_RECOGNIZE query plans through :func:`plan_row_pattern`), derive the per-row columns (planner/derived.py), analyze
     (planner/analyze.py), then resolve against ``schemas`` (planner/resolve.py, which runs the
     rules). Every CeqlError leaves with the query text attached, for its caret.
 
@@ -144,7 +144,7 @@ def plan(text: str, schemas: Schemas = None, *, dialect: str = DEFAULT_DIALECT, 
     ``max_matches_per_event`` and ``time_zone`` go to the plan as ``resolve`` takes them.
     """
     try:
-        query = parse(text, dialect)
+        query = parse(text)
         derived_query, derived = derive_columns(query, text, spark=spark)
         analysis = analyze(derived_query, text)
         derived = tuple(derived)

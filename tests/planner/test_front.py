@@ -114,7 +114,7 @@ def test_a_dialect_is_a_parser_registered_in_the_front_door():
     assert front.parse(text) == front.parse(text, "ceql") == parse(text) == cerql.parse(text)
     assert front.parse(MR_QUERY, "match_recognize") == parse_match_recognize(MR_QUERY)
     with pytest.raises(UnsupportedError) as err:
-        front.plan(text, dialect="sql2099")
+        front.parse(text, dialect="sql2099")
     assert err.value.error_class == "UNKNOWN_DIALECT" and "ceql" in err.value.hint and "match_recognize" in err.value.hint
 
 
