@@ -2,13 +2,14 @@
 resolve is written (docs/architecture.md, "The data path").
 
 Input: query text and the schemas of its sources. Output: a :class:`Planned` (CEQL), the plan
-``cerql.explain`` prints and every engine runs. Every surface comes through here: ``cerql.run``, ``cerql.analyze`` and ``cerql.explain`` (cerql/api.py),
-``cer_sql`` and ``spark.cer_sql`` (spark/session.py, also behind the ``%%ceql`` magic and the
-command line), and the SQL-cell function (spark/sql_cells.py). What differs between them stays
-with them: how they find the sources' schemas (Arrow tables, Spark DataFrames, a TABLE argument,
-files), which columns they derive and how, the limits they read from a conf. Those are the
-parameters of :func:`plan`. A MATCH_RECOGNIZE query (:func:`dialect_of`) plans through
-:func:`plan_row_pattern` to a :class:`RowPatternPlanned`.
+``cerql.explain`` prints and every engine runs. Every surface comes through here: ``cerql.run``,
+``cerql.analyze`` and ``cerql.explain`` (cerql/api.py), ``cer_sql`` and ``spark.cer_sql``
+(spark/session.py, also behind the ``%%ceql`` magic and the command line), and the SQL-cell
+function (spark/sql_cells.py). What differs between them stays with them: how they find the
+sources' schemas (Arrow tables, Spark DataFrames, a TABLE argument, files), which columns they
+derive and how, the limits they read from a conf. Those are the parameters of :func:`plan`. A
+MATCH_RECOGNIZE query (:func:`dialect_of`) plans through :func:`plan_row_pattern` to a
+:class:`RowPatternPlanned`.
 
 This module may import the parser and the planner; neither imports it.
 """
