@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import ENGINES
+from tests.support import ENGINES, spy
 
 
 @pytest.fixture(params=ENGINES)
@@ -67,12 +67,4 @@ def seen(monkeypatch):
     """Every Planned the front door (cerql/planner/front.py) gives while the test runs, in order."""
     from cerql.planner import front
 
-    out = []
-    door = front.plan
-
-    def spy(*args, **kwargs):
-        out.append(door(*args, **kwargs))
-        return out[-1]
-
-    monkeypatch.setattr(front, "plan", spy)
-    return out
+    return spy(monkeypatch, front, "plan")

@@ -74,3 +74,17 @@ def match_sets(df: pd.DataFrame, columns=None, key: str = "ts") -> list[tuple[in
 def plan_of(query: str, df: pd.DataFrame):
     """The plan of ``query`` over ``df`` as the stream ``s``."""
     return resolve(analyze(query), {"s": as_arrow(df).schema})
+
+
+def spy(monkeypatch, owner, name: str) -> list:
+    """Every value ``owner.name`` (a function) returns while the test runs, in order; it still
+    runs as before."""
+    calls = []
+    real = getattr(owner, name)
+
+    def spying(*args, **kwargs):
+        calls.append(real(*args, **kwargs))
+        return calls[-1]
+
+    monkeypatch.setattr(owner, name, spying)
+    return calls

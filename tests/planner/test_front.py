@@ -18,7 +18,7 @@ from cerql.errors import UnsupportedError
 from cerql.parser import parse
 from cerql.parser.match_recognize import parse_match_recognize
 from cerql.planner import front
-from tests.support import FRONT_DOOR_QUERIES, FRONT_DOOR_STREAM, explained_body
+from tests.support import FRONT_DOOR_QUERIES, FRONT_DOOR_STREAM, explained_body, spy
 
 PACKAGE = Path(cerql.__file__).parent
 FRONT = "cerql/planner/front.py"
@@ -130,14 +130,7 @@ def test_the_front_door_tells_the_dialects_apart_by_the_text():
 def test_a_row_pattern_query_plans_through_the_front_door(monkeypatch):
     """cerql.run and cerql.explain of a MATCH_RECOGNIZE query plan through
     ``front.plan_row_pattern``, once each."""
-    seen = []
-    door = front.plan_row_pattern
-
-    def spy(*args, **kwargs):
-        seen.append(door(*args, **kwargs))
-        return seen[-1]
-
-    monkeypatch.setattr(front, "plan_row_pattern", spy)
+    seen = spy(monkeypatch, front, "plan_row_pattern")
     t = pd.DataFrame({"row": range(4), "value": [3, 2, 1, 4]})
     out = cerql.run(MR_QUERY, {"t": t})
     assert out.to_dict("records") == [{"first_value": 3, "nb": 2}]  # rows 0 (A), 1 and 2 (B+); row 3 has no B

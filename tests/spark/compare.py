@@ -3,6 +3,7 @@
 Spark returns ``Row`` objects, dates and naive datetimes; the local engine returns pandas values,
 dicts and lists of dicts. ``canonical_rows`` maps both to tuples of plain Python values
 (timestamps as naive UTC datetimes, NaN as the string "NaN") so a test can compare multisets.
+``raises_before_any_job`` checks that a bad query fails in ``cer_sql`` before Spark runs a job.
 """
 
 from __future__ import annotations
@@ -46,3 +47,21 @@ def spark_records(df) -> list[dict]:
 
 def local_records(frame: pd.DataFrame) -> list[dict]:
     return frame.to_dict("records")
+
+
+def raises_before_any_job(spark, query: str, error_class: str, column: int):
+    """``spark.cer_sql(query)`` raises the CeqlError ``error_class`` at line 1, ``column``, with
+    a caret and a hint, and Spark ran no job for it. Returns the error."""
+    import pytest
+
+    import cerql
+
+    tracker = spark.sparkContext.statusTracker()
+    jobs = set(tracker.getJobIdsForGroup(None))
+    with pytest.raises(cerql.CeqlError) as err:
+        spark.cer_sql(query)
+    assert err.value.error_class == error_class
+    assert (err.value.line, err.value.column) == (1, column)
+    assert "^" in str(err.value) and err.value.hint
+    assert set(tracker.getJobIdsForGroup(None)) == jobs
+    return err.value

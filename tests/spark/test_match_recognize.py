@@ -17,7 +17,7 @@ import pytest
 
 import cerql
 from cerql.errors import UnsupportedError
-from tests.spark.compare import plain
+from tests.spark.compare import plain, raises_before_any_job
 
 pytestmark = pytest.mark.spark
 
@@ -184,14 +184,7 @@ ITEM = ("SELECT * FROM ref MATCH_RECOGNIZE (ORDER BY row MEASURES LAST(B.value) 
     (ITEM.replace("FROM ref", "FROM nowhere"), "UNKNOWN_SOURCE", "nowhere"),
 ])
 def test_errors_come_before_any_spark_job(spark, frames, query, error_class, at):
-    tracker = spark.sparkContext.statusTracker()
-    jobs = set(tracker.getJobIdsForGroup(None))
-    with pytest.raises(cerql.CeqlError) as err:
-        spark.cer_sql(query)
-    assert err.value.error_class == error_class
-    assert (err.value.line, err.value.column) == (1, query.index(at) + 1)
-    assert "^" in str(err.value) and err.value.hint
-    assert set(tracker.getJobIdsForGroup(None)) == jobs
+    raises_before_any_job(spark, query, error_class, query.index(at) + 1)
 
 
 def test_a_stream_is_refused_toward_ceql(spark):

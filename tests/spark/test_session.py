@@ -11,7 +11,7 @@ import pytest
 import cerql
 from cerql.spark.patch import _method, _patch
 from cerql.spark.task_errors import task_error
-from tests.spark.compare import canonical_rows, local_records, spark_records
+from tests.spark.compare import canonical_rows, local_records, raises_before_any_job, spark_records
 
 pytestmark = pytest.mark.spark
 
@@ -124,14 +124,7 @@ def test_connect_session_gives_the_same_rows(connect, stock):
     ("SELECT * FROM stock WHERE (SELL AS s ; BUY AS b FILTER b.price > c.price)+", "UNBOUND_FILTER_VARIABLE", 66),
 ])
 def test_query_errors_come_before_spark_runs(spark, stock, query, error_class, column):
-    tracker = spark.sparkContext.statusTracker()
-    jobs = set(tracker.getJobIdsForGroup(None))
-    with pytest.raises(cerql.CeqlError) as err:
-        spark.cer_sql(query)
-    assert err.value.error_class == error_class
-    assert (err.value.line, err.value.column) == (1, column)
-    assert "^" in str(err.value) and err.value.hint
-    assert set(tracker.getJobIdsForGroup(None)) == jobs
+    raises_before_any_job(spark, query, error_class, column)
 
 
 def test_max_matches_per_event_conf_fails_the_run(spark):
