@@ -65,12 +65,15 @@ class Matcher(Protocol):
     match; ``label_variable[label]`` is the label's variable (an index into the pattern's
     variables) and ``label_excluded[label]`` whether the row lies in an exclusion ``{- -}``.
     A matcher that evaluates some DEFINEs itself names their variables (canonical) in
-    ``history`` (absent: none); it is then also given the partition's sorted rows (``rows``)."""
+    ``history`` (absent: none); it is then also given the partition's sorted rows (``rows``).
+    The keywords hand it a stretch of a partition (exec/kernel/pike.py, "A partition in pieces"),
+    and the fourth value returned is then the first start row whose match is not known yet."""
 
     label_variable: np.ndarray
     label_excluded: np.ndarray
 
-    def match(self, bits: np.ndarray, partition: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def match(self, bits: np.ndarray, partition: str | None = None, *, first_row: int = 0, begin: int = 0,
+              final: bool = True, numbered_from: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]: ...
 
 
 def matcher_for(clause: mr_ast.MatchRecognize, text: str, nfa: Nfa, skip: Skip, row_local: frozenset[str],
@@ -79,13 +82,23 @@ def matcher_for(clause: mr_ast.MatchRecognize, text: str, nfa: Nfa, skip: Skip, 
     names those variables, canonical, as planner/mr_analyze.py sorted them), else the thread
     matcher (exec/mr_threads.py) with the other DEFINEs; ``max_threads`` bounds its live threads
     per partition."""
-    variables = tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
+    variables = pattern_variables(clause)
     defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
     history = {v: c for v, c in defines.items() if v not in row_local}
     if not history:
         return PikeMatcher(nfa, skip)
-    subsets = {mx.canonical(s.name): frozenset(mx.canonical(v) for v in s.variables) for s in clause.subsets}
+    subsets = subset_members(clause)
     return ThreadMatcher(nfa, skip, History(variables, subsets, history, text), max_threads)
+
+
+def pattern_variables(clause: mr_ast.MatchRecognize) -> tuple[str, ...]:
+    """The pattern's variables, canonical, in PATTERN order (a label's variable is its index)."""
+    return tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
+
+
+def subset_members(clause: mr_ast.MatchRecognize) -> dict[str, frozenset[str]]:
+    """Each SUBSET's name (canonical) and its variables."""
+    return {mx.canonical(s.name): frozenset(mx.canonical(v) for v in s.variables) for s in clause.subsets}
 
 
 class PikeMatcher:
@@ -100,9 +113,11 @@ class PikeMatcher:
         self.label_variable = labels % count
         self.label_excluded = labels >= len(nfa.variables)
 
-    def match(self, bits: np.ndarray, partition: str | None = None):
-        found = match_partition(self.nfa, bits, self.skip, self.tables, partition)
-        return found.starts, found.ends, found.labels
+    def match(self, bits: np.ndarray, partition: str | None = None, *, first_row: int = 0, begin: int = 0,
+              final: bool = True, numbered_from: int = 0):
+        found = match_partition(self.nfa, bits, self.skip, self.tables, partition, first_row=first_row,
+                                begin=begin, final=final, numbered_from=numbered_from)
+        return found.starts, found.ends, found.labels, found.head
 
 
 def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, matcher: Matcher, *,
@@ -118,12 +133,11 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     - ``keys``: per PARTITION BY item, then per ORDER BY item, the column holding its value, or
       None: the engine reads the column the item names, or evaluates its expression (cerql.expr).
     """
-    variables = tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
-    subsets = {mx.canonical(s.name): frozenset(mx.canonical(v) for v in s.variables) for s in clause.subsets}
+    variables = pattern_variables(clause)
     defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
     hidden = ({bits} | set(keys or ())) - {None}
     inputs = [c for c in table.column_names if c not in hidden]
-    table, partition_keys, order_keys = _key_columns(clause, table, text, keys)
+    table, partition_keys, order_keys = key_columns(clause, table, text, keys)
     partition_columns = [k.column for k in partition_keys]
     order_columns = [k.column for k in order_keys]
 
@@ -137,11 +151,32 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     row_local = {v: c for v, c in defines.items() if v not in history}
     bits = given_bits(rows, bits) if bits is not None else define_bits(rows, part_start, part_end, variables,
                                                                          row_local, text)
-    matches = _match_all(bits, bounds, matcher, lambda p: _describe(rows, partition_keys, int(bounds[p])),
-                         rows if history else None)
+    matches = _match_all(bits, bounds, matcher,
+                         lambda p: describe_partition(rows, partition_keys, int(bounds[p])), rows if history else None)
 
+    out_rows = output_rows(clause, matches, part, bounds)
+    return result_table(clause, rows, part_start, part_end, matches, out_rows, inputs, partition_keys, order_keys,
+                        text)
+
+
+def output_rows(clause: mr_ast.MatchRecognize, matches: Matches, part: np.ndarray, bounds: np.ndarray,
+                unmatched: tuple[int, int, int] | None = None) -> "Rows":
+    """The output rows of ``matches`` in the clause's layout (ONE ROW or ALL ROWS PER MATCH);
+    ``unmatched`` limits the unmatched rows WITH UNMATCHED ROWS reports (``_all_rows``)."""
+    if not clause.rows_per_match.all_rows:
+        return _one_row(matches)
+    return _all_rows(matches, clause.rows_per_match.mode, part, bounds, unmatched)
+
+
+def result_table(clause: mr_ast.MatchRecognize, rows: pa.Table, part_start: np.ndarray, part_end: np.ndarray,
+                 matches: Matches, out_rows: "Rows", inputs: list[str], partition_keys: list["Key"],
+                 order_keys: list["Key"], text: str) -> pa.Table:
+    """The result table: the key columns, the measures and, ALL ROWS PER MATCH, the input
+    columns, one row per ``out_rows`` row (step 5 of the module docstring). ``rows``: the sorted
+    rows; ``part_start``/``part_end``: per row, its partition's first row and end."""
+    variables = pattern_variables(clause)
+    subsets = subset_members(clause)
     all_rows = clause.rows_per_match.all_rows
-    out_rows = _all_rows(matches, clause.rows_per_match.mode, part, bounds) if all_rows else _one_row(matches)
     ctx = MeasureContext(rows, part_start, part_end, matches, out_rows, variables, subsets, text)
     shown = np.where(out_rows.row >= 0, out_rows.row, 0)
     names, arrays = [], []
@@ -161,7 +196,7 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     return pa.Table.from_arrays(arrays, names=names)
 
 
-class _Key(NamedTuple):
+class Key(NamedTuple):
     """A PARTITION BY or ORDER BY item: ``name``, its output column's name (a column's own
     name; an expression's text as written, whitespace collapsed, as ``upper(sym)``), and the
     ``column`` of the working table that holds its values."""
@@ -170,7 +205,7 @@ class _Key(NamedTuple):
     column: str
 
 
-def _key_columns(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, given: Sequence[str | None] | None):
+def key_columns(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, given: Sequence[str | None] | None):
     """``(table, partition keys, order keys)``: the table with a column for each key expression
     the caller did not compute (``__cerql_mr_key<i>``, evaluated by cerql.expr), and the keys."""
     items = [(e, "PARTITION BY") for e in clause.partition_by] + [(k.expr, "ORDER BY") for k in clause.order_by]
@@ -183,7 +218,7 @@ def _key_columns(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, give
         if column is None and named is None:
             column = _KEY.format(i)
             table = table.append_column(column, _key_values(expr, table, lowered, text))
-        keys.append(_Key(name, column if column is not None else named))
+        keys.append(Key(name, column if column is not None else named))
     return table, keys[:len(clause.partition_by)], keys[len(clause.partition_by):]
 
 
@@ -288,7 +323,7 @@ def _partition_bounds(part: np.ndarray):
     return np.repeat(bounds[:-1], sizes), np.repeat(bounds[1:], sizes), bounds
 
 
-def _describe(rows: pa.Table, keys: list[_Key], at: int) -> str | None:
+def describe_partition(rows: pa.Table, keys: list[Key], at: int) -> str | None:
     """The partition of sorted row ``at``, for an error message (``sym=a``)."""
     if not keys:
         return None
@@ -298,27 +333,43 @@ def _describe(rows: pa.Table, keys: list[_Key], at: int) -> str | None:
 def _match_all(bits: np.ndarray, bounds: np.ndarray, matcher: Matcher, describe, rows: pa.Table | None) -> Matches:
     """Every partition's matches, with sorted-row positions and MATCH_NUMBER from 1; ``rows``
     (the sorted table) is given to a matcher that evaluates DEFINEs itself, a partition at a time."""
-    starts, ends, labels, numbers, partitions, counts = [], [], [], [], [], []
+    found = []
     for p in range(len(bounds) - 1):
         lo, hi = int(bounds[p]), int(bounds[p + 1])
         if rows is None:
-            s, e, lab = matcher.match(bits[lo:hi], describe(p))
+            s, e, lab, _ = matcher.match(bits[lo:hi], describe(p))
         else:
-            s, e, lab = matcher.match(bits[lo:hi], describe(p), rows=rows.slice(lo, hi - lo))
-        s, e = np.asarray(s, np.int64), np.asarray(e, np.int64)
-        starts.append(s + lo)
-        ends.append(e + lo)
-        labels.append(np.asarray(lab, np.int64))
-        numbers.append(np.arange(1, len(s) + 1, dtype=np.int64))
-        partitions.append(np.full(len(s), p, np.int64))
-        counts.append(e - s)
-    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64)  # noqa: E731
-    start, end, label = cat(starts), cat(ends), cat(labels)
+            s, e, lab, _ = matcher.match(bits[lo:hi], describe(p), rows=rows.slice(lo, hi - lo))
+        found.append(Found(np.asarray(s, np.int64) + lo, np.asarray(e, np.int64) + lo, lab, p, 1))
+    return collect_matches(found, matcher)
+
+
+class Found(NamedTuple):
+    """A matcher's matches of one partition (or stretch of it), at positions of the rows the
+    result is built over: ``partition`` its index, ``first_number`` the first's MATCH_NUMBER."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    labels: np.ndarray
+    partition: int
+    first_number: int
+
+
+def collect_matches(found: Sequence[Found], matcher: Matcher) -> Matches:
+    """The measures' view (exec/mr_measures.py) of the matches found, in order."""
+    def cat(parts, dtype=np.int64):
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+    start = cat([np.asarray(f.starts, np.int64) for f in found])
+    end = cat([np.asarray(f.ends, np.int64) for f in found])
+    label = cat([np.asarray(f.labels, np.int64) for f in found])
+    numbers = cat([np.arange(f.first_number, f.first_number + len(f.starts), dtype=np.int64) for f in found])
+    partitions = cat([np.full(len(f.starts), f.partition, np.int64) for f in found])
     offsets = np.zeros(len(start) + 1, np.int64)
-    np.cumsum(cat(counts), out=offsets[1:])
+    np.cumsum(end - start, out=offsets[1:])
     variable = np.asarray(matcher.label_variable, np.int64)[label] if len(label) else np.zeros(0, np.int64)
     excluded = np.asarray(matcher.label_excluded, bool)[label] if len(label) else np.zeros(0, bool)
-    return Matches(start, end, cat(numbers), cat(partitions), offsets, variable, excluded)
+    return Matches(start, end, numbers, partitions, offsets, variable, excluded)
 
 
 def _one_row(matches: Matches) -> Rows:
@@ -327,10 +378,13 @@ def _one_row(matches: Matches) -> Rows:
                 length, length)
 
 
-def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray) -> Rows:
+def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray,
+              unmatched: tuple[int, int, int] | None = None) -> Rows:
     """One output row per mapped row outside an exclusion, an empty match's row (SHOW EMPTY
     MATCHES and WITH UNMATCHED ROWS), and the unmatched rows (WITH UNMATCHED ROWS), in the
-    order of the matches, each match's rows in row order, unmatched rows where they lie."""
+    order of the matches, each match's rows in row order, unmatched rows where they lie.
+    ``unmatched = (lo, hi, covered)``: only rows in ``lo..hi-1`` may be reported unmatched, and
+    those before ``covered`` are covered by earlier matches (exec/mr_incremental.py)."""
     m = len(matches.start)
     length = matches.end - matches.start
     owner = np.repeat(np.arange(m, dtype=np.int64), length)
@@ -357,6 +411,10 @@ def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray)
     np.add.at(cover, matches.end, -1)
     covered = np.cumsum(cover[:-1]) > 0
     covered[matches.start[length == 0]] = True
+    if unmatched is not None:
+        lo, hi, before = unmatched
+        covered[:max(lo, before)] = True
+        covered[hi:] = True
     unmatched = np.flatnonzero(~covered).astype(np.int64)
     anchor = np.concatenate([matches.start[match], unmatched])
     partition = np.concatenate([part[matches.start[match]] if len(match) else np.zeros(0, np.int64), part[unmatched]])
@@ -366,4 +424,6 @@ def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray)
                 np.concatenate([running, none])[order], np.concatenate([final, none])[order])
 
 
-__all__ = ["Matcher", "PikeMatcher", "matcher_for", "partition_ids", "run_match_recognize", "sort_order"]
+__all__ = ["Found", "Key", "Matcher", "PikeMatcher", "collect_matches", "describe_partition", "key_columns",
+           "matcher_for", "output_rows", "partition_ids", "pattern_variables", "result_table", "run_match_recognize",
+           "sort_order", "subset_members"]

@@ -96,8 +96,12 @@ class ThreadMatcher:
             out.append(tuple(sorted(found)))
         return out
 
-    def match(self, bits: np.ndarray, partition: str | None = None, rows: pa.Table | None = None):
-        return _Run(self, bits, partition, rows).run()
+    def match(self, bits: np.ndarray, partition: str | None = None, rows: pa.Table | None = None, *,
+              first_row: int = 0, begin: int = 0, final: bool = True, numbered_from: int = 0):
+        """``(starts, ends, labels, head)``; the keywords give a stretch of a partition, as the
+        Pike kernel takes it (exec/kernel/pike.py, ``match_partition``); ``rows`` holds the
+        same rows as ``bits``, and possibly rows after them that conditions may read (NEXT)."""
+        return _Run(self, bits, partition, rows, first_row, begin, final, numbered_from).run()
 
 
 _NEVER = 1 << 62
@@ -106,8 +110,10 @@ _NEVER = 1 << 62
 class _Run:
     """One partition's simulation (the Pike kernel's loop, exec/kernel/pike.py, in Python)."""
 
-    def __init__(self, m: ThreadMatcher, bits: np.ndarray, partition: str | None, rows: pa.Table | None):
+    def __init__(self, m: ThreadMatcher, bits: np.ndarray, partition: str | None, rows: pa.Table | None,
+                 first_row: int, begin: int, final: bool, numbered_from: int):
         self.m = m
+        self.first_row, self.begin, self.final, self.numbered_from = first_row, begin, final, numbered_from
         self.bits = np.asarray(bits, np.uint64)
         self.n = n = len(self.bits)
         self.partition = partition
@@ -116,7 +122,7 @@ class _Run:
         self.part = m.conditions.bind(rows)
         self.initial = m.conditions.initial()
         self.cont = m.skip.mode == PAST_LAST_ROW
-        self.cut, self.floor, self.steps = -1, 0, 0
+        self.cut, self.floor, self.steps = -1, begin, 0
         self.rec_end = [-1] * (n + 1)
         self.rec_node: list = [None] * (n + 1)
         self.cnt = [0] * (n + 1)
@@ -135,7 +141,8 @@ class _Run:
         """The epsilon moves from ``root`` before row ``pos`` in preference order; the CONSUME
         states reached first (per register key) join ``out``; an ACCEPT reached is recorded."""
         m = self.m
-        anchors = (1 if pos == 0 else 0) | (2 if pos == self.n else 0)
+        at_start, at_end = pos == self.first_row, pos == self.n and self.final
+        anchors = (1 if at_start else 0) | (2 if at_end else 0)
         stack = [root]
         while stack:
             s = stack.pop()
@@ -145,6 +152,8 @@ class _Run:
                 if m.nullable[s][anchors]:
                     self.accept(start, node, pos)
                     return
+                if pos == self.n and not self.final and m.nullable[s][anchors | 2]:
+                    self.cnt[start] += 1  # it might end here with ``$``: undecided until the rows run out
                 continue
             visited.add(key)
             k = m.kind[s]
@@ -154,7 +163,9 @@ class _Run:
             elif k == ACCEPT:
                 self.accept(start, node, pos)
                 return
-            elif (k == ANCHOR_START and pos != 0) or (k == ANCHOR_END and pos != self.n):
+            elif k == ANCHOR_END and pos == self.n and not self.final:
+                self.cnt[start] += 1  # ``$`` holds here if no row follows: undecided until the rows run out
+            elif (k == ANCHOR_START and not at_start) or (k == ANCHOR_END and not at_end):
                 continue
             else:
                 stack.extend(reversed(m.succ[s]))
@@ -186,13 +197,13 @@ class _Run:
         m, n = self.m, self.n
         skip = m.skip
         starts, ends, labels = [], [], []
-        head, last_start, p = 0, -1, 0
+        head, last_start, p = self.begin, self.begin - 1, self.begin
         cur: list = []
-        if n > 0:
-            last_start = 0
-            self.closure(m.start_state, 0, None, self.initial, 0, cur, set())
+        if self.begin < n:
+            last_start = self.begin
+            self.closure(m.start_state, self.begin, None, self.initial, self.begin, cur, set())
         while True:
-            if p >= n:  # threads waiting for a row past the end die
+            if p >= n and self.final:  # threads waiting for a row past the end die
                 for th in cur:
                     self.cnt[th[1]] -= 1
                 cur = []
@@ -216,10 +227,12 @@ class _Run:
                 else:
                     at = [s + j for j, lab in enumerate(path) if (skip.mask >> int(m.var_of[lab])) & 1]
                     if not at:
-                        raise skip_error(m.nfa, skip, SKIP_TO_NO_ROW, len(starts), self.partition)
+                        raise skip_error(m.nfa, skip, SKIP_TO_NO_ROW, self.numbered_from + len(starts),
+                                         self.partition)
                     resume = at[0] if skip.mode == TO_FIRST else at[-1]
                     if resume == s:
-                        raise skip_error(m.nfa, skip, SKIP_TO_FIRST_ROW, len(starts), self.partition)
+                        raise skip_error(m.nfa, skip, SKIP_TO_FIRST_ROW, self.numbered_from + len(starts),
+                                         self.partition)
                 head = resume
                 if not self.cont:  # restart at the resume row: every other start was cut
                     p = self.floor = resume
@@ -253,7 +266,7 @@ class _Run:
                 raise too_many_threads(m.max_threads, self.partition)
             cur = nxt
         m.steps = self.steps
-        return np.array(starts, np.int64), np.array(ends, np.int64), np.array(labels, np.int64)
+        return np.array(starts, np.int64), np.array(ends, np.int64), np.array(labels, np.int64), head
 
 
 __all__ = ["MAX_THREADS", "MAX_THREADS_CONF", "ThreadMatcher", "too_many_threads"]

@@ -14,16 +14,18 @@ by name. Output: a lazy DataFrame, the outer query's result (docs/semantics.md,
    the row-local DEFINE bits computed by Spark into one BIGINT column (PREV/NEXT: lag/lead over
    the partition in the matching order), and ``sortWithinPartitions`` by (PARTITION BY, ORDER
    BY as written, ordinal) (spark/mr_bits.py);
-4. ``mapInArrow`` hands each partition's rows, one PARTITION BY group at a time, to the local
-   engine (cerql/exec/mr_engine.py), which takes the keys and bits as Spark computed them and
-   evaluates no DEFINE but the history-dependent ones; its result schema, computed on the
-   driver from those columns' schema, is the DataFrame's;
+4. ``mapInArrow`` hands each partition's rows, one PARTITION BY group at a time and batch by
+   batch, to the local engine (cerql/exec/mr_incremental.py over cerql/exec/mr_engine.py),
+   which takes the keys and bits as Spark computed them and evaluates no DEFINE but the
+   history-dependent ones; its result schema, computed on the driver from those columns'
+   schema, is the DataFrame's;
 5. the result becomes a temp view of a name unique to the query, and the outer query, with the
    item replaced by that name, runs as Spark SQL over it: SELECT, WHERE, JOIN, GROUP BY, ORDER
    BY, whatever it holds.
 
-A PARTITION BY group is held whole in a task's memory while it is matched; a group over
-``cerql.matchRecognize.maxPartitionRows`` rows (a Spark conf) fails with a CeqlError naming it.
+A task holds the rows of a PARTITION BY group from the first start row whose match is still
+undecided on, not the whole group: memory follows the longest live match. One undecided for more
+than ``cerql.matchRecognize.maxMatchRows`` rows (a Spark conf) fails with a CeqlError naming it.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import mr_ast, row_pattern
-from cerql.errors import AnalysisError, CeqlError, ExecutionError, UnsupportedError, start_of
+from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.exec.mr_engine import MAX_THREADS, run_match_recognize
+from cerql.exec.mr_incremental import MAX_MATCH_ROWS, MAX_MATCH_ROWS_CONF, GroupMatcher
 from cerql.exec.task import key_changes, same_key
 from cerql.planner import front
 from cerql.spark import mr_bits
@@ -45,8 +48,6 @@ from cerql.spark.lower import arrow_schema, spark_type
 from cerql.spark.workers import check_workers
 
 ORDINAL = "__cerql_mr_ordinal"
-MAX_PARTITION_ROWS_CONF = "cerql.matchRecognize.maxPartitionRows"
-MAX_PARTITION_ROWS = 10_000_000
 MAX_THREADS_CONF = "cerql.matchRecognize.maxThreads"  # live threads per partition (exec/mr_threads.py)
 
 
@@ -82,7 +83,7 @@ def result_schema(planned: front.RowPatternPlanned, source: pa.Schema, keys=None
 def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, keys: list[str | None]):
     """The function ``mapInArrow`` runs: the partition's rows (sorted by PARTITION BY, ORDER BY,
     ordinal; the key expressions and DEFINE bits computed, spark/mr_bits.py) cut into PARTITION
-    BY groups, each matched once it is complete."""
+    BY groups, each matched batch by batch as its rows arrive (exec/mr_incremental.py)."""
     import numpy as np
 
     def group_columns(table: pa.Table) -> list[str]:
@@ -94,40 +95,35 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
     def key_of(table: pa.Table, columns: list[str], row: int) -> tuple:
         return tuple(table.column(c)[row].as_py() for c in columns)
 
-    def run(parts: list[pa.Table]):
-        table = pa.concat_tables(parts)
-        if table.num_rows > max_rows:
-            raise too_large()
-        out = run_match_recognize(clause, table.drop_columns([ORDINAL]), text, matcher, bits=mr_bits.BITS, keys=keys)
-        yield from out.to_batches()
+    def group() -> GroupMatcher:
+        return GroupMatcher(clause, text, matcher, bits=mr_bits.BITS, keys=keys, max_rows=max_rows)
 
-    def too_large() -> ExecutionError:
-        return ExecutionError(f"A PARTITION BY group of more than {max_rows} rows reached MATCH_RECOGNIZE",
-                              error_class="MATCH_RECOGNIZE_PARTITION_TOO_LARGE",
-                              hint=f"raise the Spark conf {MAX_PARTITION_ROWS_CONF}, or partition more finely")
+    def batches_of(tables):
+        for table in tables:
+            yield from table.to_batches()
 
     def cerql_match_recognize(batches):  # the name shows in Spark's plan
-        pending, held, last = [], 0, None  # the last group's batches so far, their rows, its key
+        current, last = None, None  # the group being matched, its key
         for batch in batches:
-            table = pa.Table.from_batches([batch])
+            table = pa.Table.from_batches([batch]).drop_columns([ORDINAL])
             if table.num_rows == 0:
                 continue
             columns = group_columns(table)
             cuts = np.flatnonzero(key_changes(table, columns)).tolist()
-            if pending and not same_key(key_of(table, columns, 0), last):
-                yield from run(pending)
-                pending, held = [], 0
+            if current is not None and not same_key(key_of(table, columns, 0), last):
+                yield from batches_of(current.finish())
+                current = None
             bounds = [0] + cuts + [table.num_rows]
-            for lo, hi in zip(bounds[:-2], bounds[1:-1]):  # groups complete within the batch
-                yield from run(pending + [table.slice(lo, hi - lo)])
-                pending, held = [], 0
-            pending.append(table.slice(bounds[-2]))
-            held += table.num_rows - bounds[-2]
-            if held > max_rows:
-                raise too_large()
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                if current is None:
+                    current = group()
+                yield from batches_of(current.feed(table.slice(lo, hi - lo)))
+                if hi < table.num_rows:  # the group ends within the batch
+                    yield from batches_of(current.finish())
+                    current = None
             last = key_of(table, columns, table.num_rows - 1)
-        if pending:
-            yield from run(pending)
+        if current is not None:
+            yield from batches_of(current.finish())
 
     return cerql_match_recognize
 
@@ -170,10 +166,10 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
     from pyspark.sql.types import StructField, StructType
 
     spark_schema = StructType([StructField(f.name, spark_type(f.type), True) for f in schema])
-    conf = read_conf(spark, MAX_PARTITION_ROWS_CONF)
+    conf = read_conf(spark, MAX_MATCH_ROWS_CONF)
     threads = read_conf(spark, MAX_THREADS_CONF)
     matcher = row_pattern.matcher(planned, int(threads) if threads else MAX_THREADS)
-    task = _matcher(clause, text, matcher, int(conf) if conf else MAX_PARTITION_ROWS, keys)
+    task = _matcher(clause, text, matcher, int(conf) if conf else MAX_MATCH_ROWS, keys)
     matched = rows.mapInArrow(task, spark_schema)
     view = f"__cerql_mr_{uuid.uuid4().hex}"
     matched.createOrReplaceTempView(view)
@@ -201,5 +197,5 @@ def explain_on_spark(spark, text: str, tables: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MAX_PARTITION_ROWS_CONF", "explain_on_spark", "lower_match_recognize", "plan_match_recognize",
+__all__ = ["MAX_MATCH_ROWS_CONF", "explain_on_spark", "lower_match_recognize", "plan_match_recognize",
            "result_schema", "source_frame"]

@@ -37,8 +37,9 @@ from cerql.exec.mr_engine import run_match_recognize
 from cerql.exec.mr_outer import outer_view
 from cerql.planner import front
 from cerql.spark.lower import arrow_schema, quoted, spark_type  # Arrow types as Spark types, as cer_sql
-from cerql.spark.mr_lower import MAX_PARTITION_ROWS, result_schema  # the item's schema, as cer_sql
+from cerql.spark.mr_lower import result_schema  # the item's schema, as cer_sql
 
+MAX_PARTITION_ROWS = 10_000_000  # rows of one PARTITION BY group an instance holds
 TABLE_HINT = "cast it or leave it out: TABLE(SELECT ... FROM t)"
 AROUND_HINT = ("cerql() gives the MATCH_RECOGNIZE item's rows: write the rest around the call in SQL "
                "(SELECT ... FROM cerql(TABLE(t), 'SELECT * FROM t MATCH_RECOGNIZE (...)') WHERE ... GROUP BY ...), "

@@ -253,6 +253,7 @@ class BacktrackMatcher:
             yield from more()
 
     def match(self, bits, partition=None):
+        """The whole partition's matches, and its end as the Matcher protocol's ``head``."""
         starts, ends, labels = [], [], []
         s, n = 0, len(bits)
         while s < n:
@@ -276,4 +277,4 @@ class BacktrackMatcher:
                 if not at or (at[0] if self.skip.mode == mr_ast.TO_FIRST else at[-1]) == s:
                     raise ExecutionError("skip to the match's first row", error_class="AFTER_MATCH_SKIP_FAILED")
                 s = at[0] if self.skip.mode == mr_ast.TO_FIRST else at[-1]
-        return np.array(starts, np.int64), np.array(ends, np.int64), np.array(labels, np.int64)
+        return np.array(starts, np.int64), np.array(ends, np.int64), np.array(labels, np.int64), n

@@ -135,7 +135,7 @@ def _expected(c, table, measures, named, all_rows, final):
     out = []
     for key in dict.fromkeys(sorted_parts):
         lo, hi = bounds[sorted_parts.index(key)]
-        starts, ends, labels = standin.match(bits[lo:hi])
+        starts, ends, labels, _ = standin.match(bits[lo:hi])
         at = 0
         for number, (s, e) in enumerate(zip(starts, ends), 1):
             mapped = [(lo + s + k, variables[labels[at + k] % len(variables)]) for k in range(e - s)]

@@ -1,7 +1,8 @@
 """MATCH_RECOGNIZE on Spark: the row-local DEFINE bits Spark computes in the JVM (spark/mr_bits.py)
 equal the local engine's (exec/mr_define.py), PARTITION BY / ORDER BY expressions give the local
 engine's answer, a function only Spark runs works in a DEFINE on Spark (and is refused locally),
-and a PARTITION BY group over cerql.matchRecognize.maxPartitionRows fails with its CeqlError."""
+a match undecided over cerql.matchRecognize.maxMatchRows rows fails with its CeqlError, and a
+group far longer than that limit, of short matches, runs under it."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _local_bits(text: str, rows: pd.DataFrame) -> dict[int, int]:
     """Each row's DEFINE bits as cerql.run computes them (by id): the engine's own steps."""
     clause = front.plan_row_pattern(text).clause
     table = pa.Table.from_pandas(rows, preserve_index=False)
-    table, part_keys, order_keys = mr_engine._key_columns(clause, table, text, None)
+    table, part_keys, order_keys = mr_engine.key_columns(clause, table, text, None)
     part = mr_engine.partition_ids(table, [k.column for k in part_keys])
     order = mr_engine.sort_order(table, part, clause.order_by, [k.column for k in order_keys])
     sorted_rows = table.take(pa.array(order))
@@ -107,23 +108,32 @@ def test_spark_only_function_in_define_and_partition(spark):
     pd.testing.assert_frame_equal(_sorted(on_spark), _sorted(local), check_dtype=False)
 
 
-def test_partition_limit_conf_fails_the_run(spark):
+def test_match_limit_conf_fails_the_run(spark):
     rows = pd.DataFrame({"sym": ["x"] * 20 + ["y"] * 3, "ts": range(23), "price": [1.0] * 23})
     text = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES count(*) AS n "
             "PATTERN (A+) DEFINE A AS price > 0) AS m")
-    spark.conf.set(mr_lower.MAX_PARTITION_ROWS_CONF, "5")
+    spark.conf.set(mr_lower.MAX_MATCH_ROWS_CONF, "5")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4")
     try:
         df = cerql.cer_sql(spark, text, t=spark.createDataFrame(rows))
-        with pytest.raises(Exception, match="MATCH_RECOGNIZE_PARTITION_TOO_LARGE") as failure:
+        with pytest.raises(Exception, match="MATCH_RECOGNIZE_MATCH_TOO_LONG") as failure:
             df.collect()
         cause = task_error(failure.value)
         assert isinstance(cause, cerql.ExecutionError)
-        assert cause.error_class == "MATCH_RECOGNIZE_PARTITION_TOO_LARGE"
-        assert mr_lower.MAX_PARTITION_ROWS_CONF in cause.hint
-        spark.conf.set(mr_lower.MAX_PARTITION_ROWS_CONF, "20")
+        assert cause.error_class == "MATCH_RECOGNIZE_MATCH_TOO_LONG"
+        assert mr_lower.MAX_MATCH_ROWS_CONF in cause.hint and "sym='x'" in str(cause)
+        spark.conf.set(mr_lower.MAX_MATCH_ROWS_CONF, "20")
         assert sorted(r["n"] for r in cerql.cer_sql(spark, text, t=spark.createDataFrame(rows)).collect()) == [3, 20]
+        # a group of 3 000 rows whose matches are short runs under a limit of 40 rows
+        many = pd.DataFrame({"sym": ["x"] * 3000, "ts": range(3000), "price": [float(i % 5) for i in range(3000)]})
+        short = text.replace("PATTERN (A+) DEFINE A AS price > 0", "PATTERN (A+) DEFINE A AS price > PREV(price)")
+        spark.conf.set(mr_lower.MAX_MATCH_ROWS_CONF, "40")
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "16")
+        got = cerql.cer_sql(spark, short, t=spark.createDataFrame(many)).toPandas()
+        assert len(got) == 600 and set(got["n"]) == {4}
     finally:
-        spark.conf.unset(mr_lower.MAX_PARTITION_ROWS_CONF)
+        spark.conf.unset(mr_lower.MAX_MATCH_ROWS_CONF)
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
 
 
 @pytest.mark.parametrize("batch_rows", [1, 4, 10_000])

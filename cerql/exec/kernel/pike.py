@@ -32,6 +32,17 @@ where to resume after a non-empty match (docs/semantics.md, "MATCH_RECOGNIZE").
 Paths are nodes in a shared arena (label, parent), so extending a thread by a row is one node;
 when the arena is full it is compacted to the nodes the live threads and pending matches use, and
 grown only when more than half of it is live: memory follows the live matches, not the partition.
+
+A partition in pieces. A caller that holds only part of a partition (Spark hands a task its rows
+in Arrow batches: exec/mr_incremental.py) runs the kernel on the rows it has, not ``final``: no
+thread dies for want of a row, a thread at ``$`` after the last row keeps its start undecided
+(the partition may or may not end there), and the kernel stops at the last row with ``head``,
+the first start row whose match is not known yet; the matches of the starts before it are final. The caller then drops the rows before ``head`` and, when more rows have come, runs the
+kernel again from ``head`` (``begin``) over what it kept: the same matches as one run over the
+whole partition. Why: the threads of earlier starts that a continuous run would still carry past
+``head`` can have taken a later start's thread's place only where both would do the same thing
+(a row-local future), or inside a match that cuts the later start; and every other mode restarts
+at its resume row anyway, which a new run from ``head`` does too.
 """
 
 from __future__ import annotations
@@ -57,8 +68,10 @@ _CUT = 2     # threads after this point of the current row with a start below th
 _FLOOR = 3   # no start row below this is begun
 _GEN = 4     # stamp of the current closure round (``visited``)
 _CONT = 5    # 1: PAST LAST ROW (one pass), 0: restart after each match
-_N = 6       # rows of the partition
-_SLOTS = 7
+_N = 6       # rows given
+_FIRST = 7   # the position of the partition's first row (``^``), -1 when it lies before the rows given
+_FINAL = 8   # 1: the partition ends after the rows given (``$``), 0: more rows follow
+_SLOTS = 9
 
 _NEVER = np.int64(1) << np.int64(62)
 
@@ -86,8 +99,9 @@ def _closure(root, start, node, pos, kind, out_start, out, nullable, visited, st
     """Follow the epsilon moves from ``root`` at position ``pos`` (before row ``pos``) in
     preference order (depth first), appending the CONSUME states reached first to the next list
     and recording an ACCEPT reached."""
-    n = sc[_N]
-    anchors = (1 if pos == 0 else 0) | (2 if pos == n else 0)
+    at_end = pos == sc[_N] and sc[_FINAL] == 1
+    at_start = pos == sc[_FIRST]
+    anchors = (1 if at_start else 0) | (2 if at_end else 0)
     gen = sc[_GEN]
     top = 1
     stack[0] = root
@@ -101,6 +115,8 @@ def _closure(root, start, node, pos, kind, out_start, out, nullable, visited, st
             if nullable[s, anchors]:
                 _accept(start, node, pos, rec_end, rec_node, sc)
                 return
+            if pos == sc[_N] and sc[_FINAL] == 0 and nullable[s, anchors | 2]:
+                cnt[start] += 1  # it might end here with ``$``: not decided until the rows run out
             continue
         visited[s] = gen
         k = kind[s]
@@ -114,7 +130,9 @@ def _closure(root, start, node, pos, kind, out_start, out, nullable, visited, st
         elif k == ACCEPT:
             _accept(start, node, pos, rec_end, rec_node, sc)
             return
-        elif (k == ANCHOR_START and pos != 0) or (k == ANCHOR_END and pos != n):
+        elif k == ANCHOR_END and pos == sc[_N] and sc[_FINAL] == 0:
+            cnt[start] += 1  # ``$`` holds here if no row follows: not decided until the rows run out
+        elif (k == ANCHOR_START and not at_start) or (k == ANCHOR_END and not at_end):
             continue
         else:
             for j in range(out_start[s + 1] - 1, out_start[s] - 1, -1):
@@ -164,16 +182,24 @@ def _grow(a, size):
 
 
 @njit(nogil=True, cache=True)
-def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, bits, mode, mask):
-    """All matches of one partition (module docstring). Returns ``(starts, ends, labels, error,
-    error_match, steps)``: ``error`` is OK or a SKIP_TO_* code, ``error_match`` the 1-based number
-    of the match that raised it (the matches before it are returned), ``steps`` the work done."""
+def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, bits, mode, mask,
+                 first_row, begin, final):
+    """The matches of one partition, or of a stretch of it (module docstring, "A partition in
+    pieces"): the rows ``bits`` holds, with starts from ``begin`` on; ``first_row`` is where the
+    partition's first row lies (-1: before ``bits``), ``final`` whether the partition ends after
+    them. Returns ``(starts, ends, labels, error, error_match, steps, head)``: ``error`` is OK or
+    a SKIP_TO_* code, ``error_match`` the 1-based number of the match that raised it (the
+    matches before it are returned), ``steps`` the work done, ``head`` the first start row whose
+    match is not known yet (every match of an earlier start is returned, and none of a later)."""
     n = bits.shape[0]
     ns = kind.shape[0]
     sc = np.zeros(_SLOTS, dtype=np.int64)
     sc[_CONT] = 1 if mode == PAST_LAST_ROW else 0
     sc[_N] = n
+    sc[_FIRST] = first_row
+    sc[_FINAL] = 1 if final else 0
     sc[_CUT] = -1
+    sc[_FLOOR] = begin
     cur_state = np.empty(ns, dtype=np.int64)
     cur_start = np.empty(ns, dtype=np.int64)
     cur_node = np.empty(ns, dtype=np.int64)
@@ -194,20 +220,20 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, 
     labels = np.empty(64, dtype=np.int64)
     n_match = 0
     n_labels = 0
-    head = 0          # the earliest start row whose outcome is not yet known
-    last_start = -1   # the latest start row begun
-    p = 0             # the next row to consume
+    head = begin      # the earliest start row whose outcome is not yet known
+    last_start = begin - 1   # the latest start row begun
+    p = begin         # the next row to consume
     n_cur = 0
-    if n > 0:
+    if begin < n:
         sc[_GEN] += 1
         sc[_NEXT] = 0
-        last_start = 0
-        rec_end[0] = -1
-        _closure(start_state, 0, -1, 0, kind, out_start, out, nullable, visited, stack,
+        last_start = begin
+        rec_end[begin] = -1
+        _closure(start_state, begin, -1, begin, kind, out_start, out, nullable, visited, stack,
                  cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
         n_cur = sc[_NEXT]
     while True:
-        if p >= n:   # threads waiting for a row past the end die
+        if p >= n and final:   # threads waiting for a row past the end die
             for i in range(n_cur):
                 cnt[cur_start[i]] -= 1
             n_cur = 0
@@ -243,10 +269,10 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, 
                             break
                 if resume < 0:
                     return m_start[:n_match], m_end[:n_match], labels[:n_labels + e - s], SKIP_TO_NO_ROW, \
-                        n_match, sc[_STEPS]
+                        n_match, sc[_STEPS], head
                 if resume == s:
                     return m_start[:n_match], m_end[:n_match], labels[:n_labels + e - s], SKIP_TO_FIRST_ROW, \
-                        n_match, sc[_STEPS]
+                        n_match, sc[_STEPS], head
             n_labels += e - s
             head = resume
             if mode != PAST_LAST_ROW:
@@ -303,17 +329,19 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, 
         cur_state, nxt_state = nxt_state, cur_state
         cur_start, nxt_start = nxt_start, cur_start
         cur_node, nxt_node = nxt_node, cur_node
-    return m_start[:n_match], m_end[:n_match], labels[:n_labels], OK, 0, sc[_STEPS]
+    return m_start[:n_match], m_end[:n_match], labels[:n_labels], OK, 0, sc[_STEPS], head
 
 
 class Matches(NamedTuple):
     """The matches of one partition: ``starts``, ``ends`` (exclusive) and the flat ``labels`` of
-    their rows; ``steps``: the kernel's work (states visited plus threads stepped)."""
+    their rows; ``steps``: the kernel's work (states visited plus threads stepped); ``head``: the
+    first start row whose match is not known yet (the rows' end when the partition ended)."""
 
     starts: np.ndarray
     ends: np.ndarray
     labels: np.ndarray
     steps: int = 0
+    head: int = 0
 
 
 def skip_error(nfa: Nfa, skip: Skip, code: int, match_number: int, partition: str | None = None) -> ExecutionError:
@@ -332,18 +360,25 @@ def skip_error(nfa: Nfa, skip: Skip, code: int, match_number: int, partition: st
 
 
 def match_partition(nfa: Nfa, bits: np.ndarray, skip: Skip, tables: NfaTables | None = None,
-                    partition: str | None = None) -> Matches:
+                    partition: str | None = None, *, first_row: int = 0, begin: int = 0,
+                    final: bool = True, numbered_from: int = 0) -> Matches:
     """Every match of one partition, in order (module docstring); ``tables`` is ``nfa.tables()``
     when the caller keeps it. Raises the AFTER_MATCH_SKIP_FAILED ExecutionError when AFTER MATCH
-    SKIP TO cannot resume (``partition`` names the partition in its message)."""
+    SKIP TO cannot resume (``partition`` names the partition in its message).
+
+    A partition given in pieces (module docstring, "A partition in pieces"): ``bits`` holds a
+    stretch of it, ``begin`` the first start row to try, ``first_row`` where the partition's
+    first row lies in ``bits`` (-1: before it), ``final`` whether the partition ends with
+    ``bits``; ``numbered_from`` is the number of matches found before (for the error's match
+    number). Only the matches of starts before the returned ``head`` are given."""
     t = tables if tables is not None else nfa.tables()
     bits = np.ascontiguousarray(bits, dtype=np.uint64)
-    starts, ends, labels, error, which, steps = match_kernel(
+    starts, ends, labels, error, which, steps, head = match_kernel(
         t.kind, t.label, t.out_start, t.out, t.label_var, t.nullable, np.int64(t.start), bits,
-        np.int64(skip.mode), np.uint64(skip.mask))
+        np.int64(skip.mode), np.uint64(skip.mask), np.int64(first_row), np.int64(begin), bool(final))
     if error != OK:
-        raise skip_error(nfa, skip, int(error), int(which), partition)
-    return Matches(starts, ends, labels, int(steps))
+        raise skip_error(nfa, skip, int(error), numbered_from + int(which), partition)
+    return Matches(starts, ends, labels, int(steps), int(head))
 
 
 __all__ = ["Matches", "OK", "SKIP_TO_FIRST_ROW", "SKIP_TO_NO_ROW", "match_kernel", "match_partition", "skip_error"]

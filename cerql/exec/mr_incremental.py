@@ -1,0 +1,159 @@
+"""One PARTITION BY group of a MATCH_RECOGNIZE query matched as its rows arrive, holding only the
+rows an undecided match may still need.
+
+Why: on Spark a task receives its rows in Arrow batches (cerql/spark/mr_lower.py), sorted by
+PARTITION BY, ORDER BY and input order, with the key expressions and row-local DEFINE bits
+computed in the JVM. Holding a whole group before matching would make a task's memory grow
+with the group (a year of one sensor's readings), while a match decides on a few rows. So a
+:class:`GroupMatcher` keeps the rows from the first start row whose match is not known yet
+(the matcher's ``head``, exec/kernel/pike.py "A partition in pieces") on, plus the few rows
+before it that MEASURES or DEFINEs reach with PREV (``reach``), and gives the output of every
+decided match as it goes: memory follows the longest live (partial) match, not the group.
+
+Each run of the matcher starts again at ``head`` over the rows kept, which gives the matches one
+run over the whole group gives (the kernel's docstring says why). A run is started only when the
+rows that arrived since the last one are at least as many as the rows that run left undecided,
+so every row is matched at most about twice on average however long a match stays live, and a
+live match of ``max_rows`` rows or more fails with MATCH_RECOGNIZE_MATCH_TOO_LONG naming the
+conf (``cerql.matchRecognize.maxMatchRows``), instead of filling the executor's memory.
+
+Rows a measure reads after a match (NEXT) must have arrived before the match is reported: a run
+that is not the group's last matches only up to ``reach`` rows before the last row held.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from cerql import mr_ast
+from cerql import mr_functions as mx
+from cerql.errors import ExecutionError
+from cerql.exec.mr_define import given_bits
+from cerql.exec.mr_engine import (Found, Matcher, collect_matches, describe_partition, key_columns, output_rows,
+                                  result_table)
+
+MAX_MATCH_ROWS = 10_000_000
+MAX_MATCH_ROWS_CONF = "cerql.matchRecognize.maxMatchRows"
+
+
+def reach(clause: mr_ast.MatchRecognize) -> tuple[int, int]:
+    """``(back, ahead)``: how many rows before a match's first row, and after its last, its
+    DEFINEs and MEASURES can read (the sums of the PREV, and of the NEXT, offsets written in
+    each expression: a bound for nested navigations). FIRST/LAST stay within the match."""
+    back = ahead = 0
+    for expr in [d.condition for d in clause.defines] + [m.expr for m in clause.measures]:
+        behind = before = 0
+        for node in mx.walk(expr.tree):
+            name = mx.function_name(node)
+            if name in mx.PHYSICAL:
+                args = mx.arguments(node)
+                offset = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(name)
+                if name == mx.PREV:
+                    behind += int(offset)
+                else:
+                    before += int(offset)
+        back, ahead = max(back, behind), max(ahead, before)
+    return back, ahead
+
+
+def match_too_long(limit: int, partition: str | None) -> ExecutionError:
+    where = f" in partition {partition}" if partition else ""
+    return ExecutionError(
+        f"A MATCH_RECOGNIZE match still undecided after {limit} rows{where}: the rows it may need are held "
+        "in memory until it is", error_class="MATCH_RECOGNIZE_MATCH_TOO_LONG",
+        hint=f"raise the Spark conf {MAX_MATCH_ROWS_CONF}, bound the pattern's quantifiers (A{{1,100}} for A+), "
+             "or partition more finely", params={"max_rows": limit})
+
+
+class GroupMatcher:
+    """One PARTITION BY group's result, batch by batch (module docstring). ``bits``: the column of
+    the DEFINE bits; ``keys``: as ``run_match_recognize`` takes them; ``max_rows``: the most rows
+    one undecided match may hold. ``feed`` each batch of the group's rows in order, then
+    ``finish``; both yield result tables. ``peak``: the most rows held at once."""
+
+    def __init__(self, clause: mr_ast.MatchRecognize, text: str, matcher: Matcher, *, bits: str,
+                 keys: Sequence[str | None] | None = None, max_rows: int = MAX_MATCH_ROWS):
+        self.clause, self.text, self.matcher, self.bits, self.keys = clause, text, matcher, bits, keys
+        self.max_rows = max_rows
+        self.back, self.ahead = reach(clause)
+        self.history = bool(getattr(matcher, "history", frozenset()))
+        self.held: list[pa.Table] = []
+        self.held_rows = 0
+        self.base = 0          # the group's row number of the first row held
+        self.head = 0          # the first start row (group row number) whose match is not known
+        self.covered = 0       # the end of the matches reported so far
+        self.numbered = 0      # matches reported so far
+        self.undecided = 0     # rows the last run left from ``head`` on
+        self.fresh = 0         # rows arrived since the last run
+        self.peak = 0
+
+    def feed(self, table: pa.Table) -> Iterator[pa.Table]:
+        if table.num_rows == 0:
+            return
+        self.held.append(table)
+        self.held_rows += table.num_rows
+        self.fresh += table.num_rows
+        self.peak = max(self.peak, self.held_rows)
+        if self.fresh >= max(self.undecided, 1):
+            yield from self._run(final=False)
+        if self.base + self.held_rows - self.head > self.max_rows:
+            raise match_too_long(self.max_rows, self._partition())
+
+    def finish(self) -> Iterator[pa.Table]:
+        if self.held_rows:
+            yield from self._run(final=True)
+        self.held, self.held_rows = [], 0
+
+    def _partition(self) -> str | None:
+        if not self.held:
+            return None
+        rows, partition_keys, _ = key_columns(self.clause, self.held[0].slice(0, 1), self.text, self.keys)
+        return describe_partition(rows, partition_keys, 0)
+
+    def _run(self, final: bool) -> Iterator[pa.Table]:
+        table = pa.concat_tables(self.held).combine_chunks() if len(self.held) > 1 else self.held[0]
+        self.held = [table]
+        n = table.num_rows
+        begin = self.head - self.base
+        usable = n if final else n - self.ahead
+        self.fresh = 0
+        if usable <= begin:
+            self.undecided = n - begin
+            return
+        bits = given_bits(table, self.bits)[:usable]
+        where = dict(first_row=0 if self.base == 0 else -1, begin=begin, final=final, numbered_from=self.numbered)
+        if self.history:
+            starts, ends, labels, head = self.matcher.match(bits, self._partition(), rows=table, **where)
+        else:
+            starts, ends, labels, head = self.matcher.match(bits, self._partition(), **where)
+        head = usable if final else int(head)
+        if len(starts) or self.clause.rows_per_match.mode == mr_ast.WITH_UNMATCHED:
+            yield self._output(table, starts, ends, labels, (begin, head, self.covered - self.base))
+        self.numbered += len(starts)
+        if len(ends):
+            self.covered = max(self.covered, self.base + int(np.max(ends)))
+        self.head = self.base + head
+        keep = max(0, head - self.back)
+        if keep > 0:
+            self.held = [table.slice(keep)]
+            self.base += keep
+            self.held_rows = n - keep
+        self.undecided = n - head
+
+    def _output(self, table: pa.Table, starts, ends, labels, unmatched: tuple[int, int, int]) -> pa.Table:
+        hidden = ({self.bits} | set(self.keys or ())) - {None}
+        inputs = [c for c in table.column_names if c not in hidden]
+        rows, partition_keys, order_keys = key_columns(self.clause, table, self.text, self.keys)
+        n = rows.num_rows
+        found = Found(np.asarray(starts, np.int64), np.asarray(ends, np.int64), labels, 0, self.numbered + 1)
+        matches = collect_matches([found], self.matcher)
+        part = np.zeros(n, np.int64)
+        out_rows = output_rows(self.clause, matches, part, np.array([0, n], np.int64), unmatched)
+        return result_table(self.clause, rows, part, np.full(n, n, np.int64), matches, out_rows, inputs,
+                            partition_keys, order_keys, self.text)
+
+
+__all__ = ["GroupMatcher", "MAX_MATCH_ROWS", "MAX_MATCH_ROWS_CONF", "match_too_long", "reach"]
