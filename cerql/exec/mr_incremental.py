@@ -12,8 +12,10 @@ decided match as it goes: memory follows the longest live (partial) match, not t
 
 Each run of the matcher starts again at ``head`` over the rows kept, which gives the matches one
 run over the whole group gives (the kernel's docstring says why). A run is started only when the
-rows that arrived since the last one are at least as many as the rows that run left undecided,
-so every row is matched at most about twice on average however long a match stays live, and a
+rows that arrived since the last one are at least as many as the rows that run left undecided
+(and at least ``min_run``, 65 536: a group that size or smaller is matched once, when it ends,
+as a whole), so every row is matched at most about twice on average however long a match stays
+live, a task holds at most about twice the longest live match or ``min_run`` rows, and a
 live match of ``max_rows`` rows or more fails with MATCH_RECOGNIZE_MATCH_TOO_LONG naming the
 conf (``cerql.matchRecognize.maxMatchRows``), instead of filling the executor's memory.
 
@@ -37,6 +39,7 @@ from cerql.exec.mr_engine import (Found, Matcher, collect_matches, describe_part
 
 MAX_MATCH_ROWS = 10_000_000
 MAX_MATCH_ROWS_CONF = "cerql.matchRecognize.maxMatchRows"
+MIN_RUN = 1 << 16  # rows gathered before a run of the matcher (module docstring)
 
 
 def reach(clause: mr_ast.MatchRecognize) -> tuple[int, int]:
@@ -75,9 +78,9 @@ class GroupMatcher:
     ``finish``; both yield result tables. ``peak``: the most rows held at once."""
 
     def __init__(self, clause: mr_ast.MatchRecognize, text: str, matcher: Matcher, *, bits: str,
-                 keys: Sequence[str | None] | None = None, max_rows: int = MAX_MATCH_ROWS):
+                 keys: Sequence[str | None] | None = None, max_rows: int = MAX_MATCH_ROWS, min_run: int = MIN_RUN):
         self.clause, self.text, self.matcher, self.bits, self.keys = clause, text, matcher, bits, keys
-        self.max_rows = max_rows
+        self.max_rows, self.min_run = max_rows, min_run
         self.back, self.ahead = reach(clause)
         self.history = bool(getattr(matcher, "history", frozenset()))
         self.held: list[pa.Table] = []
@@ -91,23 +94,30 @@ class GroupMatcher:
         self.peak = 0
 
     def feed(self, table: pa.Table) -> Iterator[pa.Table]:
-        if table.num_rows == 0:
-            return
-        self.held.append(table)
-        self.held_rows += table.num_rows
-        self.fresh += table.num_rows
-        self.peak = max(self.peak, self.held_rows)
-        if self.fresh >= max(self.undecided, 1):
+        """The next rows of the group; yields the results they decide."""
+        self._hold(table)
+        if self.fresh >= max(self.undecided, self.min_run, 1):
             yield from self._run(final=False)
         if self.base + self.held_rows - self.head > self.max_rows:
             raise match_too_long(self.max_rows, self._partition())
 
-    def finish(self) -> Iterator[pa.Table]:
+    def finish(self, table: pa.Table | None = None) -> Iterator[pa.Table]:
+        """The group's last rows (if any): yields the rest of its result."""
+        if table is not None:
+            self._hold(table)
         if self.held_rows:
             yield from self._run(final=True)
         self.held, self.held_rows = [], 0
 
+    def _hold(self, table: pa.Table) -> None:
+        if table.num_rows:
+            self.held.append(table)
+            self.held_rows += table.num_rows
+            self.fresh += table.num_rows
+            self.peak = max(self.peak, self.held_rows)
+
     def _partition(self) -> str | None:
+        """The group's PARTITION BY values, for an error message (``sym='x'``)."""
         if not self.held:
             return None
         rows, partition_keys, _ = key_columns(self.clause, self.held[0].slice(0, 1), self.text, self.keys)
@@ -156,4 +166,4 @@ class GroupMatcher:
                             partition_keys, order_keys, self.text)
 
 
-__all__ = ["GroupMatcher", "MAX_MATCH_ROWS", "MAX_MATCH_ROWS_CONF", "match_too_long", "reach"]
+__all__ = ["GroupMatcher", "MAX_MATCH_ROWS", "MIN_RUN", "MAX_MATCH_ROWS_CONF", "match_too_long", "reach"]

@@ -115,12 +115,12 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
                 current = None
             bounds = [0] + cuts + [table.num_rows]
             for lo, hi in zip(bounds[:-1], bounds[1:]):
-                if current is None:
-                    current = group()
-                yield from batches_of(current.feed(table.slice(lo, hi - lo)))
+                current = current or group()
                 if hi < table.num_rows:  # the group ends within the batch
-                    yield from batches_of(current.finish())
+                    yield from batches_of(current.finish(table.slice(lo, hi - lo)))
                     current = None
+                else:
+                    yield from batches_of(current.feed(table.slice(lo, hi - lo)))
             last = key_of(table, columns, table.num_rows - 1)
         if current is not None:
             yield from batches_of(current.finish())

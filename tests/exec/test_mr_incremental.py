@@ -49,10 +49,13 @@ def _incremental(c, text, table, sizes, max_rows=10_000_000):
     matcher = _matcher(c, text)
     out, peak = [], 0
     for group in _groups(c, text, table, matcher):
-        g = GroupMatcher(c, text, matcher, bits=BITS, max_rows=max_rows)
+        g = GroupMatcher(c, text, matcher, bits=BITS, max_rows=max_rows, min_run=1)
         at, k = 0, 0
         while at < group.num_rows:
             size = sizes[k % len(sizes)]
+            if at + size >= group.num_rows and sizes[0] % 2:  # the last rows handed to finish
+                out += list(g.finish(group.slice(at, size)))
+                break
             out += list(g.feed(group.slice(at, size)))
             at, k = at + size, k + 1
         out += list(g.finish())
@@ -110,6 +113,18 @@ def test_short_matches_hold_a_batch_or_two_however_long_the_group():
     assert peak <= 2 * 500 + 8
 
 
+def test_a_group_below_min_run_is_matched_once_when_it_ends():
+    c, text, table = _long(3_000, "A B+ C", {"A": "value = 0", "B": "value > PREV(value)", "C": "value = 6"})
+    matcher = _matcher(c, text)
+    calls = []
+    real = matcher.match
+    matcher.match = lambda bits, *a, **kw: calls.append(kw["final"]) or real(bits, *a, **kw)
+    group = _groups(c, text, table, matcher)[0]
+    g = GroupMatcher(c, text, matcher, bits=BITS, min_run=4_000)
+    out = [t for at in range(0, 3_000, 500) for t in g.feed(group.slice(at, 500))] + list(g.finish())
+    assert calls == [True] and sum(t.num_rows for t in out) == 3_000 // 7
+
+
 def test_a_live_match_holds_its_rows_and_work_stays_linear():
     c, text, table = _long(20_000, "A+ B", {"A": "value >= 0", "B": "value < 0"})
     matcher = _matcher(c, text)
@@ -122,7 +137,7 @@ def test_a_live_match_holds_its_rows_and_work_stays_linear():
 
     matcher.match = counting
     group = _groups(c, text, table, matcher)[0]
-    g = GroupMatcher(c, text, matcher, bits=BITS)
+    g = GroupMatcher(c, text, matcher, bits=BITS, min_run=1)
     out = [t for at in range(0, 20_000, 100) for t in g.feed(group.slice(at, 100))] + list(g.finish())
     assert sum(t.num_rows for t in out) == 0 and g.peak == 20_000
     assert sum(seen) <= 3 * 20_000, seen  # each row matched about twice, not once per batch
