@@ -101,6 +101,20 @@ def subset_members(clause: mr_ast.MatchRecognize) -> dict[str, frozenset[str]]:
     return {mx.canonical(s.name): frozenset(mx.canonical(v) for v in s.variables) for s in clause.subsets}
 
 
+def columns_read(clause: mr_ast.MatchRecognize, row_local: frozenset[str], names: Sequence[str]) -> list[str]:
+    """The input columns (of ``names``) the result needs once the row-local DEFINEs' bits are
+    given (``row_local``: those variables, canonical): ALL ROWS PER MATCH shows every input
+    column; ONE ROW PER MATCH reads only those its measures, its other DEFINEs and its PARTITION
+    BY / ORDER BY items name. Why: on Spark every column the matcher is handed crosses from the
+    JVM to Python, the larger part of the query's cost (docs/benchmarks.md, "MATCH_RECOGNIZE")."""
+    if clause.rows_per_match.all_rows:
+        return list(names)
+    exprs = [m.expr for m in clause.measures] + list(clause.partition_by) + [k.expr for k in clause.order_by]
+    exprs += [d.condition for d in clause.defines if mx.canonical(d.variable) not in row_local]
+    read = {c.name.lower() for e in exprs for c in e.tree.find_all(exp.Column) if not mx.is_star(c)}
+    return [n for n in names if n.lower() in read]
+
+
 class PikeMatcher:
     """The :class:`Matcher` of the Pike-VM kernel (exec/kernel/pike.py) over a compiled NFA."""
 
@@ -424,6 +438,6 @@ def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray,
                 np.concatenate([running, none])[order], np.concatenate([final, none])[order])
 
 
-__all__ = ["Found", "Key", "Matcher", "PikeMatcher", "collect_matches", "describe_partition", "key_columns",
+__all__ = ["Found", "Key", "Matcher", "PikeMatcher", "collect_matches", "columns_read", "describe_partition", "key_columns",
            "matcher_for", "output_rows", "partition_ids", "pattern_variables", "result_table", "run_match_recognize",
            "sort_order", "subset_members"]

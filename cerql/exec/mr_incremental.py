@@ -96,7 +96,8 @@ class GroupMatcher:
     def feed(self, table: pa.Table) -> Iterator[pa.Table]:
         """The next rows of the group; yields the results they decide."""
         self._hold(table)
-        if self.fresh >= max(self.undecided, self.min_run, 1):
+        over = self.base + self.held_rows - self.head > self.max_rows  # unless a run decides some
+        if over or self.fresh >= max(self.undecided, self.min_run, 1):
             yield from self._run(final=False)
         if self.base + self.held_rows - self.head > self.max_rows:
             raise match_too_long(self.max_rows, self._partition())

@@ -18,7 +18,8 @@ by name. Output: a lazy DataFrame, the outer query's result (docs/semantics.md,
    batch, to the local engine (cerql/exec/mr_incremental.py over cerql/exec/mr_engine.py),
    which takes the keys and bits as Spark computed them and evaluates no DEFINE but the
    history-dependent ones; its result schema, computed on the driver from those columns'
-   schema, is the DataFrame's;
+   schema, is the DataFrame's; only the columns it reads cross to Python (ONE ROW PER MATCH:
+   those the measures, the history-dependent DEFINEs and the keys name, ``columns_read``);
 5. the result becomes a temp view of a name unique to the query, and the outer query, with the
    item replaced by that name, runs as Spark SQL over it: SELECT, WHERE, JOIN, GROUP BY, ORDER
    BY, whatever it holds.
@@ -38,13 +39,13 @@ from sqlglot import exp
 
 from cerql import mr_ast, row_pattern
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
-from cerql.exec.mr_engine import MAX_THREADS, run_match_recognize
+from cerql.exec.mr_engine import MAX_THREADS, columns_read, run_match_recognize
 from cerql.exec.mr_incremental import MAX_MATCH_ROWS, MAX_MATCH_ROWS_CONF, GroupMatcher
 from cerql.exec.task import key_changes, same_key
 from cerql.planner import front
 from cerql.spark import mr_bits
 from cerql.spark.compat import functions_for, plan_lines, read_conf
-from cerql.spark.lower import arrow_schema, spark_type
+from cerql.spark.lower import arrow_schema, quoted, spark_type
 from cerql.spark.workers import check_workers
 
 ORDINAL = "__cerql_mr_ordinal"
@@ -105,7 +106,7 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
     def cerql_match_recognize(batches):  # the name shows in Spark's plan
         current, last = None, None  # the group being matched, its key
         for batch in batches:
-            table = pa.Table.from_batches([batch]).drop_columns([ORDINAL])
+            table = pa.Table.from_batches([batch])
             if table.num_rows == 0:
                 continue
             columns = group_columns(table)
@@ -160,6 +161,9 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
         source = arrow_schema(rows.schema, text, at, "a PARTITION BY or ORDER BY expression",
                               "cast it to a simpler type")
         schema = result_schema(planned, source, keys)
+        hidden = [mr_bits.BITS] + [k for k in keys if k is not None]
+        inputs = [c for c in rows.columns if c not in hidden and c != ORDINAL]
+        rows = rows.select(*[quoted(c) for c in columns_read(clause, planned.analysis.row_local, inputs) + hidden])
         check_workers(spark)  # before the mapInArrow UDF is built (workers.py)
     except CeqlError as err:
         raise err.with_text(text)
