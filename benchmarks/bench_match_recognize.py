@@ -9,14 +9,16 @@ every start row and every mapping depth first. The families:
    a random-walk price, 100 partitions, ``--vshape-rows`` rows (100k and 1M), against its twin
    whose C never holds (same sort, partitions and DEFINE bits, no match) measured in the same
    rounds: rows per second, the ratio to the twin, and the time per output row.
-2. **adversarial**: one partition where every row is A and B never holds (``price`` = the row
-   number, B ``price < 0``): ``PATTERN (A+ B)``, ``PATTERN (A+ B+)`` (trino#18036's shape) and
-   the history-dependent ``PATTERN (A+ B)`` with ``B AS price < FIRST(A.price)`` (thread
+2. **adversarial**: one partition where every row is A (``price`` = the row number + 1):
+   ``PATTERN (A+ B)`` and ``PATTERN (A+ B+)`` where B never holds; ``PATTERN (A+ B+)`` where A
+   and B both hold on every row (trino#18036's shape); ``PATTERN ((A | B)* C)`` where A and B
+   both hold and C never (a backtracker tries 2^n labellings, so it runs at ``8..20`` rows);
+   and the history-dependent ``PATTERN (A+ B)`` with ``B AS price < FIRST(A.price)`` (thread
    matcher), at ``--adv-rows`` sizes, cerql against ``backtrack`` below (the textbook
    algorithm, in Python): the growth ``time(2N) / time(N)`` per engine (2 is linear, 4
    quadratic). A size is skipped for an engine once a smaller one took over ``--budget``
-   seconds. cerql's row-local queries also run at ``--adv-big`` sizes, where its fixed cost no
-   longer hides the growth.
+   seconds. cerql's row-local queries also run at ``--adv-big`` sizes (100 000 to 800 000),
+   where its fixed cost no longer hides the growth.
 3. **skip**: family 1 under ``AFTER MATCH SKIP TO NEXT ROW`` against ``PAST LAST ROW``, same rounds.
 4. **flink**: Flink SQL MATCH_RECOGNIZE (PyFlink in its own venv under ``--cache-dir``, built by
    ``peers/flink_engine.py``; left out with the reason when it cannot be) on family 1 closed by
@@ -26,6 +28,13 @@ every start row and every mapping depth first. The families:
 5. **spark**: family 1 at the largest ``--vshape-rows`` through ``spark.cer_sql`` to the noop
    sink on local[2], against ``repartition(sym).sortWithinPartitions(sym, ts)`` of the same
    cached rows, interleaved.
+6. **memory**: what a Spark task holds while it matches one PARTITION BY group of
+   ``--memory-rows`` rows handed to it in Arrow batches of 10 000 (Spark's default), the DEFINE
+   bits given as Spark computes them: batch by batch (exec/mr_incremental.py, what tasks run)
+   against the whole group gathered and matched at once (what they ran before), each in a
+   fresh process; the peak resident memory over the process's before the first batch (the
+   batches already in memory), and the rows held. Family 1's V-shape (short matches) and
+   family 2's ``A+ B`` (one match live from the first row to the last, which must be held).
 
 Counts are printed for every engine and checked against cerql's where the query is the same
 (the backtracker also runs family 1 at the smallest size, to check it against cerql on a
@@ -65,13 +74,21 @@ VSHAPE = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts
   ONE ROW PER MATCH AFTER MATCH SKIP {skip}
   PATTERN (A B+ C+) DEFINE B AS price < PREV(price), C AS price > PREV(price){never})"""
 ADVERSARIAL = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts
-  MEASURES FIRST(A.ts) AS first_ts, COUNT(*) AS n ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
-  PATTERN ({pattern}) DEFINE A AS price > 0, B AS {b})"""
-ADV_QUERIES = {  # name: (PATTERN, B's DEFINE, the backtracker's pattern)
-    "A+ B": ("A+ B", "price < 0", ("seq", [("quant", ("var", "A"), 1, None), ("var", "B")])),
-    "A+ B+": ("A+ B+", "price < 0", ("seq", [("quant", ("var", "A"), 1, None), ("quant", ("var", "B"), 1, None)])),
-    "A+ B, B < FIRST(A)": ("A+ B", "price < FIRST(A.price)",
-                           ("seq", [("quant", ("var", "A"), 1, None), ("var", "B")])),
+  MEASURES FIRST(ts) AS first_ts, COUNT(*) AS n ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+  PATTERN ({pattern}) DEFINE {define})"""
+_A, _B = ("var", "A"), ("var", "B")
+ADV_QUERIES = {  # name: (PATTERN, DEFINE, the backtracker's pattern, its sizes if not --adv-rows)
+    "A+ B": ("A+ B", "A AS price > 0, B AS price < 0", ("seq", [("quant", _A, 1, None), _B]), None),
+    "A+ B+": ("A+ B+", "A AS price > 0, B AS price < 0", ("seq", [("quant", _A, 1, None), ("quant", _B, 1, None)]),
+              None),
+    # trino#18036's shape: A and B both hold on every row; one match of the whole partition
+    "A+ B+, both hold": ("A+ B+", "A AS price > 0, B AS price > 0",
+                         ("seq", [("quant", _A, 1, None), ("quant", _B, 1, None)]), None),
+    # no C: a backtracker tries every A/B labelling of every suffix, 2^n of them
+    "(A | B)* C": ("(A | B)* C", "A AS price > 0, B AS price > 0, C AS price < 0",
+                   ("seq", [("quant", ("alt", [_A, _B]), 0, None), ("var", "C")]), [8, 12, 16, 20]),
+    "A+ B, B < FIRST(A)": ("A+ B", "A AS price > 0, B AS price < FIRST(A.price)",
+                           ("seq", [("quant", _A, 1, None), _B]), None),
 }
 FLINK_VSHAPE = """MATCH_RECOGNIZE (PARTITION BY sym ORDER BY rt
   MEASURES FIRST(A.ts) AS first_ts ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
@@ -193,7 +210,9 @@ def backtrack_adversarial(name: str, df: pd.DataFrame) -> int:
             first_a = next(row for row, var in mapped if var == "A") if mapped else None
             return price[r] > 0 if v == "A" else first_a is not None and price[r] < price[first_a]
     else:
-        bits = {"A": [p > 0 for p in price], "B": [p < 0 for p in price]}
+        conditions = dict(d.split(" AS ") for d in ADV_QUERIES[name][1].split(", "))
+        bits = {v: [p > 0 for p in price] if c == "price > 0" else [p < 0 for p in price]
+                for v, c in conditions.items()}
 
         def holds(v, r, mapped):
             return bits[v][r]
@@ -257,12 +276,12 @@ def family_vshape(sizes: list[int], repeat: int, records: list) -> None:
 
 def family_adversarial(sizes: list[int], big: list[int], history_sizes: list[int], repeat: int, budget: float,
                        records: list) -> None:
-    print("\n## 2. Adversarial for backtracking: one partition, every row A, B never holds")
-    for name, (pattern, b, _) in ADV_QUERIES.items():
-        query = ADVERSARIAL.format(pattern=pattern, b=b)
+    print("\n## 2. Adversarial for backtracking: one partition, price = row number + 1 (every row A)")
+    for name, (pattern, define, _, bt_sizes) in ADV_QUERIES.items():
+        query = ADVERSARIAL.format(pattern=pattern, define=define)
         history = "FIRST" in name
-        todo = history_sizes if history else sizes
-        print(f"\n### PATTERN ({pattern}), B AS {b}" + ("  (thread matcher)" if history else "  (Pike kernel)"))
+        todo = history_sizes if history else (bt_sizes or []) + sizes
+        print(f"\n### PATTERN ({pattern}) DEFINE {define}" + ("  (thread matcher)" if history else "  (Pike kernel)"))
         print(f"{'rows':>9} {'cerql ms':>10} {'growth':>7} {'backtrack ms':>13} {'growth':>7} {'counts':>12}")
         last = {"cerql": None, "backtrack": None}
         over = {"cerql": False, "backtrack": False}
@@ -271,7 +290,7 @@ def family_adversarial(sizes: list[int], big: list[int], history_sizes: list[int
             variants = {}
             if not over["cerql"]:
                 variants["cerql"] = lambda: run_count(query, df)
-            if not over["backtrack"] and n in todo:
+            if not over["backtrack"] and n in (bt_sizes or todo):
                 variants["backtrack"] = lambda: backtrack_adversarial(name, df)
             if not variants:
                 break
@@ -452,11 +471,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="best of N, rounds interleaved (runs over 2 s: once)")
     ap.add_argument("--json", help="write every record here")
-    ap.add_argument("--family", action="append", choices=("vshape", "adversarial", "skip", "flink", "spark"),
+    ap.add_argument("--family", action="append", choices=("vshape", "adversarial", "skip", "flink", "spark", "memory"),
                     help="repeatable; default all")
     ap.add_argument("--vshape-rows", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--adv-rows", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 16000])
-    ap.add_argument("--adv-big", type=int, nargs="+", default=[128_000, 256_000, 512_000, 1_024_000],
+    ap.add_argument("--adv-big", type=int, nargs="+", default=[100_000, 200_000, 400_000, 800_000],
                     help="further sizes for cerql's row-local adversarial queries")
     ap.add_argument("--history-rows", type=int, nargs="+", default=[250, 500, 1000, 2000, 4000],
                     help="sizes for the history-dependent query (quadratic in cerql too)")
@@ -468,14 +487,20 @@ def main() -> None:
     ap.add_argument("--flink-repeat", type=int, default=1, help="best of N for Flink's jobs")
     ap.add_argument("--flink-timeout", type=float, default=300.0,
                     help="seconds for the whole Flink process; cases not finished by then are reported as such")
+    ap.add_argument("--memory-rows", type=int, default=2_000_000)
+    ap.add_argument("--memory-child", nargs=3, metavar=("QUERY", "VARIANT", "ROWS"), help=argparse.SUPPRESS)
     ap.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "cerql-peers"),
                     help="where the PyFlink venv is (built there when missing)")
     args = ap.parse_args()
-    families = args.family or ["vshape", "adversarial", "skip", "flink", "spark"]
+    if args.memory_child:
+        query, variant, rows = args.memory_child
+        print(json.dumps(memory_child(query, variant, int(rows))))
+        return
+    families = args.family or ["vshape", "adversarial", "skip", "flink", "spark", "memory"]
     print(f"# cerql MATCH_RECOGNIZE benchmark; best of {args.repeat}, wall seconds; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     run_count(VSHAPE.format(skip="PAST LAST ROW", never=""), random_walk(10_000))  # warm-up: numba cache, imports
-    run_count(ADVERSARIAL.format(pattern="A+ B", b="price < FIRST(A.price)"), rising(100))
+    run_count(ADVERSARIAL.format(pattern="A+ B", define="A AS price > 0, B AS price < FIRST(A.price)"), rising(100))
     records: list[dict] = []
     t0 = time.perf_counter()
     if "vshape" in families:
@@ -489,10 +514,80 @@ def main() -> None:
                      args.flink_timeout, records)
     if "spark" in families:
         family_spark(max(args.vshape_rows), args.repeat, records)
+    if "memory" in families:
+        family_memory(args.memory_rows, records)
     print(f"\n# total {time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"argv": sys.argv, "records": records}, f, indent=1)
+
+
+MEMORY_QUERIES = {"vshape": VSHAPE.format(skip="PAST LAST ROW", never="").replace("PARTITION BY sym ", ""),
+                  "A+ B": ADVERSARIAL.format(pattern="A+ B", define="A AS price > 0, B AS price < 0")}
+
+
+def memory_child(name: str, variant: str, n: int) -> dict:
+    """One variant of family 6 in this (fresh) process: peak RSS over the RSS before the first
+    batch, sampled every millisecond by a thread, and the rows held."""
+    from cerql.exec.mr_define import define_bits
+    from cerql.exec.mr_engine import pattern_variables, run_match_recognize
+    from cerql.exec.mr_incremental import GroupMatcher
+    from cerql.planner import front
+    from cerql import row_pattern
+
+    text = MEMORY_QUERIES[name]
+    planned = front.plan_row_pattern(text)
+    clause, matcher = planned.clause, row_pattern.matcher(planned)
+    df = random_walk(n, partitions=1) if name == "vshape" else rising(n)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    defines = {d.variable.upper(): d.condition for d in clause.defines}
+    bits = define_bits(table, np.zeros(n, np.int64), np.full(n, n, np.int64), pattern_variables(clause), defines, text)
+    table = table.append_column("bits", pa.array(bits.view(np.int64)))
+    batches = [pa.Table.from_batches([b]) for b in table.to_batches(max_chunksize=10_000)]
+    del table, bits, df
+    gc.collect()
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def rss() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * page
+
+    before, peak, done = rss(), [0], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], rss())
+            time.sleep(0.001)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    t0 = time.perf_counter()
+    if variant == "batch by batch":
+        group = GroupMatcher(clause, text, matcher, bits="bits")
+        out = sum(t.num_rows for b in batches for t in group.feed(b)) + sum(t.num_rows for t in group.finish())
+        held = group.peak
+    else:
+        whole = pa.concat_tables(batches)
+        out = run_match_recognize(clause, whole, text, matcher, bits="bits").num_rows
+        held = whole.num_rows
+    seconds = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    return {"query": name, "variant": variant, "rows": n, "matches": out, "held_rows": held,
+            "peak_mib": (max(peak[0], rss()) - before) / 2**20, "seconds": seconds}
+
+
+def family_memory(n: int, records: list) -> None:
+    print(f"\n## 6. one PARTITION BY group of {n:,} rows in Arrow batches of 10 000, as a Spark task gets it; "
+          "peak RSS over the RSS before the first batch, fresh process each")
+    for name in MEMORY_QUERIES:
+        for variant in ("batch by batch", "whole group"):
+            child = subprocess.run([sys.executable, __file__, "--memory-child", name, variant, str(n)],
+                                   capture_output=True, text=True, check=True)
+            got = json.loads(child.stdout.strip().splitlines()[-1])
+            print(f"{name:7s} {variant:15s} matches {got['matches']:>8,}  rows held {got['held_rows']:>10,}  "
+                  f"peak +{got['peak_mib']:7.1f} MiB  {got['seconds']:.2f} s")
+            records.append({"family": "memory", **got})
 
 
 if __name__ == "__main__":
