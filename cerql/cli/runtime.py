@@ -4,9 +4,9 @@ Input: ``--conf key=value``, ``--master`` and ``--remote`` options, ``SPARK_REMO
 environment, and the SparkSession already active in the process, if any. Output:
 :func:`spark_session`, a context manager giving the session ``cerql run``, ``explain`` and
 ``demo`` run on, :func:`describe` naming it, and :func:`progress`, a context manager reporting
-Spark's running stages on stderr. Kept apart from the commands because the CLI's results depend on session settings
-(time zone, Parquet timestamp type) whichever session runs them, and because the demo
-(:func:`cerql.cli.demo.run_demo`) needs the same session without the command line.
+Spark's running stages on stderr. Kept apart from the commands because the CLI's results depend
+on session settings (time zone, Parquet timestamp type) whichever session runs them, and because
+the demo (:func:`cerql.cli.demo.run_demo`) needs the same session without the command line.
 
 Where a command runs, first match first (:func:`spark_session`):
 

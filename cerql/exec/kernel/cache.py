@@ -21,9 +21,9 @@ compiles ahead, with its own progress line. :func:`compiled` tells cheaply wheth
 needed: the stamp below is current and numba's index of ``run_batch`` is there.
 
 A cerql imported from a zip (shipped to Spark executors as one) has no folder to cache in. numba
-0.62 and later then cache in the user's cache directory, and crash on the first compile when
-that is not writable (an executor's account often has no writable home); older versions refuse
-to cache at import. :func:`drop_stale` therefore registers :class:`ZippedKernelLocator`, which
+0.68 then caches in the user's cache directory, and crashes on the first compile when that is not
+writable (an executor's account often has no writable home); a numba without a locator for zips
+refuses ``cache=True`` at import. :func:`drop_stale` therefore registers :class:`ZippedKernelLocator`, which
 caches the zipped kernel in the first writable of ``NUMBA_CACHE_DIR``, numba's user cache
 directory and the temp directory, in a folder named after the digest of the kernel's sources
 rather than the zip's path, so that a cache built once serves every application shipping the same
@@ -41,6 +41,8 @@ import threading
 import time
 from importlib import resources
 from pathlib import Path
+
+from numba.core.caching import _CacheLocator  # numba's base of cache locators (ZippedKernelLocator)
 
 HERE = Path(__file__).resolve().parent
 STAMP = "kernel-sources.sha1"  # beside numba's index (.nbi) and data (.nbc) files
@@ -143,13 +145,7 @@ def _zipped_target() -> tuple[str, Path | None]:
     return digest, zipped_cache_dir(digest)
 
 
-def _locator_base():
-    from numba.core import caching
-
-    return caching._CacheLocator
-
-
-class ZippedKernelLocator(_locator_base()):
+class ZippedKernelLocator(_CacheLocator):
     """numba's cache locator for cerql's kernel imported from a zip (module docstring). It claims
     only functions whose source file is in this package's folder, and stamps the cache with the
     digest of the kernel's sources, which change only with cerql."""
@@ -180,7 +176,7 @@ class ZippedKernelLocator(_locator_base()):
         """Put this locator first in numba's list (idempotent)."""
         from numba.core import caching
 
-        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # renamed in numba 0.62
+        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # the older name
         if cls not in impl._locator_classes:
             impl._locator_classes.insert(0, cls)
 
