@@ -21,7 +21,7 @@ Spark's rules, as Spark 4 (ANSI) gives them (docs/semantics.md, "MATCH_RECOGNIZE
   number), rows whose y is NULL skipped; among rows whose y ties, the last, as Spark keeps
   it when it reads the rows in row order; x may be NULL; NULL when no row has a y;
 - ``collect_list`` (``array_agg``): ARRAY of the non-NULL values in row order (empty over no
-  rows);
+  rows), its elements not nullable, as Spark types it;
 - ``count(DISTINCT x)``, ``sum(DISTINCT x)``, ``avg(DISTINCT x)``: over the distinct non-NULL
   values (NaN equal to NaN, -0.0 to 0.0, as Spark groups), with the types and errors of count,
   sum and avg (exec/aggregate.py). A DOUBLE sum adds the values in the order of their first row,
@@ -79,7 +79,7 @@ def result_type(kind: str, types: tuple[pa.DataType, ...]) -> pa.DataType:
     if kind in ("min_by", "max_by"):
         return first
     if kind == "collect_list":
-        return pa.list_(first)
+        return pa.list_(pa.field("item", first, nullable=False))  # Spark: ARRAY<T> without NULLs
     if kind == "count_distinct":
         return pa.int64()
     if not _numeric(first):
