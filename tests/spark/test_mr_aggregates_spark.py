@@ -7,7 +7,8 @@ each input row with its match and variable; Spark SQL then groups the labelled r
 computes the aggregate with ``FILTER (WHERE var ...)`` (PREV/NEXT: ``lag``/``lead`` over the
 partition). The labelled rows are one Spark partition in row order, so Spark reads each match's
 rows in row order, as the standard's aggregates do (collect_list's order, min_by/max_by's ties).
-One Spark job: both groupings joined in one query.
+The item itself also runs on Spark (``cer_sql``: the local engine in ``mapInArrow``, its schema
+from the engine's answer over no rows). One Spark action: all of it joined in one query.
 """
 
 from __future__ import annotations
@@ -116,17 +117,22 @@ def test_aggregates_equal_sparks(spark):
     assert ours.num_rows >= 8 and set(labelled.column("var").to_pylist()) >= {"A", "B", "C", None}
 
     _frame(spark, labelled).createOrReplaceTempView("mr_labelled")
+    cerql.cer_sql(spark, text, t=_frame(spark, table)).createOrReplaceTempView("mr_on_spark")
     query = (f"WITH l AS (SELECT *, lag(qty) OVER (PARTITION BY sym ORDER BY row) AS prev_qty, "
              f"lead(row, 2) OVER (PARTITION BY sym ORDER BY row) AS next2_row FROM mr_labelled), "
-             f"p AS ({_spark_sql(PLAIN)}), d AS ({_spark_sql(DISTINCT)}) "
-             f"SELECT * FROM p JOIN d USING (sym, m) ORDER BY sym, m")
+             f"p AS ({_spark_sql(PLAIN)}), d AS ({_spark_sql(DISTINCT)}), "
+             f"o AS (SELECT sym, m, struct(*) AS on_spark FROM mr_on_spark) "
+             f"SELECT * FROM p JOIN d USING (sym, m) JOIN o USING (sym, m) ORDER BY sym, m")
     frame = spark.sql(query)
-    theirs = [r.asDict() for r in frame.collect()]
+    theirs = [r.asDict(recursive=True) for r in frame.collect()]
     assert [(r["sym"], r["m"]) for r in theirs] == list(zip(ours.column("sym").to_pylist(),
                                                             ours.column("m").to_pylist()))
     types = {f.name: f.dataType for f in frame.schema.fields}
+    on_spark = {f.name: f.dataType for f in types["on_spark"].fields}
     for name in measures:
-        assert spark_type(ours.schema.field(name).type) == types[name], name
+        assert spark_type(ours.schema.field(name).type) == types[name] == on_spark[name], name
         got = ours.column(name).to_pylist()
         want = [r[name] for r in theirs]
         assert all(_same(g, w) for g, w in zip(got, want)), (name, measures[name][0], got, want)
+        item = [r["on_spark"][name] for r in theirs]  # the item itself on Spark: cerql in mapInArrow
+        assert all(_same(g, w) for g, w in zip(got, item)), (name, "cer_sql", got, item)
