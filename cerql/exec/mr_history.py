@@ -19,7 +19,10 @@ universal variable:
   X, as many as the offsets need. When the defined variable belongs to X the current row is
   X's last, so a plain ``X.c`` reads the current row and needs no register;
 - ``count``, ``sum``, ``avg``, ``min``, ``max`` over X's rows: the running state (count, exact
-  sum and whether it left its type, the row of the least or greatest value so far);
+  sum and whether it left its type, the row of the least or greatest value so far); the other
+  aggregates (stddev, count_if, min_by, collect_list, DISTINCT...): their fold's state
+  (exec/mr_folds.py). An aggregate's argument, PREV/NEXT in it included, is evaluated once per
+  partition at every row;
 - ``CLASSIFIER(X)``: the variable of X's last row (``CLASSIFIER()`` in DEFINE of V is V).
 
 Registers change only when a row is mapped, and each one's next value depends only on itself and

@@ -16,12 +16,15 @@ scalar rest of the measure is evaluated by cerql's expression evaluator (cerql.e
 semantics) over the table of gathered columns. Aggregates over a variable's rows (``count(*)``,
 ``count(A.*)``, ``count(A.x)``, ``sum``, ``avg``, ``min``, ``max``) are running aggregates
 over each match's rows of that variable, in row order (kernel/running.py), read at the last row
-each output row sees; CLASSIFIER() is the variable of the navigated row, MATCH_NUMBER() the
-match's number.
+each output row sees; the others (stddev, min_by, collect_list, DISTINCT...) run the folds of
+exec/mr_folds.py over the same rows, in Python. An aggregate's argument is evaluated at each row
+of the variable, PREV/NEXT in it at the rows they move to. CLASSIFIER() is the variable of the
+navigated row, MATCH_NUMBER() the match's number.
 
 Cost: linear in the output rows and the matches' rows, except a DECIMAL sum or avg, which is
 exec/aggregate.py's exact ``grouped`` over each output row's rows: under RUNNING in ALL ROWS PER
-MATCH, every prefix of a match, quadratic in its length.
+MATCH, every prefix of a match, quadratic in its length; and collect_list and the DISTINCT
+aggregates, whose fold copies its state at each row: quadratic in a variable's rows in a match.
 """
 
 from __future__ import annotations

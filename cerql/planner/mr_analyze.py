@@ -14,16 +14,19 @@ row-local), or a positioned CeqlError with a hint (docs/semantics.md, "MATCH_REC
 - navigation misuse: an offset that is not a non-negative integer literal, PREV/NEXT inside
   PREV/NEXT, a navigation inside FIRST/LAST, columns of two variables in one navigation or
   aggregate, an aggregate inside a navigation, RUNNING/FINAL before something that is neither a
-  navigation nor an aggregate.
+  navigation nor an aggregate;
+- an aggregate with the wrong number of arguments (``max_by`` takes two), or ``*`` in another
+  aggregate than count.
 
 A DEFINE is *row-local* when it reads only the current row: columns unqualified, qualified by the
 variable being defined (or a SUBSET that holds it: the current row is that variable's last), and
 PREV/NEXT of those at constant offsets; the Pike kernel takes those as bits. Anything else
 (FIRST/LAST, another variable's columns, aggregates, CLASSIFIER) depends on the rows mapped so
 far: *history-dependent*, evaluated per thread by exec/mr_threads.py (``MrAnalysis.row_local``
-leaves it out). What the engine does not evaluate yet, in MEASURES or DEFINE (a navigation,
-CLASSIFIER or MATCH_NUMBER inside an aggregate; CLASSIFIER or MATCH_NUMBER inside a navigation;
-an aggregate other than count/sum/avg/min/max, or DISTINCT) is refused with
+leaves it out). What the engine does not evaluate, in MEASURES or DEFINE (FIRST/LAST,
+CLASSIFIER, MATCH_NUMBER or RUNNING/FINAL inside an aggregate, where PREV/NEXT are allowed;
+CLASSIFIER or MATCH_NUMBER inside a navigation; an aggregate ``mr_functions.aggregate_kind``
+does not know, with ``mr_functions.refusal``'s reason and hint) is refused with
 MATCH_RECOGNIZE_UNSUPPORTED naming the part.
 """
 
