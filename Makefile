@@ -26,7 +26,7 @@ warmup: $(STAMP)
 	@$(PY) -m cerql warmup
 
 demo: warmup
-	@echo "cerql: running the queries in sql/ on a local Spark, then one over a stream (about 2 min)..."
+	@echo "cerql: running the demo queries (sql/) on a local Spark, then one over a stream (about 2 min)..."
 	$(PY) -m cerql demo
 	$(PY) -m cerql demo --stream
 

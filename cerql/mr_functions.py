@@ -19,10 +19,34 @@ CLASSIFIER, MATCH_NUMBER = "CLASSIFIER", "MATCH_NUMBER"
 RUNNING, FINAL = "RUNNING", "FINAL"
 ROW_PATTERN_FUNCTIONS = NAVIGATIONS + (CLASSIFIER, MATCH_NUMBER, RUNNING, FINAL)
 
-# The aggregates over a variable's rows the engine computes, by sqlglot class.
-AGGREGATES: dict[type, str] = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
-
-
+# The aggregates over a variable's rows the engine computes, by sqlglot class: their kind.
+AGGREGATES: dict[type, str] = {
+    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+    exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
+    exp.Variance: "var_samp", exp.VariancePop: "var_pop", exp.CountIf: "count_if",
+    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.ArgMin: "min_by", exp.ArgMax: "max_by",
+    exp.ArrayAgg: "collect_list",
+}
+# Spark's aggregates that sqlglot reads as unknown functions (exp.Anonymous), by upper-case name
+# (``any(c)`` is sqlglot's exp.Any, see ``aggregate_kind``).
+NAMED_AGGREGATES: dict[str, str] = {"STD": "stddev_samp", "EVERY": "bool_and", "SOME": "bool_or"}
+# DISTINCT changes these kinds (min/max of the distinct values are min/max); other kinds refuse it.
+DISTINCT_KINDS: dict[str, str] = {"count": "count_distinct", "sum": "sum_distinct", "avg": "avg_distinct",
+                                  "min": "min", "max": "max"}
+# Aggregates refused in MATCH_RECOGNIZE, with why and what to write instead (docs/semantics.md,
+# "MATCH_RECOGNIZE"): their value depends on an order Spark does not fix, or is approximate, or
+# they are window functions, or Spark SQL has no such aggregate.
+REFUSED: dict[type | str, tuple[str, str]] = {
+    exp.ArrayUniqueAgg: ("the order of collect_set's array is not defined",
+                         "collect_list(e) keeps the rows in row order (array_distinct of it on Spark)"),
+    exp.AnyValue: ("any_value may take any row", "FIRST(A.x) or LAST(A.x) names the row"),
+    exp.ApproxDistinct: ("it is approximate", "count(DISTINCT e) is exact"),
+    exp.ApproxQuantile: ("it is approximate", "min, max, avg, or collect_list(e) and a quantile on Spark"),
+    exp.FirstValue: ("it is a window function", "FIRST(A.x) is the first row mapped to A"),
+    exp.LastValue: ("it is a window function", "LAST(A.x) is the last row mapped to A"),
+    exp.Mode: ("Spark's mode picks any of the values that tie", "collect_list(e), then count on Spark"),
+    "PRODUCT": ("Spark SQL has no product aggregate", "exp(sum(ln(A.x))) for positive values"),
+}
 def function_name(node: exp.Expression) -> str | None:
     """The row pattern function ``node`` calls (upper case), or None. sqlglot's own First/Last
     (a tree not built by the MATCH_RECOGNIZE parser) count as FIRST/LAST with no offset."""
@@ -43,14 +67,69 @@ def arguments(node: exp.Expression) -> list[exp.Expression]:
     return list(node.expressions)
 
 
+def _is_any_aggregate(node: exp.Expression) -> bool:
+    """``any(c)``, Spark's bool_or, which sqlglot reads as exp.Any (not ``x = ANY (...)``)."""
+    return isinstance(node, exp.Any) and not isinstance(node.parent, exp.Predicate)
+
+
+def is_distinct(node: exp.Expression) -> bool:
+    """``f(DISTINCT e)``."""
+    return bool(node.args.get("distinct")) or isinstance(node.args.get("this"), exp.Distinct)
+
+
 def aggregate_kind(node: exp.Expression) -> str | None:
-    """``count``, ``sum``, ``avg``, ``min`` or ``max`` when ``node`` is that aggregate, else None."""
-    return AGGREGATES.get(type(node))
+    """The kind of aggregate the engine computes for ``node`` (``count``, ``stddev_samp``,
+    ``count_distinct``...: the values of AGGREGATES, NAMED_AGGREGATES and DISTINCT_KINDS), or
+    None when it is not one (``refusal`` says why, for an aggregate)."""
+    if isinstance(node, exp.Anonymous):
+        kind = NAMED_AGGREGATES.get(str(node.this).upper())
+    elif _is_any_aggregate(node):
+        kind = "bool_or"
+    else:
+        kind = AGGREGATES.get(type(node))
+    if kind is not None and is_distinct(node):
+        return DISTINCT_KINDS.get(kind)
+    return kind
+
+
+def aggregate_arguments(node: exp.Expression) -> list[exp.Expression]:
+    """The arguments of an aggregate call, DISTINCT unwrapped (``[Star]`` for ``count(*)``,
+    ``[x, y]`` for ``max_by(x, y)``)."""
+    if isinstance(node, exp.Anonymous):
+        return list(node.expressions)
+    this = node.args.get("this")
+    args = list(this.expressions) if isinstance(this, exp.Distinct) else ([this] if this is not None else [])
+    if isinstance(node, (exp.ArgMin, exp.ArgMax)) and node.args.get("expression") is not None:
+        args.append(node.args["expression"])
+    return args
+
+
+def aggregate_arity(kind: str) -> int:
+    """How many arguments an aggregate kind takes: two for min_by/max_by, else one."""
+    return 2 if kind in ("min_by", "max_by") else 1
+
+
+def refusal(node: exp.Expression) -> tuple[str, str]:
+    """(why, what to write instead) for an aggregate ``aggregate_kind`` does not compute."""
+    key = str(node.this).upper() if isinstance(node, exp.Anonymous) else type(node)
+    if key in REFUSED:
+        return REFUSED[key]
+    if is_distinct(node):
+        return ("DISTINCT is supported in count, sum, avg, min and max only", "drop DISTINCT")
+    return ("it is not supported in MATCH_RECOGNIZE yet", "use " + SUPPORTED)
+
+
+SUPPORTED = ("count, sum, avg, min, max (DISTINCT too), stddev/std/stddev_samp, stddev_pop, variance/var_samp, "
+             "var_pop, count_if, bool_and/every, bool_or/some/any, min_by, max_by or collect_list/array_agg")
 
 
 def is_aggregate(node: exp.Expression) -> bool:
-    """Any aggregate function (exp.AggFunc), the engine's or not; FIRST/LAST are navigations."""
-    return isinstance(node, exp.AggFunc) and not isinstance(node, (exp.First, exp.Last))
+    """Any aggregate function (exp.AggFunc, Spark's aggregates sqlglot does not know, ``any(c)``),
+    the engine's or not; FIRST/LAST are navigations."""
+    if isinstance(node, exp.Anonymous):
+        name = str(node.this).upper()
+        return name in NAMED_AGGREGATES or name in REFUSED
+    return (isinstance(node, exp.AggFunc) and not isinstance(node, (exp.First, exp.Last))) or _is_any_aggregate(node)
 
 
 def qualifier(column: exp.Column) -> str | None:
@@ -127,7 +206,8 @@ def members(name: str | None, variables, subsets) -> frozenset[int] | None:
 
 
 __all__ = [
-    "AGGREGATES", "CLASSIFIER", "FINAL", "FIRST", "LAST", "LOGICAL", "MATCH_NUMBER", "NAVIGATIONS", "NEXT",
+    "AGGREGATES", "DISTINCT_KINDS", "NAMED_AGGREGATES", "REFUSED", "SUPPORTED", "aggregate_arguments", "aggregate_arity",
+    "is_distinct", "refusal", "CLASSIFIER", "FINAL", "FIRST", "LAST", "LOGICAL", "MATCH_NUMBER", "NAVIGATIONS", "NEXT",
     "PHYSICAL", "PREV", "ROW_PATTERN_FUNCTIONS", "RUNNING", "aggregate_kind", "arguments", "canonical",
     "default_offset", "function_name", "is_aggregate", "is_star", "literal_offset", "members", "node_offset", "qualifier", "walk",
 ]

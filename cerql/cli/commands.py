@@ -8,8 +8,9 @@ reason that is not the query's, or cerql itself fails (one line naming the excep
 traceback only with ``CERQL_TRACEBACK=1``).
 
 ``run`` and ``demo`` use Spark by default (``--engine spark``), on a session from
-:mod:`cerql.cli.runtime`: a local one started for the command, or the one already active in
-the process (a notebook's, or the test suite's), reused and left running. The query is checked
+:mod:`cerql.cli.runtime`: a local one started for the command (or one on ``--master URL``), a
+Spark Connect one (``--remote sc://...`` or ``SPARK_REMOTE``), or the one already active in the
+process (a notebook's, or the test suite's), reused and left running. The query is checked
 before Spark starts, so a typo costs no JVM start-up: its syntax, its sources against the
 ``--table`` names, and its columns, event types and sources against the schemas of the
 ``--table`` files read without Spark (a Parquet footer, a CSV header; :func:`check_files`).
@@ -55,7 +56,7 @@ from cerql.api import ENGINES as LOCAL_ENGINES
 from cerql.errors import CeqlError
 from cerql.spark.task_errors import first_line, task_error
 from cerql.cli.demo import DEMO_ROWS
-from cerql.cli.runtime import SESSION_DEFAULTS, parse_conf, progress, spark_session
+from cerql.cli.runtime import SESSION_DEFAULTS, describe, parse_conf, progress, spark_session
 from cerql.cli.tables_io import (
     CliError, OutputRefused, check_not_input, check_out, file_schema, out_suffix, plain_frame, read_spark_table,
     read_table, show_text, table_specs, write_result, write_spark_result,
@@ -242,9 +243,24 @@ def check_row_pattern_files(text: str, specs) -> None:
             raise err.with_text(text)
 
 
+def session(args: argparse.Namespace):
+    """The Spark session of ``run``, ``explain`` or ``demo``: ``--conf``, ``--master`` and
+    ``--remote`` passed to :func:`cerql.cli.runtime.spark_session`, which also honours
+    ``SPARK_REMOTE``."""
+    return spark_session(parse_conf(args.conf), master=args.master, remote=args.remote)
+
+
+def no_session_options(args: argparse.Namespace) -> None:
+    """Refuse ``--master`` and ``--remote`` with a local engine, which would ignore them."""
+    for flag in ("master", "remote"):
+        if getattr(args, flag) is not None:
+            raise CliError(f"--{flag} says where Spark runs; --engine {args.engine} runs without "
+                           f"Spark: leave out one of them")
+
+
 def run_spark(args: argparse.Namespace, text: str, specs, out: Path | None) -> int:
     """``cerql run`` on Spark: read the tables, plan the query, then show or write the result."""
-    with spark_session(parse_conf(args.conf)) as spark:
+    with session(args) as spark:
         frames = {name: read_spark_table(spark, path, fmt) for name, path, fmt in specs}
         df = cerql.cer_sql(spark, text, **frames)
         with progress(spark, args.progress):
@@ -260,18 +276,20 @@ def run_spark(args: argparse.Namespace, text: str, specs, out: Path | None) -> i
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """``cerql demo``: generate the demo streams and run every query in ``sql/``; exit 2 when a
-    query failed (each failure is printed where it happened) or there was no query to run."""
+    """``cerql demo``: generate the demo streams and run every demo query (package data, linked
+    from ``sql/`` in the repository); exit 2 when a query failed (each failure is printed where
+    it happened) or there was no query to run."""
     from cerql.cli.demo import run_demo
 
     if args.stream:
         return _stream_demo(args)
     if args.engine != "spark":
+        no_session_options(args)
         summaries = run_demo(out=print, n_rows=args.rows, engine=args.engine, show=args.show)
     else:
         started = time.perf_counter()
-        with spark_session(parse_conf(args.conf)) as spark:
-            print(f"Spark {spark.version} ({spark.sparkContext.master}) ready in "
+        with session(args) as spark:
+            print(f"Spark {spark.version} ({describe(spark)}) ready in "
                   f"{time.perf_counter() - started:.1f} s")
             summaries = run_demo(out=print, n_rows=args.rows, engine="spark", show=args.show,
                                  spark=spark, progress=lambda: progress(spark, args.progress))
@@ -287,8 +305,8 @@ def _stream_demo(args: argparse.Namespace) -> int:
     if args.engine != "spark":
         raise CliError("--stream runs on Spark only (Structured Streaming); leave out --engine")
     started = time.perf_counter()
-    with spark_session(parse_conf(args.conf)) as spark:
-        print(f"Spark {spark.version} ({spark.sparkContext.master}) ready in {time.perf_counter() - started:.1f} s")
+    with session(args) as spark:
+        print(f"Spark {spark.version} ({describe(spark)}) ready in {time.perf_counter() - started:.1f} s")
         summary = run_stream_demo(spark, out=print, n_rows=args.rows, show=args.show)
     return 0 if summary["same_as_batch"] else 2
 
@@ -310,6 +328,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_sources(text, [name for name, _, _ in specs])
         check_files(text, specs)  # before Spark starts
         return run_spark(args, text, specs, out)
+    no_session_options(args)
     tables = {name: read_table(path, fmt) for name, path, fmt in specs}
     result = evaluate(text, tables, args.engine, parse_conf(args.conf))
     if out is not None:
@@ -343,7 +362,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         return 0
     check_sources(text, [name for name, _, _ in specs])  # before Spark starts
     check_files(text, specs)
-    with spark_session(parse_conf(args.conf)) as spark:
+    with session(args) as spark:
         frames = {name: read_spark_table(spark, path, fmt) for name, path, fmt in specs}
         print(cerql.explain(text, spark, dot=args.dot, **frames))
     return 0
@@ -361,12 +380,24 @@ def cmd_warmup(args: argparse.Namespace) -> int:
 def _spark_options(parser: argparse.ArgumentParser) -> None:
     """The options ``run`` and ``demo`` share for the Spark engine."""
     parser.add_argument("--engine", choices=ENGINES, default="spark",
-                        help="spark (default): a local SparkSession; local: the numba automaton "
-                        "engine, no Spark; reference: the brute-force semantics, tiny inputs only")
+                        help="spark (default): a SparkSession, local unless --master or --remote "
+                        "say otherwise; local: the numba automaton engine, no Spark; reference: "
+                        "the brute-force semantics, tiny inputs only")
     parser.add_argument("--conf", action="append", metavar="KEY=VALUE",
                         help="a Spark setting (repeatable), e.g. spark.driver.memory=4g or "
                         "cerql.maxMatchesPerEvent=1000000; the local engines take "
                         "cerql.maxMatchesPerEvent, cerql.maxOutputRows and cerql.maxOutputEvents")
+    _where_options(parser)
+
+
+def _where_options(parser: argparse.ArgumentParser) -> None:
+    """``--master`` and ``--remote``: where Spark runs (cerql/cli/runtime.py)."""
+    parser.add_argument("--master", metavar="URL",
+                        help="the Spark master to start the session on, e.g. spark://host:7077 or "
+                        "local[4] (default local[*]; also --conf spark.master=URL)")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT",
+                        help="run on a Spark Connect server (default: $SPARK_REMOTE when set); "
+                        "--table and --out paths are then the server's")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="show running Spark stages on stderr (default: when stderr is a terminal)")
 
@@ -378,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cerql {cerql.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="run the queries in sql/ over generated data")
+    demo = sub.add_parser("demo", help="run the demo queries (sql/ in the repository) over generated data")
     demo.add_argument("--rows", type=int, default=DEMO_ROWS, metavar="N", help=f"rows per demo stream (default {DEMO_ROWS:,})")
     demo.add_argument("--show", type=int, default=3, metavar="N", help="matches printed per query (default 3)")
     demo.add_argument("--stream", action="store_true",
@@ -410,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
                          help="a source table (.parquet or .csv); with tables, also show the Spark plan")
     explain.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting")
+    _where_options(explain)
     explain.set_defaults(func=cmd_explain)
 
     warmup = sub.add_parser("warmup", help="compile the matching kernel ahead of the first query "

@@ -2,10 +2,10 @@
 
 Input: nothing but a row count and a seed. Output: three synthetic event streams as pandas
 DataFrames, shaped like the datasets of seed 001's benchmarks (stock trades, smart-home plug
-readings, taxi trips), and :func:`run_demo`, which runs every query of the repository's
-``sql/`` directory (CEQL or MATCH_RECOGNIZE, told apart by the front door) over them and
-prints a few matches per query and a summary table (query,
-rows in, matches out, seconds).
+readings, taxi trips), and :func:`run_demo`, which runs every demo query over them (the ``*.sql``
+files of ``cerql/cli/queries/``, package data that ``sql/`` at the repository's top links to;
+CEQL or MATCH_RECOGNIZE, told apart by the front door) and prints a few matches per query and a
+summary table (query, rows in, matches out, seconds).
 
 The generators are deterministic (one seeded ``numpy.random.Generator`` each), so the demo
 prints the same matches on every machine and the tests can assert on them. The demo runs on
@@ -25,6 +25,8 @@ import contextlib
 import datetime
 import textwrap
 import time
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -37,6 +39,7 @@ from cerql import ast
 from cerql.parser.match_recognize import parse_match_recognize
 from cerql.planner import front
 
+QUERIES = "queries"  # the folder of demo queries in cerql/cli/ (package data; sql/ links to it)
 DEMO_ROWS = 20_000  # rows per generated stream in ``cerql demo`` (its ``--rows`` default)
 START = pd.Timestamp("2024-03-01 09:30:00")
 
@@ -235,22 +238,22 @@ DATASETS: dict[str, Callable[..., pd.DataFrame]] = {
 
 
 def demo_tables(n_rows: int = DEMO_ROWS) -> dict[str, pd.DataFrame]:
-    """Every demo stream by the table name the queries in ``sql/`` use."""
+    """Every demo stream by the table name the demo queries use."""
     return {name: make(n_rows) for name, make in DATASETS.items()}
 
 
-def sql_dir() -> Path:
-    """Where the demo queries live: the repository's ``sql/`` beside the package (a source
-    checkout or editable install), else a ``sql/`` inside the package (an installed copy)."""
-    package = Path(__file__).resolve().parent.parent  # cerql/, above cerql/cli/
-    repository = package.parent / "sql"
-    return repository if repository.is_dir() else package / "sql"
+def sql_dir() -> Traversable:
+    """Where the demo queries live: ``cerql/cli/queries/``, package data, so that an installed
+    wheel or a zipped cerql has them too (the repository's ``sql/`` is a link to it). Read
+    through importlib.resources: a folder in a checkout or an install, a folder inside a zip."""
+    return resources.files("cerql.cli").joinpath(QUERIES)
 
 
-def load_queries(directory: Path | None = None) -> list[tuple[str, str]]:
+def load_queries(directory: Path | Traversable | None = None) -> list[tuple[str, str]]:
     """``(name, text)`` of every ``*.sql`` file, sorted by name; the name is the file stem."""
     directory = directory or sql_dir()
-    return [(p.stem, p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.sql"))]
+    files = sorted((p for p in directory.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
+    return [(p.name[: -len(".sql")], p.read_text(encoding="utf-8")) for p in files]
 
 
 def description(text: str) -> str:
@@ -376,7 +379,7 @@ def run_demo(
     spark=None,
     progress: Callable[[], contextlib.AbstractContextManager] | None = None,
 ) -> list[dict]:
-    """Run every query in ``sql/`` over the demo streams and print what it finds.
+    """Run every demo query (:func:`sql_dir`) over the demo streams and print what it finds.
 
     Parameters
     ----------
@@ -390,7 +393,7 @@ def run_demo(
     show : int
         How many matches to print per query.
     directory : pathlib.Path, optional
-        Where the ``*.sql`` files are; the repository's ``sql/`` by default.
+        Where the ``*.sql`` files are; the demo queries (:func:`sql_dir`) by default.
     spark : pyspark.sql.SparkSession, optional
         The session for ``engine="spark"``; by default the active one, else a local session
         started (and stopped) as ``cerql demo`` does.
@@ -421,10 +424,13 @@ def run_demo(
                          progress or contextlib.nullcontext)
 
 
-def _shown_path(path: Path) -> str:
-    """A directory as printed: relative to the working directory when inside it (``sql/`` for
-    ``make demo``), else absolute."""
-    path = Path(path).resolve()
+def _shown_path(path: Path | Traversable) -> str:
+    """A directory as printed: relative to the working directory when inside it
+    (``cerql/cli/queries/`` for ``make demo``), else absolute (a folder inside a zip as its path
+    through the zip)."""
+    if not isinstance(path, Path):
+        return f"{path}/"
+    path = path.resolve()
     try:
         return f"{path.relative_to(Path.cwd().resolve())}/"
     except ValueError:

@@ -1,15 +1,29 @@
 """The SparkSession the ``cerql`` command line runs on, and the progress line shown while it works.
 
-Input: ``--conf key=value`` options, and the SparkSession already active in the process, if any.
-Output: :func:`spark_session`, a context manager giving the session ``cerql run`` and
-``cerql demo`` run on, and :func:`progress`, a context manager reporting Spark's running stages
-on stderr. Kept apart from the commands because the CLI's results depend on session settings
-(time zone, Parquet timestamp type) whichever session runs them, and because the demo
-(:func:`cerql.cli.demo.run_demo`) needs the same session without the command line.
+Input: ``--conf key=value``, ``--master`` and ``--remote`` options, ``SPARK_REMOTE`` in the
+environment, and the SparkSession already active in the process, if any. Output:
+:func:`spark_session`, a context manager giving the session ``cerql run``, ``explain`` and
+``demo`` run on, :func:`describe` naming it, and :func:`progress`, a context manager reporting
+Spark's running stages on stderr. Kept apart from the commands because the CLI's results depend
+on session settings (time zone, Parquet timestamp type) whichever session runs them, and because
+the demo (:func:`cerql.cli.demo.run_demo`) needs the same session without the command line.
 
-A local SparkSession is started (``local[*]``, UI off, session time zone UTC, Spark's log cut to
-errors), or the session already active in the process is reused (a notebook's, or the test
-suite's) with the settings the results depend on set for the command, and left running.
+Where a command runs, first match first (:func:`spark_session`):
+
+1. ``--remote sc://host:port`` (or ``--conf spark.remote=...``): a Spark Connect client session
+   of its own on that server, released at the end;
+2. the session already active in the process (a notebook's, or the test suite's), reused with the
+   settings the results depend on set for the command, and left running;
+3. ``SPARK_REMOTE`` in the environment: a Spark Connect session on that server, as PySpark's
+   own builder would give;
+4. a classic SparkSession started for the command on ``--master URL`` (or
+   ``--conf spark.master=...``; ``--master`` wins), ``local[*]`` by default, UI off, session time
+   zone UTC, Spark's log cut to errors, and stopped at the end.
+
+A master and a Connect server together are refused (:func:`connect_url`), as PySpark refuses
+them, but with the flags named. Over Spark Connect, ``--conf`` settings are session settings set
+on the server's session (a static one such as ``spark.driver.memory`` is refused, one message),
+and the ``--table`` paths and ``--out`` are read and written by the server.
 
 While Spark works, a progress line on stderr names the running stages and their finished and
 total tasks (``--progress``; on by default when stderr is a terminal), so a long run shows that
@@ -100,42 +114,60 @@ def parse_conf(items: list[str] | None) -> dict[str, str]:
     return conf
 
 
-@contextlib.contextmanager
-def spark_session(conf: dict[str, str] | None = None):
-    """The SparkSession a command runs on, as a context manager.
+def connect_url(conf: dict[str, str], master: str | None = None, remote: str | None = None,
+                environ=os.environ) -> str | None:
+    """The Spark Connect server a command runs on: ``--remote``, else ``--conf spark.remote``,
+    else ``SPARK_REMOTE``; None for a classic session. A master (``--master`` or
+    ``--conf spark.master``) together with a server is a :class:`CliError` naming both, since the
+    two say different things about where to run.
 
-    The session active in this process is reused when there is one (a notebook's, or the test
-    suite's), with :data:`SESSION_DEFAULTS` and ``conf`` set on it for the command and restored
-    afterwards, and it is left running. Otherwise a local session is started with
-    :data:`SPARK_DEFAULTS`, ``conf`` on top and Spark's log cut to errors, and stopped at the end. ``PYSPARK_PYTHON`` is set to this
-    interpreter when unset, so Spark's Python workers import the same cerql.
+    Examples
+    --------
+    >>> connect_url({}, remote="sc://spark:15002", environ={})
+    'sc://spark:15002'
+    >>> connect_url({"spark.master": "local[2]"}, environ={}) is None
+    True
+    """
+    url = remote or conf.get("spark.remote") or environ.get("SPARK_REMOTE") or None
+    master = master or conf.get("spark.master")
+    if url is not None and master:
+        named = ("--remote" if remote else "--conf spark.remote" if conf.get("spark.remote")
+                 else "SPARK_REMOTE")
+        raise CliError(f"{named}={url} and the master {master} both say where to run: give one "
+                       "(a Spark Connect server runs queries on its own master)")
+    return url
+
+
+@contextlib.contextmanager
+def spark_session(conf: dict[str, str] | None = None, master: str | None = None,
+                  remote: str | None = None):
+    """The SparkSession a command runs on, as a context manager; which one: module docstring.
+
+    A reused session gets :data:`SESSION_DEFAULTS` and ``conf`` for the command, restored
+    afterwards, and is left running (``--master`` must then be its own). A Connect session gets
+    them too and is released at the end. A started session gets :data:`SPARK_DEFAULTS`, ``conf``
+    on top and ``master`` over both, Spark's log cut to errors, and is stopped at the end;
+    ``PYSPARK_PYTHON`` is set to this interpreter when unset, so Spark's Python workers import
+    the same cerql.
 
     Yields
     ------
     pyspark.sql.SparkSession
+        A classic session, or a Spark Connect one.
     """
     from pyspark.sql import SparkSession
 
     conf = dict(conf or {})
+    url = connect_url(conf, master, remote)
     active = SparkSession.getActiveSession()
+    if url is not None and (remote or conf.get("spark.remote") or active is None):
+        with _connect_session(url, conf) as spark:
+            yield spark
+        return
     if active is not None:
-        saved: dict[str, str | None] = {}
-        try:
-            for key, value in {**SESSION_DEFAULTS, **conf}.items():
-                before = active.conf.get(key, None)
-                try:
-                    active.conf.set(key, value)
-                except Exception as err:  # noqa: BLE001 - Spark refuses static settings in several ways
-                    raise CliError(f"--conf {key}: cannot change it on the running session: "
-                                   f"{first_line(err)}") from None
-                saved[key] = before
+        _check_master(active, master)
+        with _settings(active, {**SESSION_DEFAULTS, **conf}, "the running session"):
             yield active
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    active.conf.unset(key)
-                else:
-                    active.conf.set(key, value)
         return
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = dict(SPARK_DEFAULTS)
@@ -146,6 +178,8 @@ def spark_session(conf: dict[str, str] | None = None):
     # drop them with a warning, so they are set once the session is up.
     session_only = {k: v for k, v in conf.items() if not k.startswith("spark.")}
     settings.update({k: v for k, v in conf.items() if k.startswith("spark.")})
+    if master:
+        settings["spark.master"] = master
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -156,6 +190,73 @@ def spark_session(conf: dict[str, str] | None = None):
         yield spark
     finally:
         spark.stop()
+
+
+def _check_master(active, master: str | None) -> None:
+    """Refuse a ``--master`` other than the reused session's: a process holds one Spark driver."""
+    if not master:
+        return
+    try:
+        running = active.sparkContext.master
+    except Exception:  # noqa: BLE001 - a Spark Connect session has no SparkContext
+        running = "a Spark Connect server"
+    if running != master:
+        raise CliError(f"--master {master}: this process already runs a Spark session on "
+                       f"{running}, which the command reuses; leave out --master")
+
+
+@contextlib.contextmanager
+def _settings(spark, settings: dict[str, str], where: str):
+    """``settings`` set on ``spark`` for the duration, restored afterwards; a setting Spark
+    refuses is a :class:`CliError` naming it."""
+    saved: dict[str, str | None] = {}
+    try:
+        for key, value in settings.items():
+            before = spark.conf.get(key, None)
+            try:
+                spark.conf.set(key, value)
+            except Exception as err:  # noqa: BLE001 - Spark refuses static settings in several ways
+                raise CliError(f"--conf {key}: cannot change it on {where}: {first_line(err)}") from None
+            saved[key] = before
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+@contextlib.contextmanager
+def _connect_session(url: str, conf: dict[str, str]):
+    """A Spark Connect client session of the command's own on the server at ``url``, with
+    :data:`SESSION_DEFAULTS` and ``conf`` set, released at the end. Created, not looked up, so a
+    Connect session the process already holds is neither changed nor stopped."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    settings = {k: v for k, v in {**SESSION_DEFAULTS, **conf}.items() if k != "spark.remote"}
+    try:
+        spark = ConnectSession.builder.remote(url).create()
+    except Exception as err:  # noqa: BLE001 - a malformed URL is PySpark's ValueError or its own
+        raise CliError(f"Spark Connect {url}: {first_line(err)}") from None
+    try:
+        with _settings(spark, settings, f"the Spark Connect session at {url}"):
+            yield spark
+    finally:
+        spark.stop()
+
+
+def describe(spark) -> str:
+    """Where a session runs, for the CLI's first line: its master (``local[*]``,
+    ``spark://host:7077``), or ``Spark Connect`` with the server's own master when it tells."""
+    try:
+        return spark.sparkContext.master
+    except Exception:  # noqa: BLE001 - a Spark Connect session has no SparkContext
+        pass
+    try:
+        return f"Spark Connect, master {spark.conf.get('spark.master')}"
+    except Exception:  # noqa: BLE001 - a server may not say
+        return "Spark Connect"
 
 
 # ------------------------------------------------------------------------------------ progress

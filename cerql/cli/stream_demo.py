@@ -5,7 +5,7 @@ Output: lines on ``out``: one per micro-batch (rows in, matches out, late rows, 
 then the first matches and whether the stream's matches are the batch query's on the same rows.
 
 A writer thread drops the trades into a directory as Parquet files, one every
-``INTERVAL`` seconds, while ``cer_sql`` runs the query of ``sql/stock_sell_then_buys.sql`` over
+``INTERVAL`` seconds, while ``cer_sql`` runs the demo query ``stock_sell_then_buys.sql`` over
 the directory as a stream (``readStream``, a watermark of ``LATENESS`` on ``ts``) into a memory
 sink, with a one-second trigger. A few trades of one file are stamped a minute early, so the
 late-row count shows; they are left out of the batch query's rows too. The last two files hold

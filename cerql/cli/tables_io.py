@@ -537,7 +537,7 @@ def write_spark_result(spark, df, path: Path) -> int:
         df = df.select(*[F.to_json(F.col(f"`{f.name}`")).alias(f.name)
                          if isinstance(f.dataType, nested) else F.col(f"`{f.name}`")
                          for f in df.schema.fields])
-    writer = df.write.mode("errorifexists")
+    writer = df.write.mode("error")  # "errorifexists" is the same on classic Spark; Connect knows only "error"
     if fmt == "csv":  # RFC 4180 quoting (a quote doubled), which pandas and spreadsheets read
         writer = writer.option("header", True).option("escape", '"')
     _write_then_install(path, lambda written: writer.format(fmt).save(str(written)))

@@ -7,7 +7,7 @@ and ``make test`` run it after installing, so their first query does not compile
 run it after ``pip install cerql`` (or bake it into a Spark image: the cache lives beside the
 modules). When :func:`cerql.exec.kernel.cache.compiled` says the cache is current it returns at
 once; otherwise it runs small queries that call the kernel with the argument types real queries
-give it (the demo's queries in ``sql/`` when they are there, and a few of each selection
+give it (the demo queries, package data in ``cerql/cli/queries/``, and a few of each selection
 strategy), since numba compiles one machine-code version per set of argument types.
 A query that needs another version still compiles on first use, and says so
 (cerql/exec/kernel/cache.py).

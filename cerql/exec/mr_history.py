@@ -19,7 +19,10 @@ universal variable:
   X, as many as the offsets need. When the defined variable belongs to X the current row is
   X's last, so a plain ``X.c`` reads the current row and needs no register;
 - ``count``, ``sum``, ``avg``, ``min``, ``max`` over X's rows: the running state (count, exact
-  sum and whether it left its type, the row of the least or greatest value so far);
+  sum and whether it left its type, the row of the least or greatest value so far); the other
+  aggregates (stddev, count_if, min_by, collect_list, DISTINCT...): their fold's state
+  (exec/mr_folds.py). An aggregate's argument, PREV/NEXT in it included, is evaluated once per
+  partition at every row;
 - ``CLASSIFIER(X)``: the variable of X's last row (``CLASSIFIER()`` in DEFINE of V is V).
 
 Registers change only when a row is mapped, and each one's next value depends only on itself and
@@ -43,7 +46,7 @@ from sqlglot import exp
 from cerql import mr_functions as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, UnsupportedError
-from cerql.exec import aggregate
+from cerql.exec import aggregate, mr_folds
 from cerql.exec.mr_measures import aggregate_type
 from cerql.expr import BIGINT_MAX, BIGINT_MIN, ExprError, compile_expr, evaluate, guard
 
@@ -62,7 +65,7 @@ class Quantity:
 
     kind: str
     members: frozenset[int] | None
-    argument: exp.Expression | None = None
+    argument: exp.Expression | None = None  # the aggregate call, its columns unqualified
     keep: int = 0
     expr: SqlExpr | None = None   # the DEFINE that first reads it (for error positions)
 
@@ -81,10 +84,12 @@ class _Partition:
 
 @dataclass
 class _Argument:
-    values: pa.Array          # the argument at every row of the partition
+    values: pa.Array          # the (first) argument at every row of the partition
     valid: np.ndarray         # not NULL
     numbers: list             # Python numbers for sum/avg (ints, floats, or decimal units)
     ranks: np.ndarray         # min/max: the order of the values (NaN above every number)
+    fold: mr_folds.Fold | None = None   # the other aggregates (exec/mr_folds.py)
+    columns: list = field(default_factory=list)  # their arguments' Python values at every row
 
 
 class History:
@@ -117,7 +122,7 @@ class History:
         return mx.members(name, self.variables, self.subsets)
 
     def initial(self) -> Registers:
-        return tuple(_EMPTY[q.kind] for q in self.quantities)
+        return tuple(mr_folds.empty(q.kind) if q.kind in mr_folds.KINDS else _EMPTY[q.kind] for q in self.quantities)
 
     def advance(self, regs: Registers, row: int, v: int, part: _Partition) -> Registers:
         """The registers after ``row`` is mapped to variable ``v``."""
@@ -140,26 +145,21 @@ class History:
                                            f"Unknown column '{column.name}'", "UNKNOWN_COLUMN",
                                            f"the input has columns {', '.join(table.column_names)}")
         for i, q in enumerate(self.quantities):
-            if q.kind in _AGGREGATES and q.argument is not None:
+            if (q.kind in _AGGREGATES or q.kind in mr_folds.KINDS) and q.argument is not None:
                 part.args[i] = self._argument(q, table)
         return part
 
     def _argument(self, q: Quantity, table: pa.Table) -> _Argument:
-        lowered = {c.lower(): c for c in table.column_names}
-        tree = q.argument.copy()
-        for column in list(tree.find_all(exp.Column)) if not isinstance(tree, exp.Column) else [tree]:
-            real = lowered.get(column.name.lower())
-            if real is None:
-                raise AnalysisError.at(self.text, mx.node_offset(q.expr), f"Unknown column '{column.name}'",
-                                       "UNKNOWN_COLUMN", f"the input has columns {', '.join(table.column_names)}")
-            new = exp.column(real)
-            if column is tree:
-                tree = new
-            else:
-                column.replace(new)
-        fn = _compiled(tree, self.text, q.expr)
-        base = table if table.num_columns else pa.table({"__cerql_mr_rows": pa.array(np.zeros(table.num_rows, np.int8))})
-        values = evaluate(fn, base)
+        args = [self._evaluated(a, q, table) for a in mx.aggregate_arguments(q.argument)]
+        values = args[0]
+        if q.kind in mr_folds.KINDS:
+            try:
+                fold = mr_folds.fold(q.kind, tuple(a.type for a in args))
+            except mr_folds.FoldTypeError as err:
+                raise AnalysisError.at(self.text, mx.node_offset(q.expr), err.message, "DATATYPE_MISMATCH",
+                                       err.hint) from None
+            return _Argument(values, np.ones(len(values), bool), [], np.zeros(0, np.int64), fold,
+                             [a.to_pylist() for a in args])
         valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
         numbers: list = []
         ranks = np.zeros(len(values), np.int64)
@@ -179,6 +179,38 @@ class History:
             order = np.asarray(pc.sort_indices(values).to_numpy(), np.int64)
             ranks[order] = np.arange(len(values))
         return _Argument(values, valid, numbers, ranks)
+
+    def _evaluated(self, argument: exp.Expression, q: Quantity, table: pa.Table) -> pa.Array:
+        """An aggregate's argument at every row of the partition; PREV/NEXT of columns in it
+        read the rows before / after each row."""
+        lowered = {c.lower(): c for c in table.column_names}
+        fields: dict[str, pa.Array] = {}
+
+        def bound(tree: exp.Expression, rows: np.ndarray) -> exp.Expression:
+            if mx.function_name(tree) in mx.PHYSICAL:
+                args = mx.arguments(tree)
+                n = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(mx.PREV)
+                moved = rows - n if mx.function_name(tree) == mx.PREV else rows + n
+                return bound(args[0], np.where((rows >= 0) & (moved >= 0) & (moved < table.num_rows), moved, -1))
+            if isinstance(tree, exp.Column):
+                real = lowered.get(tree.name.lower())
+                if real is None:
+                    raise AnalysisError.at(self.text, mx.node_offset(q.expr), f"Unknown column '{tree.name}'",
+                                           "UNKNOWN_COLUMN", f"the input has columns {', '.join(table.column_names)}")
+                name = FIELD.format(len(fields))
+                fields[name] = _take(table.column(real), rows)
+                return exp.column(name)
+            for child in list(tree.iter_expressions()):
+                new = bound(child, rows)
+                if new is not child:
+                    child.replace(new)
+            return tree
+
+        tree = bound(argument.copy(), np.arange(table.num_rows, dtype=np.int64))
+        fn = _compiled(tree, self.text, q.expr)
+        base = pa.table(fields) if fields else pa.table({"__cerql_mr_rows": pa.array(np.zeros(table.num_rows, np.int8))})
+        values = evaluate(fn, base)
+        return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
     # -- conditions
     def evaluate(self, v: int, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
@@ -215,6 +247,8 @@ def _step(q: Quantity, reg, row: int, v: int, arg: _Argument | None):
         return v if q.keep else -1
     if kind == "count":
         return reg + 1 if arg is None or arg.valid[row] else reg
+    if arg.fold is not None:
+        return arg.fold.step(reg, tuple(c[row] for c in arg.columns))
     if not arg.valid[row]:
         return reg
     if kind in ("sum", "avg"):
@@ -389,15 +423,16 @@ class _Condition:
         kind = mx.aggregate_kind(node)
         if kind is None:
             self._refuse(node, node.sql(dialect="spark"))
-        argument = node.this
+        args = mx.aggregate_arguments(node)
+        argument = args[0] if args else None
         star = argument is None or mx.is_star(argument)
         if star:
             members = self.h.members(argument.table or None) if isinstance(argument, exp.Column) else None
             at = self.h.quantity("count", members, expr=self.expr)
         else:
-            members = self._set_of(argument)
-            bare = argument.copy()
-            for column in [bare] if isinstance(bare, exp.Column) else list(bare.find_all(exp.Column)):
+            members = self._set_of(node)
+            bare = node.copy()
+            for column in list(bare.find_all(exp.Column)):
                 column.set("table", None)
             at = self.h.quantity(kind, members, bare, expr=self.expr)
         self.quantities.add(at)
@@ -410,6 +445,8 @@ class _Condition:
             now = [_step(q, r[at], row, v, arg) if q.holds(v) else r[at] for r in regs]
             if q.kind == "count":
                 return pa.array(now, pa.int64())
+            if arg.fold is not None:
+                return pa.array([arg.fold.value(x) for x in now], arg.fold.result_type)
             result = aggregate_type(q.kind, arg.values.type)
             if q.kind in ("min", "max"):
                 best = np.array(now, np.int64)

@@ -16,12 +16,15 @@ scalar rest of the measure is evaluated by cerql's expression evaluator (cerql.e
 semantics) over the table of gathered columns. Aggregates over a variable's rows (``count(*)``,
 ``count(A.*)``, ``count(A.x)``, ``sum``, ``avg``, ``min``, ``max``) are running aggregates
 over each match's rows of that variable, in row order (kernel/running.py), read at the last row
-each output row sees; CLASSIFIER() is the variable of the navigated row, MATCH_NUMBER() the
-match's number.
+each output row sees; the others (stddev, min_by, collect_list, DISTINCT...) run the folds of
+exec/mr_folds.py over the same rows, in Python. An aggregate's argument is evaluated at each row
+of the variable, PREV/NEXT in it at the rows they move to. CLASSIFIER() is the variable of the
+navigated row, MATCH_NUMBER() the match's number.
 
 Cost: linear in the output rows and the matches' rows, except a DECIMAL sum or avg, which is
 exec/aggregate.py's exact ``grouped`` over each output row's rows: under RUNNING in ALL ROWS PER
-MATCH, every prefix of a match, quadratic in its length.
+MATCH, every prefix of a match, quadratic in its length; and collect_list and the DISTINCT
+aggregates, whose fold copies its state at each row: quadratic in a variable's rows in a match.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from sqlglot import exp
 from cerql import mr_functions as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, UnsupportedError
-from cerql.exec import aggregate
+from cerql.exec import aggregate, mr_folds
 from cerql.exec.kernel.running import running_best, running_sum_float64, running_sum_int64
 from cerql.expr import ExprError, compile_expr, evaluate, guard
 
@@ -254,32 +257,57 @@ class _Rewriter:
         ctx = self.ctx
         kind = mx.aggregate_kind(node)
         if kind is None:
+            why, hint = mx.refusal(node)
             raise UnsupportedError.at(ctx.text, mx.node_offset(self.expr, node), f"{node.sql(dialect='spark')} is not "
-                                      "supported in MATCH_RECOGNIZE yet", "MATCH_RECOGNIZE_UNSUPPORTED",
-                                      "use count, sum, avg, min or max")
-        argument = node.this
+                                      f"supported in MATCH_RECOGNIZE: {why}", "MATCH_RECOGNIZE_UNSUPPORTED", hint)
+        args = mx.aggregate_arguments(node)
+        argument = args[0] if args else None
         star = argument is None or mx.is_star(argument)
         members = ctx.members(argument.table or None) if star and isinstance(argument, exp.Column) else (
-            None if star else self._set_of(argument))
+            None if star else self._set_of(node))
         cum, where = ctx.counts(members)
         if star:
             lo = ctx.lo
             return pa.array(cum[lo + ctx.bound(final)] - cum[lo], pa.int64())
-        values, seen_end, seen_count = self._running_inputs(argument, cum, where, final)
+        rows, seen_end, seen_count = self._running_inputs(cum, where, final)
+        if kind in mr_folds.KINDS:
+            return self._folded(node, kind, [self._values(a, rows) for a in args], ctx.matches_segments(cum),
+                                seen_end, seen_count)
+        values = self._values(argument, rows)
         if kind in ("sum", "avg") and pa.types.is_decimal(values.type):
             return self._grouped(kind, values, seen_end, seen_count)
         return _running(kind, values, ctx.matches_segments(cum), seen_end, seen_count)
 
-    def _running_inputs(self, argument, cum, where, final):
-        """The argument at every row of the set in every match (where-order), and per output row
-        the end (exclusive) of the rows it sees in that order and how many they are."""
+    def _running_inputs(self, cum, where, final):
+        """The rows of the set in every match (where-order), and per output row the end
+        (exclusive) of the rows it sees in that order and how many they are."""
         ctx = self.ctx
         owner = np.searchsorted(ctx.matches.offsets, where, side="right") - 1 if len(where) else where
         rows = ctx.matches.start[owner] + (where - ctx.matches.offsets[owner]) if len(where) else where
-        values = self._values(argument, rows)
         lo = ctx.lo
         seen_end = cum[lo + ctx.bound(final)]
-        return values, seen_end, seen_end - cum[lo]
+        return rows, seen_end, seen_end - cum[lo]
+
+    def _folded(self, node, kind, values: list[pa.Array], segments, seen_end, seen_count) -> pa.Array:
+        """An aggregate of exec/mr_folds.py: its fold run over each match's rows of the set in row
+        order, read after the last row each output row sees."""
+        try:
+            f = mr_folds.fold(kind, tuple(v.type for v in values))
+        except mr_folds.FoldTypeError as err:
+            raise AnalysisError.at(self.ctx.text, mx.node_offset(self.expr, node), err.message,
+                                   "DATATYPE_MISMATCH", err.hint) from None
+        columns = [v.to_pylist() for v in values]
+        wanted = set((seen_end[seen_count > 0] - 1).tolist())
+        after: dict[int, object] = {}
+        for k in range(len(segments) - 1):
+            state = f.empty
+            for i in range(int(segments[k]), int(segments[k + 1])):
+                state = f.step(state, tuple(c[i] for c in columns))
+                if i in wanted:
+                    after[i] = f.value(state)
+        nothing = f.value(f.empty)
+        return pa.array([after[int(e) - 1] if c > 0 else nothing for e, c in zip(seen_end, seen_count)],
+                        f.result_type)
 
     def _grouped(self, kind, values, seen_end, seen_count):
         """exec/aggregate.py's grouped over each distinct range of rows an output row sees (a
@@ -300,15 +328,7 @@ class _Rewriter:
     def _values(self, argument: exp.Expression, rows: np.ndarray) -> pa.Array:
         """The aggregate's argument evaluated at ``rows``."""
         fields: dict[str, pa.Array] = {}
-        sub = _Rewriter(self.ctx, self.expr, fields)
-        tree = argument.copy()
-        columns = [tree] if isinstance(tree, exp.Column) else list(tree.find_all(exp.Column))
-        for column in columns:
-            new = sub._field(self.ctx.gather(self._column(column), rows))
-            if column is tree:
-                tree = new
-            else:
-                column.replace(new)
+        tree = self._at_rows(argument.copy(), rows, fields)
         table = pa.table(fields) if fields else pa.table({"__cerql_mr_rows": pa.array(np.zeros(len(rows), np.int8))})
 
         def positioned(err: ExprError):
@@ -318,7 +338,27 @@ class _Rewriter:
             fn = guard(compile_expr(tree, lambda col: col.name), positioned)
         except ExprError as err:
             raise positioned(err) from None
-        return evaluate(fn, table)
+        value = evaluate(fn, table)
+        return value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
+
+    def _at_rows(self, tree: exp.Expression, rows: np.ndarray, fields: dict[str, pa.Array]) -> exp.Expression:
+        """``tree`` (a copy, changed in place) with each column made a field of ``fields``
+        holding its values at ``rows``, and each PREV/NEXT (planner/mr_analyze.py allows only
+        those, of columns, in an aggregate's argument) its argument at the rows it moves to."""
+        if mx.function_name(tree) in mx.PHYSICAL:
+            args = mx.arguments(tree)
+            n = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(mx.PREV)
+            moved = self.ctx.physical(rows, -n if mx.function_name(tree) == mx.PREV else n)
+            return self._at_rows(args[0], moved, fields)
+        if isinstance(tree, exp.Column):
+            name = FIELD.format(len(fields))
+            fields[name] = self.ctx.gather(self._column(tree), rows)
+            return exp.column(name)
+        for child in list(tree.iter_expressions()):
+            new = self._at_rows(child, rows, fields)
+            if new is not child:
+                child.replace(new)
+        return tree
 
 
 def _running(kind: str, values: pa.Array, segments: np.ndarray, seen_end: np.ndarray, seen_count: np.ndarray) -> pa.Array:

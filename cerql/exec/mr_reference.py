@@ -430,6 +430,7 @@ class _Context:
         self.final_default = final_default
         self.in_define = in_define
         self.var_of = {r: v for r, v, _ in mapping}
+        self.aggregating = False  # evaluating an aggregate's argument: PREV/NEXT move from its row
 
     # -- which rows a reference sees
     def seen(self, final: bool) -> list[tuple[int, str]]:
@@ -469,7 +470,7 @@ class _Context:
         CLASSIFIER() means (inside a navigation or an aggregate), None outside one."""
         fin = self.final_default if final is None else final
         name = _call(e)
-        if name is not None:
+        if name is not None and name not in _NAMED_AGGREGATES:
             return self._call(name, e, final, fin, at)
         if isinstance(e, exp.Paren):
             return self.eval(e.this, final, at)
@@ -529,7 +530,7 @@ class _Context:
         if isinstance(e, exp.Abs):
             v = self.eval(e.this, final, at)
             return None if v is None else abs(_number(v))
-        if isinstance(e, _AGGREGATES):
+        if _is_aggregate(e):
             return self._aggregate(e, fin, at)
         raise _unsupported(f"{e.sql('spark')!r} ({type(e).__name__})")
 
@@ -584,7 +585,10 @@ class _Context:
             return (rows[index] if 0 <= index < len(rows) else None), arg
         # PREV / NEXT: from the row the argument points at, physically
         if at is not None:
-            raise _unsupported(f"{name}() inside an aggregate or another PREV/NEXT")
+            if not self.aggregating or _is_navigation(arg):
+                raise _unsupported(f"{name}() inside another PREV/NEXT, or of a navigation inside an aggregate")
+            row = at - offset if name == "PREV" else at + offset
+            return (row if 0 <= row < len(self.part) else None), arg
         inner_name = _call(arg)
         if inner_name in LOGICAL:
             inner_args = list(arg.expressions)
@@ -601,38 +605,158 @@ class _Context:
         return (row if 0 <= row < len(self.part) else None), inner
 
     def _aggregate(self, e: exp.Expression, fin: bool, at):
+        """Spark's aggregate ``e`` over the rows of its variable seen, in row order, by its
+        definition (docs/semantics.md, "MATCH_RECOGNIZE")."""
         if at is not None:
             raise _unsupported(f"an aggregate inside a navigation or an aggregate ({e.sql('spark')})")
-        if e.args.get("distinct") or isinstance(e.this, exp.Distinct):
-            raise _unsupported(f"DISTINCT aggregates ({e.sql('spark')})")
-        arg = e.this
-        if isinstance(e, exp.Count) and isinstance(arg, exp.Star):
-            return len(self.rows_of(None, fin))
-        if isinstance(e, exp.Count) and isinstance(arg, exp.Column) and isinstance(arg.this, exp.Star):
-            return len(self.rows_of(arg.table.upper() if arg.table else None, fin))
-        if arg is None or _is_navigation(arg):
+        kind = _aggregate_name(e)
+        distinct = bool(e.args.get("distinct")) or isinstance(e.args.get("this"), exp.Distinct)
+        if kind is None or (distinct and kind not in ("count", "sum", "avg", "min", "max")):
             raise _unsupported(f"the aggregate {e.sql('spark')!r}")
-        values = [self.eval(arg, fin, r) for r in self.rows_of(self.qualifier(arg), fin)]
+        args = _aggregate_args(e)
+        if kind == "count" and len(args) == 1 and isinstance(args[0], exp.Star):
+            return len(self.rows_of(None, fin))
+        if kind == "count" and len(args) == 1 and isinstance(args[0], exp.Column) and isinstance(args[0].this, exp.Star):
+            return len(self.rows_of(args[0].table.upper() if args[0].table else None, fin))
+        if not args or len(args) != (2 if kind in ("min_by", "max_by") else 1):
+            raise _unsupported(f"the aggregate {e.sql('spark')!r}")
+        for arg in args:
+            if any(_call(n) in LOGICAL + ("CLASSIFIER", "MATCH_NUMBER", "RUNNING", "FINAL") or
+                   (n is not arg and _is_aggregate(n)) for n in arg.walk()) or _is_aggregate(arg):
+                raise _unsupported(f"the aggregate {e.sql('spark')!r}")
+        self.aggregating = True
+        try:
+            rows = self.rows_of(self._aggregated_variable(args), fin)
+            tuples = [tuple(self.eval(arg, fin, r) for arg in args) for r in rows]
+        finally:
+            self.aggregating = False
+        if kind in ("min_by", "max_by"):
+            return _by(kind, tuples)
+        values = [t[0] for t in tuples]
         if isinstance(e, (exp.First, exp.Last)):  # Spark's first/last: the value, NULL or not
             return (values[0] if isinstance(e, exp.First) else values[-1]) if values else None
         present = [v for v in values if v is not None]
-        if isinstance(e, exp.Count):
+        if distinct:
+            present = _distinct(present)
+        if kind == "count":
             return len(present)
+        if kind == "count_if":
+            return sum(1 for v in present if _boolean(v) is True)
+        if kind == "collect_list":
+            return present
         if not present:
             return None
-        if isinstance(e, exp.Sum):
+        if kind in ("bool_and", "bool_or"):
+            flags = [_boolean(v) for v in present]
+            return all(flags) if kind == "bool_and" else any(flags)
+        if kind in ("stddev_samp", "stddev_pop", "var_samp", "var_pop"):
+            return _spread(kind, [float(_number(v)) for v in present])
+        if kind == "sum":
             return functools.reduce(lambda a, b: _arithmetic(exp.Add, a, b), [_number(v) for v in present])
-        if isinstance(e, exp.Avg):
+        if kind == "avg":
             total = functools.reduce(lambda a, b: _arithmetic(exp.Add, a, b), [_number(v) for v in present])
             return total / len(present) if isinstance(total, Decimal) else float(total) / len(present)
         best = present[0]
         for v in present[1:]:
-            if (_compare(v, best) < 0) if isinstance(e, exp.Min) else (_compare(v, best) > 0):
+            if (_compare(v, best) < 0) if kind == "min" else (_compare(v, best) > 0):
                 best = v
         return best
 
+    def _aggregated_variable(self, args) -> str | None:
+        """The one variable the columns of an aggregate's arguments name (None: the universal
+        one), PREV/NEXT included."""
+        found = set()
+        for arg in args:
+            for node in arg.walk():
+                if isinstance(node, exp.Column):
+                    name = node.table.upper() if node.table else None
+                    if name is not None and name not in self.ev.variables and name not in self.ev.subsets:
+                        raise _invalid(f"{name} is neither a pattern variable nor a SUBSET name")
+                    found.add(name)
+        if len(found) > 1:
+            raise _unsupported("an aggregate over the columns of more than one variable")
+        return found.pop() if found else None
 
-_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.First, exp.Last)
+
+# the aggregates by sqlglot class, and those sqlglot reads as unknown functions, by name
+_AGGREGATE_NAMES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+                    exp.First: "first", exp.Last: "last", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
+                    exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop",
+                    exp.CountIf: "count_if", exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or",
+                    exp.ArgMin: "min_by", exp.ArgMax: "max_by", exp.ArrayAgg: "collect_list", exp.Any: "bool_or"}
+_NAMED_AGGREGATES = {"STD": "stddev_samp", "EVERY": "bool_and", "SOME": "bool_or"}
+
+
+def _aggregate_name(e: exp.Expression) -> str | None:
+    if isinstance(e, exp.Anonymous):
+        return _NAMED_AGGREGATES.get(e.name.upper())
+    return _AGGREGATE_NAMES.get(type(e))
+
+
+def _is_aggregate(e: exp.Expression) -> bool:
+    return isinstance(e, _AGGREGATES) or (isinstance(e, exp.Anonymous) and e.name.upper() in _NAMED_AGGREGATES)
+
+
+def _aggregate_args(e: exp.Expression) -> list[exp.Expression]:
+    if isinstance(e, exp.Anonymous):
+        return list(e.expressions)
+    this = e.args.get("this")
+    args = list(this.expressions) if isinstance(this, exp.Distinct) else ([this] if this is not None else [])
+    if isinstance(e, (exp.ArgMin, exp.ArgMax)):
+        args.append(e.args.get("expression"))
+    return args
+
+
+def _same_value(v: Any):
+    """What Spark's DISTINCT compares: NaN equals NaN, -0.0 equals 0.0."""
+    if isinstance(v, float):
+        return "NaN" if math.isnan(v) else v + 0.0
+    return v
+
+
+def _distinct(values: list) -> list:
+    """The values without repeats, each where it first occurs."""
+    seen, out = set(), []
+    for v in values:
+        if _same_value(v) not in seen:
+            seen.add(_same_value(v))
+            out.append(v)
+    return out
+
+
+def _spread(kind: str, xs: list[float]):
+    """Sample / population variance and standard deviation: NULL over one value for the sample
+    ones (Spark 4), NaN in, NaN out."""
+    n = len(xs)
+    if kind in ("stddev_samp", "var_samp") and n == 1:
+        return None
+    mean = sum(xs) / n
+    squares = sum((x - mean) * (x - mean) for x in xs)
+    var = squares / (n - 1 if kind in ("stddev_samp", "var_samp") else n)
+    return math.sqrt(var) if kind.startswith("stddev") and not math.isnan(var) else var
+
+
+def _spark_order(a: Any, b: Any) -> int:
+    """Spark's order of two non-NULL values: NaN above every number."""
+    a_nan, b_nan = isinstance(a, float) and math.isnan(a), isinstance(b, float) and math.isnan(b)
+    if a_nan or b_nan:
+        return (a_nan > b_nan) - (a_nan < b_nan)
+    return _compare(a, b)
+
+
+def _by(kind: str, pairs: list[tuple]) -> Any:
+    """min_by / max_by: x of the row with the least / greatest y, rows without y left out, the
+    last of rows that tie."""
+    best = None
+    for x, y in pairs:
+        if y is None:
+            continue
+        if best is None or (_spark_order(y, best[1]) >= 0 if kind == "max_by" else _spark_order(y, best[1]) <= 0):
+            best = (x, y)
+    return None if best is None else best[0]
+
+
+_AGGREGATES = tuple(_AGGREGATE_NAMES)
 
 
 def _call(e: exp.Expression) -> str | None:
@@ -641,13 +765,12 @@ def _call(e: exp.Expression) -> str | None:
 
 
 def _is_navigation(e: exp.Expression) -> bool:
-    return any(_call(n) in PHYSICAL + LOGICAL for n in e.walk()) or \
-        any(isinstance(n, _AGGREGATES) for n in e.walk())
+    return any(_call(n) in PHYSICAL + LOGICAL for n in e.walk()) or any(_is_aggregate(n) for n in e.walk())
 
 
 def _walk_outside_navigation(tree: exp.Expression):
     yield tree
-    if _call(tree) in PHYSICAL + LOGICAL + ("CLASSIFIER",) or isinstance(tree, _AGGREGATES):
+    if _call(tree) in PHYSICAL + LOGICAL + ("CLASSIFIER",) or _is_aggregate(tree):
         return
     for child in tree.iter_expressions():
         yield from _walk_outside_navigation(child)

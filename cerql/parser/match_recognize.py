@@ -21,6 +21,7 @@ import difflib
 import functools
 import re
 from dataclasses import dataclass
+from importlib import resources
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
@@ -187,8 +188,10 @@ def _outer_sql(text: str, hidden: str, item: _Item, placeholder: str) -> str:
 # ---------------------------------------------------------------------------- the clause
 @functools.cache
 def _parser() -> Lark:
-    return Lark.open("match_recognize.lark", rel_to=__file__, parser="lalr", lexer="contextual",
-                     propagate_positions=True, maybe_placeholders=False)
+    # Package data rather than a file path, so that a zipped cerql parses too (as to_ast's grammar).
+    grammar = resources.files("cerql.parser").joinpath("match_recognize.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
+                maybe_placeholders=False)
 
 
 def _blanked(text: str) -> str:

@@ -16,6 +16,8 @@ an expression means here what it means in a CEQL FILTER.
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
@@ -86,7 +88,7 @@ def _qualify(tree: exp.Expression, qualified: dict[int, tuple[str, int, int]], t
     """Wrap each call written after RUNNING/FINAL in ``Anonymous(keyword, [call])``."""
     calls = {n.meta.get("start"): n for n in tree.walk() if isinstance(n, exp.Func) and "start" in n.meta}
     for name_start, (word, kw_start, kw_end) in sorted(qualified.items()):
-        call = calls.get(name_start)
+        call = calls.get(name_start) or _unpositioned_call(tree, name_start, text)
         if call is None:
             raise ParseError.at(query, offset + kw_start, f"{word} must come before a function call",
                                 "INVALID_RUNNING_FINAL",
@@ -103,6 +105,23 @@ def _qualify(tree: exp.Expression, qualified: dict[int, tuple[str, int, int]], t
             call.replace(wrapper)
         wrapper.set("expressions", [call])
     return tree
+
+
+def _unpositioned_call(tree: exp.Expression, name_start: int, text: str) -> exp.Expression | None:
+    """The call whose name is written at ``name_start`` when sqlglot kept no position for it
+    (``max_by(x, y)`` becomes an exp.ArgMax without one): the outermost call without a position
+    whose first name is written right after ``name(``; it gets the position of its name."""
+    name = re.match(r"\w+\s*\(\s*(?:DISTINCT\s+)?", text[name_start:], flags=re.IGNORECASE)
+    if name is None:
+        return None
+    for node in tree.walk():
+        if isinstance(node, exp.Func) and "start" not in node.meta:
+            starts = [i.meta["start"] for i in node.find_all(exp.Identifier) if "start" in i.meta]
+            if starts and min(starts) == name_start + name.end():
+                word = re.match(r"\w+", text[name_start:]).group(0)
+                node.meta.update(start=name_start, end=name_start + len(word) - 1)
+                return node
+    return None
 
 
 def parse_expression(text: str, offset: int, query: str, span: ast.Span | None) -> ast.SqlExpr:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from importlib import resources
 from decimal import Decimal, InvalidOperation
 
 from lark import Lark, Token, Transformer, v_args
@@ -23,9 +24,11 @@ from cerql.parser.units import MICROS_PER_UNIT
 
 @functools.cache
 def _parser() -> Lark:
-    return Lark.open(
-        "ceql.lark",
-        rel_to=__file__,
+    # The grammar is read as package data, not through a file path, so that a cerql imported
+    # from a zip (shipped to Spark executors as one) parses too.
+    grammar = resources.files("cerql.parser").joinpath("ceql.lark").read_text(encoding="utf-8")
+    return Lark(
+        grammar,
         parser="lalr",
         lexer="contextual",
         propagate_positions=True,

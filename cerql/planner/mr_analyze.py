@@ -14,16 +14,19 @@ row-local), or a positioned CeqlError with a hint (docs/semantics.md, "MATCH_REC
 - navigation misuse: an offset that is not a non-negative integer literal, PREV/NEXT inside
   PREV/NEXT, a navigation inside FIRST/LAST, columns of two variables in one navigation or
   aggregate, an aggregate inside a navigation, RUNNING/FINAL before something that is neither a
-  navigation nor an aggregate.
+  navigation nor an aggregate;
+- an aggregate with the wrong number of arguments (``max_by`` takes two), or ``*`` in another
+  aggregate than count.
 
 A DEFINE is *row-local* when it reads only the current row: columns unqualified, qualified by the
 variable being defined (or a SUBSET that holds it: the current row is that variable's last), and
 PREV/NEXT of those at constant offsets; the Pike kernel takes those as bits. Anything else
 (FIRST/LAST, another variable's columns, aggregates, CLASSIFIER) depends on the rows mapped so
 far: *history-dependent*, evaluated per thread by exec/mr_threads.py (``MrAnalysis.row_local``
-leaves it out). What the engine does not evaluate yet, in MEASURES or DEFINE (a navigation,
-CLASSIFIER or MATCH_NUMBER inside an aggregate; CLASSIFIER or MATCH_NUMBER inside a navigation;
-an aggregate other than count/sum/avg/min/max, or DISTINCT) is refused with
+leaves it out). What the engine does not evaluate, in MEASURES or DEFINE (FIRST/LAST,
+CLASSIFIER, MATCH_NUMBER or RUNNING/FINAL inside an aggregate, where PREV/NEXT are allowed;
+CLASSIFIER or MATCH_NUMBER inside a navigation; an aggregate ``mr_functions.aggregate_kind``
+does not know, with ``mr_functions.refusal``'s reason and hint) is refused with
 MATCH_RECOGNIZE_UNSUPPORTED naming the part.
 """
 
@@ -296,9 +299,10 @@ class _Scope:
         if inside in mx.LOGICAL:
             raise self._error(AnalysisError, expr, node, f"{name} cannot be nested in {inside}",
                               "MATCH_RECOGNIZE_INVALID_NAVIGATION", "only FIRST/LAST may be nested in PREV/NEXT")
-        if inside == "aggregate":
+        if inside == "aggregate" and name in mx.LOGICAL:
             raise self._error(UnsupportedError, expr, node, f"{name} inside an aggregate is not supported yet",
-                              UNSUPPORTED, "aggregate the columns themselves, e.g. sum(A.x)")
+                              UNSUPPORTED, "aggregate the columns themselves, e.g. sum(A.x), or PREV/NEXT of them, "
+                              "e.g. sum(A.x - PREV(A.x))")
         self._one_variable(expr, node, args[0], name)
         for sub in args[0].walk():
             if mx.function_name(sub) == mx.CLASSIFIER or (mx.function_name(sub) == mx.MATCH_NUMBER and in_define is None):
@@ -308,27 +312,37 @@ class _Scope:
 
     def _aggregate(self, expr, node, in_define, inside):
         kind = mx.aggregate_kind(node)
-        if kind is None or node.args.get("distinct") or isinstance(node.this, exp.Distinct):
+        if kind is None:
+            why, hint = mx.refusal(node)
             raise self._error(UnsupportedError, expr, node, f"The aggregate {node.sql(dialect='spark')} is not "
-                              "supported in MATCH_RECOGNIZE yet", UNSUPPORTED,
-                              "use count, sum, avg, min or max over a variable's rows")
+                              f"supported in MATCH_RECOGNIZE: {why}", UNSUPPORTED, hint)
         if inside is not None:
             raise self._error(AnalysisError, expr, node, f"An aggregate cannot be nested in {inside}",
                               "MATCH_RECOGNIZE_INVALID_NAVIGATION", "navigate to the rows, then aggregate outside")
-        argument = node.this
-        if argument is None:
+        args = mx.aggregate_arguments(node)
+        if not args:
             return
-        if mx.is_star(argument):
-            if isinstance(argument, exp.Column):
-                self._known(expr, argument.table, argument)
+        if mx.is_star(args[0]):
+            if kind != "count" or len(args) > 1:
+                raise self._error(AnalysisError, expr, node, f"Only count takes *: {node.sql(dialect='spark')}",
+                                  "MATCH_RECOGNIZE_INVALID_AGGREGATE", "write count(A.*), or name a column")
+            if isinstance(args[0], exp.Column):
+                self._known(expr, args[0].table, args[0])
             return
-        self._one_variable(expr, node, argument, kind)
-        for sub in argument.walk():
-            if sub is not argument and (mx.function_name(sub) is not None or mx.is_aggregate(sub)):
-                if mx.function_name(sub) in (mx.MATCH_NUMBER, mx.CLASSIFIER, *mx.NAVIGATIONS):
-                    raise self._error(UnsupportedError, expr, sub, f"{mx.function_name(sub)} inside an aggregate "
-                                      "is not supported yet", UNSUPPORTED, "aggregate the columns themselves")
-        self._visit(expr, argument, in_define, "aggregate")
+        wanted = mx.aggregate_arity(kind)
+        if len(args) != wanted:
+            raise self._error(AnalysisError, expr, node, f"{node.sql(dialect='spark')} takes {wanted} "
+                              f"argument{'s' if wanted > 1 else ''}", "MATCH_RECOGNIZE_INVALID_AGGREGATE",
+                              "e.g. max_by(A.x, A.y), count(DISTINCT A.x)")
+        self._one_variable(expr, node, node, kind)
+        for argument in args:
+            for sub in argument.walk():
+                name = mx.function_name(sub)
+                if name in (mx.MATCH_NUMBER, mx.CLASSIFIER, mx.RUNNING, mx.FINAL, *mx.LOGICAL):
+                    raise self._error(UnsupportedError, expr, sub, f"{name} inside an aggregate is not supported "
+                                      "yet", UNSUPPORTED, "aggregate the columns, or PREV/NEXT of them: "
+                                      "sum(A.x - PREV(A.x))")
+            self._visit(expr, argument, in_define, "aggregate")
 
     def _one_variable(self, expr, node, argument, what):
         """Every column a navigation or aggregate reads is of one variable (or all unqualified)."""

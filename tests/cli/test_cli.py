@@ -741,7 +741,7 @@ def test_spark_unknown_source_fails_before_spark_starts(stock_files, capsys, mon
 
     tmp, query, _ = stock_files
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))  # a fresh process
-    monkeypatch.setattr(cli, "spark_session", lambda conf=None: pytest.fail("Spark was started"))
+    monkeypatch.setattr(cli, "spark_session", lambda *args, **kwargs: pytest.fail("Spark was started"))
 
     assert main(["run", str(query), "--table", f"trades={tmp / 'stock.csv'}"]) == 2
     err = capsys.readouterr().err
@@ -830,7 +830,7 @@ def test_existing_out_file_is_refused_without_overwrite_on_every_engine(stock_fi
     tmp, _, _ = stock_files
     keep = tmp / "keep.parquet"
     keep.write_bytes(b"not a result of cerql\n")
-    monkeypatch.setattr(cli, "spark_session", lambda conf=None: pytest.fail("Spark was started"))
+    monkeypatch.setattr(cli, "spark_session", lambda *args, **kwargs: pytest.fail("Spark was started"))
     monkeypatch.setattr(cli, "evaluate", lambda *a, **k: pytest.fail("the query was run"))
 
     code = main(["run", "-e", PAIRS, "--table", f"stock={tmp / 'stock.csv'}", "--out", str(keep),
@@ -864,7 +864,7 @@ def test_explain_names_an_unknown_source_before_spark_starts(stock_files, capsys
 
     tmp, _, _ = stock_files
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))  # a fresh process
-    monkeypatch.setattr(cli, "spark_session", lambda conf=None: pytest.fail("Spark was started"))
+    monkeypatch.setattr(cli, "spark_session", lambda *args, **kwargs: pytest.fail("Spark was started"))
 
     assert main(["explain", "-e", "SELECT * FROM stocks WHERE SELL AS s", "--table", f"stock={tmp / 'stock.csv'}"]) == 2
     captured = capsys.readouterr()

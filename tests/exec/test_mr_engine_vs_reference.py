@@ -2,7 +2,8 @@
 Pike-VM kernel for row-local DEFINEs, the thread matcher of exec/mr_threads.py for
 history-dependent ones) against the brute-force reference evaluator (cerql/exec/mr_reference.py)
 on random patterns, data, DEFINEs (row-local, and reading the rows mapped so far: FIRST/LAST with
-offsets, other variables' columns, aggregates, CLASSIFIER, PREV/NEXT of a FIRST/LAST), measures,
+offsets, other variables' columns, aggregates (all those exec/mr_folds.py adds too, DISTINCT, PREV/NEXT
+inside the argument), CLASSIFIER, PREV/NEXT of a FIRST/LAST), measures,
 partitions, orders, skip modes and output layouts (hypothesis): the same rows, or both fail."""
 
 from __future__ import annotations
@@ -31,11 +32,24 @@ HISTORY = ["value > LAST({w}.value)", "value <= FIRST({w}.value) OR FIRST({w}.va
            "FIRST(value, 1) IS NULL", "sum({w}.value) <= 5", "count({w}.*) < 3", "count(*) <= 2 OR value = 0",
            "avg(value) >= 1.5", "min({w}.value) = value OR max(value) < 3", "CLASSIFIER({w}) IS NULL",
            "CLASSIFIER() = '{v}' AND {w}.value IS NOT NULL", "PREV(LAST({w}.value), 1) < value",
-           "NEXT(FIRST({w}.value)) = value", "count({w}.value) = 1 OR S.value > 2", "LAST(S.value, 1) <> value"]
+           "NEXT(FIRST({w}.value)) = value", "count({w}.value) = 1 OR S.value > 2", "LAST(S.value, 1) <> value",
+           # the other aggregates (exec/mr_folds.py), and PREV/NEXT inside an aggregate (thresholds no
+           # variance of up to 16 values 0..4 reaches exactly, where two ways of rounding could part)
+           "coalesce(stddev_pop({w}.value), 0) < 1.45", "var_samp(value) IS NULL OR var_samp(value) <= 2.05",
+           "count_if({w}.value > 1) <= 2", "coalesce(bool_and({w}.value >= 1), true) = true", "coalesce(some(value = 0), false) = false",
+           "max_by({w}.t, {w}.value) = t OR max_by({w}.t, {w}.value) IS NULL", "min_by(value, t) <= value",
+           "count(DISTINCT {w}.value) = count({w}.value)", "sum(DISTINCT value) < 6",
+           "sum({w}.value - PREV({w}.value)) >= 0", "max(NEXT(value)) > 1 OR count(*) < 2"]
 MEASURES = ["LAST({v}.value)", "FIRST({v}.value, 1)", "LAST({v}.value, 1)", "PREV(LAST({v}.value), 2)",
             "NEXT(FIRST({v}.value))", "count({v}.*)", "count(*)", "sum({v}.value)", "min(value)", "max({v}.value)",
             "CLASSIFIER()", "MATCH_NUMBER()", "value", "{v}.value + 1", "FINAL(LAST(value))", "FINAL(count({v}.*))",
-            "RUNNING(sum(value))", "avg({v}.value)", "count({v}.value)"]
+            "RUNNING(sum(value))", "avg({v}.value)", "count({v}.value)",
+            "stddev({v}.value)", "stddev_pop(value)", "variance({v}.value)", "var_pop({v}.value)",
+            "FINAL(std(value))", "count_if({v}.value > 1)", "bool_and({v}.value > 0)", "every(value IS NULL)",
+            "bool_or({v}.value = 2)", "any(value < 1)", "min_by({v}.t, {v}.value)", "FINAL(max_by(t, value))",
+            "collect_list({v}.value)", "FINAL(array_agg(t))", "count(DISTINCT {v}.value)", "sum(DISTINCT value)",
+            "avg(DISTINCT {v}.value)", "sum({v}.value - PREV({v}.value))", "collect_list(NEXT({v}.t, 2))",
+            "FINAL(min(PREV(value)))"]
 LAYOUTS = [mr_ast.ONE_ROW, "ALL ROWS PER MATCH", f"ALL ROWS PER MATCH {mr_ast.OMIT_EMPTY}",
            f"ALL ROWS PER MATCH {mr_ast.WITH_UNMATCHED}"]
 

@@ -19,15 +19,30 @@ Loading from the cache fires no compile event, so a warm process says nothing.
 ``python -m cerql warmup`` (cerql/cli/warmup.py; ``make demo`` and ``make test`` run it)
 compiles ahead, with its own progress line. :func:`compiled` tells cheaply whether that is
 needed: the stamp below is current and numba's index of ``run_batch`` is there.
+
+A cerql imported from a zip (shipped to Spark executors as one) has no folder to cache in. numba
+0.68 then caches in the user's cache directory, and crashes on the first compile when that is not
+writable (an executor's account often has no writable home); a numba without a locator for zips
+refuses ``cache=True`` at import. :func:`drop_stale` therefore registers :class:`ZippedKernelLocator`, which
+caches the zipped kernel in the first writable of ``NUMBA_CACHE_DIR``, numba's user cache
+directory and the temp directory, in a folder named after the digest of the kernel's sources
+rather than the zip's path, so that a cache built once serves every application shipping the same
+sources, wherever its zip is unpacked.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import os
+import tempfile
 import threading
 import time
+from importlib import resources
 from pathlib import Path
+
+from numba.core.caching import _CacheLocator  # numba's base of cache locators (ZippedKernelLocator)
 
 HERE = Path(__file__).resolve().parent
 STAMP = "kernel-sources.sha1"  # beside numba's index (.nbi) and data (.nbc) files
@@ -43,12 +58,13 @@ log = logging.getLogger("cerql")
 NOT_COMPILED = frozenset({"cache.py"})
 
 
-def sources_digest(folder: Path = HERE) -> str:
+def sources_digest(folder=HERE) -> str:
     """One digest of every module of the kernel that numba compiles (all but
-    :data:`NOT_COMPILED`), names and contents."""
+    :data:`NOT_COMPILED`), names and contents. ``folder`` is a path or an
+    ``importlib.resources`` traversable (the kernel inside a zip)."""
     digest = hashlib.sha1()
-    for path in sorted(folder.glob("*.py")):
-        if path.name in NOT_COMPILED:
+    for path in sorted(folder.iterdir(), key=lambda p: p.name):
+        if not path.name.endswith(".py") or path.name in NOT_COMPILED:
             continue
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -60,6 +76,9 @@ def drop_stale(folder: Path = HERE) -> bool:
     not change) is left alone. Also starts :func:`watch`, since this runs before any kernel
     function can compile."""
     watch()
+    if not folder.is_dir():  # imported from a zip: numba caches elsewhere (module docstring)
+        ZippedKernelLocator.register()
+        return False
     cache = folder / "__pycache__"
     stamp = cache / STAMP
     digest = sources_digest(folder)
@@ -91,6 +110,75 @@ def compiled(folder: Path = HERE) -> bool:
     except OSError:
         return False
     return any(cache.glob(ENTRY))
+
+
+# ----------------------------------------------------------------- caching a zipped kernel
+def _writable(path: Path) -> bool:
+    """Whether ``path`` exists or can be made, and a file can be written in it (numba's own test)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+def zipped_cache_dir(digest: str) -> Path | None:
+    """Where a zipped kernel with these sources is cached: under the first writable of
+    ``NUMBA_CACHE_DIR``, numba's user cache directory and the temp directory (None when none is)."""
+    from numba.core import config
+    from numba.misc.appdirs import AppDirs
+
+    roots = [config.CACHE_DIR, AppDirs(appname="numba", appauthor=False).user_cache_dir,
+             os.path.join(tempfile.gettempdir(), f"numba-cache-{getattr(os, 'getuid', str)()}")]
+    for root in filter(None, roots):
+        path = Path(root) / f"cerql-kernel-{digest[:16]}"
+        if _writable(path):
+            return path
+    return None
+
+
+@functools.cache
+def _zipped_target() -> tuple[str, Path | None]:
+    """The digest of the zipped kernel's sources and its cache folder, found once per process."""
+    digest = sources_digest(resources.files(__package__))
+    return digest, zipped_cache_dir(digest)
+
+
+class ZippedKernelLocator(_CacheLocator):
+    """numba's cache locator for cerql's kernel imported from a zip (module docstring). It claims
+    only functions whose source file is in this package's folder, and stamps the cache with the
+    digest of the kernel's sources, which change only with cerql."""
+
+    def __init__(self, py_func, path: Path, digest: str):
+        self._lineno = py_func.__code__.co_firstlineno
+        self._path = path
+        self._digest = digest
+
+    def get_cache_path(self) -> str:
+        return str(self._path)
+
+    def get_source_stamp(self) -> str:
+        return self._digest
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if Path(py_file).resolve().parent != HERE:
+            return None
+        digest, path = _zipped_target()
+        return None if path is None else cls(py_func, path, digest)
+
+    @classmethod
+    def register(cls) -> None:
+        """Put this locator first in numba's list (idempotent)."""
+        from numba.core import caching
+
+        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # the older name
+        if cls not in impl._locator_classes:
+            impl._locator_classes.insert(0, cls)
 
 
 # ------------------------------------------------------------------- saying that it compiles

@@ -1,0 +1,1 @@
+cerql/cli/queries
