@@ -132,6 +132,16 @@ class History:
                 out[i] = _step(q, regs[i], row, v, part.args.get(i))
         return tuple(out)
 
+    def ignores_row(self, regs: Registers, v: int) -> bool:
+        """Whether ``advance(regs, row, v)`` is the same for every row: each register ``v``
+        changes is a CLASSIFIER, a FIRST that holds all its rows already, or a LAST of no rows.
+        The matcher then computes it once per registers and variable."""
+        for i, q in enumerate(self.quantities):
+            if q.holds(v) and not (q.kind == "classifier" or (q.kind == "first" and len(regs[i]) >= q.keep)
+                                   or (q.kind == "last" and not q.keep)):
+                return False
+        return True
+
     # -- per partition
     def bind(self, table: pa.Table) -> _Partition:
         """The partition's rows and its aggregate arguments, evaluated once over all its rows."""

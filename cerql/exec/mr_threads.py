@@ -35,10 +35,11 @@ import numpy as np
 import pyarrow as pa
 
 from cerql.errors import ExecutionError
+from cerql.exec import mr_closures
 from cerql.exec.kernel.pike import SKIP_TO_FIRST_ROW, SKIP_TO_NO_ROW, skip_error
+from cerql.exec.mr_closures import ACCEPTS, EMIT, PENDING, STOP, UNDECIDED
 from cerql.exec.mr_history import History
-from cerql.mr_plan import (ACCEPT, ANCHOR_END, ANCHOR_START, CONSUME, PAST_LAST_ROW, TO_FIRST, TO_NEXT_ROW, Nfa,
-                           Skip)
+from cerql.mr_plan import AT_END, AT_START, CONSUME, PAST_LAST_ROW, TO_FIRST, TO_NEXT_ROW, Nfa, Skip
 
 MAX_THREADS = 100_000
 MAX_THREADS_CONF = "cerql.matchRecognize.maxThreads"
@@ -57,7 +58,7 @@ def too_many_threads(limit: int, partition: str | None) -> ExecutionError:
 class ThreadMatcher:
     """The matcher of the module docstring, for the engine's Matcher protocol. ``history``: the
     variables (canonical names) whose DEFINE it evaluates itself; ``steps``: the work of the last
-    ``match`` (states visited, threads stepped, conditions evaluated)."""
+    ``match`` (closure entries visited, threads stepped, conditions evaluated)."""
 
     def __init__(self, nfa: Nfa, skip: Skip, conditions: History, max_threads: int = MAX_THREADS):
         self.nfa, self.skip, self.conditions, self.max_threads = nfa, skip, conditions, max_threads
@@ -73,9 +74,22 @@ class ThreadMatcher:
         self.label_excluded = labels >= len(nfa.variables)
         self.var_of = self.label_variable.tolist()
         self.history = frozenset(conditions.variables[v] for v in conditions.conditions)
-        self.wanted = self._wanted()
-        self.reads = {v: tuple(sorted(q)) for v, q in conditions.reads.items()}
+        self.n_states = len(self.kind)
+        # a CONSUME state's variable (-1 for the others), for the row-local bit
+        self.state_var = [self.var_of[self.label[s]] if self.kind[s] == CONSUME else -1 for s in range(self.n_states)]
+        # the register parts a dedupe key or a condition reads, as classes (-1: all the registers)
+        self.classes: list[tuple[int, ...]] = []
+        self.key_class = [self._class(w) for w in self._wanted()]
+        self.reads_class = {v: self._class(tuple(sorted(q))) for v, q in conditions.reads.items()}
+        self._closures: dict[int, list] = {}
         self.steps = 0
+
+    def _class(self, part: tuple[int, ...]) -> int:
+        if part == tuple(range(len(self.conditions.quantities))):
+            return -1
+        if part not in self.classes:
+            self.classes.append(part)
+        return self.classes.index(part)
 
     def _wanted(self) -> list[tuple[int, ...]]:
         """Per state, the registers read by the conditions of the variables still consumable
@@ -96,6 +110,15 @@ class ThreadMatcher:
             out.append(tuple(sorted(found)))
         return out
 
+    def closures(self, ctx: int) -> list:
+        """Per root state, its epsilon closure's entries in context ``ctx`` (exec/mr_closures.py),
+        built once per matcher."""
+        got = self._closures.get(ctx)
+        if got is None:
+            got = self._closures[ctx] = [mr_closures.closure(self.kind, self.succ, self.nullable, root, ctx)
+                                         for root in range(self.n_states)]
+        return got
+
     def match(self, bits: np.ndarray, partition: str | None = None, rows: pa.Table | None = None, *,
               first_row: int = 0, begin: int = 0, final: bool = True, numbered_from: int = 0):
         """``(starts, ends, labels, head)``; the keywords give a stretch of a partition, as the
@@ -104,11 +127,63 @@ class ThreadMatcher:
         return _Run(self, bits, partition, rows, first_row, begin, final, numbered_from).run()
 
 
+class _Registers:
+    """A partition's register tuples (exec/mr_history.py) as small ints, so that a thread carries
+    an int, a dedupe key is two ints, and equal registers are hashed once per step instead of
+    once per state visited. ``key(w, r)`` numbers the part ``classes[w]`` of registers ``r``;
+    ``advance`` remembers the steps that do not depend on the row (a FIRST register that is full,
+    CLASSIFIER), which is where unbounded registers spend most threads' steps. ``compacted`` drops
+    the registers no live thread holds, so the table grows with the live threads, not the rows."""
+
+    def __init__(self, m: ThreadMatcher, part, live: tuple = ()):
+        self.h, self.part, self.classes = m.conditions, part, m.classes
+        self.values: list[tuple] = []
+        self.ids: dict[tuple, int] = {}
+        self.keys: list[dict[int, int]] = [{} for _ in m.classes]       # per class: id -> part's number
+        self.parts: list[dict[tuple, int]] = [{} for _ in m.classes]    # per class: part -> its number
+        self.fixed: dict[tuple[int, int], int] = {}                    # (id, variable) -> id after any row
+        self.initial = self.id(self.h.initial())
+        for regs in live:
+            self.id(regs)
+
+    def id(self, regs: tuple) -> int:
+        got = self.ids.get(regs)
+        if got is None:
+            got = self.ids[regs] = len(self.values)
+            self.values.append(regs)
+        return got
+
+    def key(self, w: int, r: int) -> int:
+        got = self.keys[w].get(r)
+        if got is None:
+            regs = self.values[r]
+            part = tuple(regs[i] for i in self.classes[w])
+            got = self.keys[w][r] = self.parts[w].setdefault(part, len(self.parts[w]))
+        return got
+
+    def advance(self, r: int, row: int, v: int) -> int:
+        got = self.fixed.get((r, v))
+        if got is None:
+            regs = self.values[r]
+            got = self.id(self.h.advance(regs, row, v, self.part))
+            if self.h.ignores_row(regs, v):
+                self.fixed[r, v] = got
+        return got
+
+    def compacted(self, m: ThreadMatcher, held: list[int]) -> tuple["_Registers", list[int]]:
+        """A table of only the registers in ``held`` (and the initial ones), and ``held``
+        renumbered."""
+        fresh = _Registers(m, self.part, tuple(self.values[r] for r in held))
+        return fresh, [fresh.ids[self.values[r]] for r in held]
+
+
 _NEVER = 1 << 62
 
 
 class _Run:
-    """One partition's simulation (the Pike kernel's loop, exec/kernel/pike.py, in Python)."""
+    """One partition's simulation (the Pike kernel's loop, exec/kernel/pike.py, in Python). The
+    live threads are four parallel lists (``Threads``): NFA state, start row, path (``(label,
+    path)`` links, newest first) and registers (their number in ``self.regs``)."""
 
     def __init__(self, m: ThreadMatcher, bits: np.ndarray, partition: str | None, rows: pa.Table | None,
                  first_row: int, begin: int, final: bool, numbered_from: int):
@@ -120,7 +195,7 @@ class _Run:
         if rows is None:
             rows = pa.table({"__cerql_mr_rows": pa.array(np.zeros(n, np.int8))})
         self.part = m.conditions.bind(rows)
-        self.initial = m.conditions.initial()
+        self.regs = _Registers(m, self.part)
         self.cont = m.skip.mode == PAST_LAST_ROW
         self.cut, self.floor, self.steps = -1, begin, 0
         self.rec_end = [-1] * (n + 1)
@@ -137,77 +212,137 @@ class _Run:
         else:
             self.cut = self.floor = _NEVER
 
-    def closure(self, root: int, start: int, node, regs, pos: int, out: list, visited: set):
-        """The epsilon moves from ``root`` before row ``pos`` in preference order; the CONSUME
-        states reached first (per register key) join ``out``; an ACCEPT reached is recorded."""
-        m = self.m
+    def entries(self, pos: int) -> list:
+        """Per root state, the closure entries before row ``pos`` (its anchors, and whether the
+        rows may go on after a piece's last row)."""
         at_start, at_end = pos == self.first_row, pos == self.n and self.final
-        anchors = (1 if at_start else 0) | (2 if at_end else 0)
-        stack = [root]
-        while stack:
-            s = stack.pop()
-            self.steps += 1
-            key = (s, tuple(regs[i] for i in m.wanted[s]))
-            if key in visited:
-                if m.nullable[s][anchors]:
-                    self.accept(start, node, pos)
-                    return
-                if pos == self.n and not self.final and m.nullable[s][anchors | 2]:
-                    self.cnt[start] += 1  # it might end here with ``$``: undecided until the rows run out
-                continue
-            visited.add(key)
-            k = m.kind[s]
-            if k == CONSUME:
-                out.append((s, start, node, regs))
-                self.cnt[start] += 1
-            elif k == ACCEPT:
+        undecided = pos == self.n and not self.final
+        return self.m.closures(mr_closures.context((AT_START if at_start else 0) | (AT_END if at_end else 0),
+                                                   undecided))
+
+    def closure(self, entries: tuple, start: int, node, r: int, pos: int, out: "Threads", visited: set):
+        """The epsilon moves of a thread with registers ``r`` before row ``pos``, in preference
+        order (exec/mr_closures.py says what the entries do): the CONSUME states whose dedupe key
+        (state, registers read ahead) is new join ``out``; an ACCEPT reached is recorded."""
+        states, starts, nodes, held = out
+        key_class, n_states, regs, cnt = self.m.key_class, self.m.n_states, self.regs, self.cnt
+        self.steps += len(entries)
+        i, end = 0, len(entries)
+        while i < end:
+            s, skip, op, revisit = entries[i]
+            if op == STOP:
                 self.accept(start, node, pos)
                 return
-            elif k == ANCHOR_END and pos == self.n and not self.final:
-                self.cnt[start] += 1  # ``$`` holds here if no row follows: undecided until the rows run out
-            elif (k == ANCHOR_START and not at_start) or (k == ANCHOR_END and not at_end):
+            w = key_class[s]
+            key = s + n_states * (r if w < 0 else regs.key(w, r))
+            if key in visited:
+                if revisit == ACCEPTS:
+                    self.accept(start, node, pos)
+                    return
+                if revisit == UNDECIDED:
+                    cnt[start] += 1  # it might end here with ``$``: undecided until the rows run out
+                i = skip
                 continue
-            else:
-                stack.extend(reversed(m.succ[s]))
+            visited.add(key)
+            if op == EMIT:
+                states.append(s)
+                starts.append(start)
+                nodes.append(node)
+                held.append(r)
+                cnt[start] += 1
+            elif op == PENDING:
+                cnt[start] += 1  # ``$`` holds here if no row follows: undecided until the rows run out
+            i += 1
 
-    def holds(self, cur: list, p: int) -> list[bool]:
+    def holds(self, cur: "Threads", p: int) -> list[int]:
         """Whether each thread of ``cur`` may map row ``p`` to its state's variable: the row-local
         bit, and for a history-dependent variable its condition, evaluated once per variable for
-        the threads' distinct registers."""
-        m = self.m
+        the threads' distinct registers (the part the condition reads)."""
+        m, regs = self.m, self.regs
         row = int(self.bits[p])
-        ok = []
-        groups: dict[int, dict[tuple, list[int]]] = {}
-        for i, (s, _, _, regs) in enumerate(cur):
-            v = m.var_of[m.label[s]]
-            ok.append(bool((row >> v) & 1))
-            if ok[-1] and v in m.conditions.conditions:
-                key = tuple(regs[j] for j in m.reads[v])
-                groups.setdefault(v, {}).setdefault(key, []).append(i)
+        state_var, reads_class, conditions = m.state_var, m.reads_class, m.conditions.conditions
+        ok = [(row >> state_var[s]) & 1 for s in cur[0]]
+        groups: dict[int, dict[int, list[int]]] = {}
+        for i, s in enumerate(cur[0]):
+            v = state_var[s]
+            if ok[i] and v in conditions:
+                r = cur[3][i]
+                w = reads_class[v]
+                groups.setdefault(v, {}).setdefault(r if w < 0 else regs.key(w, r), []).append(i)
         for v, by_key in groups.items():
             members = list(by_key.values())
             self.steps += len(members)
-            result = m.conditions.evaluate(v, [cur[ids[0]][3] for ids in members], p, self.part)
+            result = m.conditions.evaluate(v, [regs.values[cur[3][ids[0]]] for ids in members], p, self.part)
             for ids, good in zip(members, result.tolist()):
                 for i in ids:
                     ok[i] = good
         return ok
 
+    def step(self, cur: "Threads", p: int) -> "Threads":
+        """The threads after row ``p``: each one that may map it moves on (its registers
+        advanced), in priority order, then a new start at ``p + 1``."""
+        m, regs, cnt = self.m, self.regs, self.cnt
+        label, var_of, succ, advances = m.label, m.var_of, m.succ, bool(m.conditions.quantities)
+        ok = self.holds(cur, p)
+        entries = self.entries(p + 1)
+        nxt: Threads = ([], [], [], [])
+        visited: set = set()
+        self.cut = -1
+        self.steps += len(cur[0])
+        for i, (s, t, node, r) in enumerate(zip(*cur)):
+            cnt[t] -= 1
+            if t < self.cut or not ok[i]:
+                continue
+            lab = label[s]
+            if advances:
+                r = regs.advance(r, p, var_of[lab])
+            self.closure(entries[succ[s][0]], t, (lab, node), r, p + 1, nxt, visited)
+        p += 1
+        if p < self.n and p >= self.floor:
+            self.last_start = p
+            self.rec_end[p] = -1
+            self.closure(entries[m.start_state], p, None, regs.initial, p, nxt, visited)
+        if len(nxt[0]) > m.max_threads:
+            raise too_many_threads(m.max_threads, self.partition)
+        return nxt
+
+    def restart(self, at: int) -> "Threads":
+        """The threads of a search that starts at row ``at`` (none past the rows)."""
+        cur: Threads = ([], [], [], [])
+        self.last_start = at - 1
+        if at < self.n:
+            self.cut = -1
+            self.last_start = at
+            self.rec_end[at] = -1
+            self.closure(self.entries(at)[self.m.start_state], at, None, self.regs.initial, at, cur, set())
+        return cur
+
+    def resume_row(self, s: int, e: int, path: list[int]) -> int:
+        """Where the search goes on after the match of rows ``s`` to ``e`` (AFTER MATCH SKIP)."""
+        m, skip = self.m, self.m.skip
+        if e == s or skip.mode == PAST_LAST_ROW:  # AFTER MATCH SKIP applies after a non-empty match
+            return e if e > s else s + 1
+        if skip.mode == TO_NEXT_ROW:
+            return s + 1
+        at = [s + j for j, lab in enumerate(path) if (skip.mask >> int(m.var_of[lab])) & 1]
+        if not at:
+            raise skip_error(m.nfa, skip, SKIP_TO_NO_ROW, self.numbered_from + self.found, self.partition)
+        resume = at[0] if skip.mode == TO_FIRST else at[-1]
+        if resume == s:
+            raise skip_error(m.nfa, skip, SKIP_TO_FIRST_ROW, self.numbered_from + self.found, self.partition)
+        return resume
+
     def run(self):
-        m, n = self.m, self.n
-        skip = m.skip
+        n = self.n
         starts, ends, labels = [], [], []
-        head, last_start, p = self.begin, self.begin - 1, self.begin
-        cur: list = []
-        if self.begin < n:
-            last_start = self.begin
-            self.closure(m.start_state, self.begin, None, self.initial, self.begin, cur, set())
+        head, p = self.begin, self.begin
+        cur = self.restart(self.begin)
         while True:
             if p >= n and self.final:  # threads waiting for a row past the end die
-                for th in cur:
-                    self.cnt[th[1]] -= 1
-                cur = []
-            while head <= last_start and self.cnt[head] == 0:  # decided starts, in order
+                for t in cur[1]:
+                    self.cnt[t] -= 1
+                cur = ([], [], [], [])
+            while head <= self.last_start and self.cnt[head] == 0:  # decided starts, in order
                 if self.rec_end[head] < 0:
                     head += 1
                     continue
@@ -220,53 +355,22 @@ class _Run:
                 starts.append(s)
                 ends.append(e)
                 labels.extend(path)
-                if e == s or skip.mode == PAST_LAST_ROW:  # AFTER MATCH SKIP applies after a non-empty match
-                    resume = e if e > s else s + 1
-                elif skip.mode == TO_NEXT_ROW:
-                    resume = s + 1
-                else:
-                    at = [s + j for j, lab in enumerate(path) if (skip.mask >> int(m.var_of[lab])) & 1]
-                    if not at:
-                        raise skip_error(m.nfa, skip, SKIP_TO_NO_ROW, self.numbered_from + len(starts),
-                                         self.partition)
-                    resume = at[0] if skip.mode == TO_FIRST else at[-1]
-                    if resume == s:
-                        raise skip_error(m.nfa, skip, SKIP_TO_FIRST_ROW, self.numbered_from + len(starts),
-                                         self.partition)
-                head = resume
+                self.found = len(starts)
+                head = self.resume_row(s, e, path)
                 if not self.cont:  # restart at the resume row: every other start was cut
-                    p = self.floor = resume
-                    last_start = resume - 1
-                    cur = []
-                    if resume < n:
-                        self.cut = -1
-                        last_start = resume
-                        self.rec_end[resume] = -1
-                        self.closure(m.start_state, resume, None, self.initial, resume, cur, set())
+                    p = self.floor = head
+                    cur = self.restart(head)
             if p >= n:
                 break
-            visited: set = set()
-            nxt: list = []
-            self.cut = -1
-            ok = self.holds(cur, p)
-            for i, (s, t, node, regs) in enumerate(cur):
-                self.cnt[t] -= 1
-                self.steps += 1
-                if t < self.cut or not ok[i]:
-                    continue
-                lab = m.label[s]
-                after = m.conditions.advance(regs, p, m.var_of[lab], self.part) if regs else regs
-                self.closure(m.succ[s][0], t, (lab, node), after, p + 1, nxt, visited)
+            if len(self.regs.values) > 4 * len(cur[3]) + 4096:
+                self.regs, held = self.regs.compacted(self.m, cur[3])
+                cur = cur[:3] + (held,)
+            cur = self.step(cur, p)
             p += 1
-            if p < n and p >= self.floor:
-                last_start = p
-                self.rec_end[p] = -1
-                self.closure(m.start_state, p, None, self.initial, p, nxt, visited)
-            if len(nxt) > m.max_threads:
-                raise too_many_threads(m.max_threads, self.partition)
-            cur = nxt
-        m.steps = self.steps
+        self.m.steps = self.steps
         return np.array(starts, np.int64), np.array(ends, np.int64), np.array(labels, np.int64), head
 
+
+Threads = tuple  # (states, starts, paths, registers): parallel lists, in priority order
 
 __all__ = ["MAX_THREADS", "MAX_THREADS_CONF", "ThreadMatcher", "too_many_threads"]
