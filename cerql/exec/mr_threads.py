@@ -31,6 +31,10 @@ instead of running for hours. docs/semantics.md, "MATCH_RECOGNIZE", "The local e
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
+from itertools import compress
+
 import numpy as np
 import pyarrow as pa
 
@@ -75,8 +79,12 @@ class ThreadMatcher:
         self.var_of = self.label_variable.tolist()
         self.history = frozenset(conditions.variables[v] for v in conditions.conditions)
         self.n_states = len(self.kind)
+        self.n_vars = count
+        # a CONSUME state's successor (where its thread's epsilon moves start after the row)
+        self.after = [self.succ[s][0] if self.kind[s] == CONSUME else -1 for s in range(self.n_states)]
         # a CONSUME state's variable (-1 for the others), for the row-local bit
         self.state_var = [self.var_of[self.label[s]] if self.kind[s] == CONSUME else -1 for s in range(self.n_states)]
+        self.state_var_array = np.array(self.state_var, np.int64)
         # the register parts a dedupe key or a condition reads, as classes (-1: all the registers)
         self.classes: list[tuple[int, ...]] = []
         self.key_class = [self._class(w) for w in self._wanted()]
@@ -110,13 +118,18 @@ class ThreadMatcher:
             out.append(tuple(sorted(found)))
         return out
 
-    def closures(self, ctx: int) -> list:
+    def closures(self, ctx: int) -> tuple[list, list]:
         """Per root state, its epsilon closure's entries in context ``ctx`` (exec/mr_closures.py),
-        built once per matcher."""
+        and the CONSUME states they list when that is all they do (every entry a CONSUME state
+        keyed by all the registers, so the matcher's loop handles them inline; else None); built
+        once per matcher."""
         got = self._closures.get(ctx)
         if got is None:
-            got = self._closures[ctx] = [mr_closures.closure(self.kind, self.succ, self.nullable, root, ctx)
-                                         for root in range(self.n_states)]
+            entries = [mr_closures.closure(self.kind, self.succ, self.nullable, root, ctx)
+                       for root in range(self.n_states)]
+            plain = [tuple(e[0] for e in es) if all(e[2] == EMIT and self.key_class[e[0]] < 0 for e in es) else None
+                     for es in entries]
+            got = self._closures[ctx] = (entries, plain)
         return got
 
     def match(self, bits: np.ndarray, partition: str | None = None, rows: pa.Table | None = None, *,
@@ -124,7 +137,25 @@ class ThreadMatcher:
         """``(starts, ends, labels, head)``; the keywords give a stretch of a partition, as the
         Pike kernel takes it (exec/kernel/pike.py, ``match_partition``); ``rows`` holds the
         same rows as ``bits``, and possibly rows after them that conditions may read (NEXT)."""
-        return _Run(self, bits, partition, rows, first_row, begin, final, numbered_from).run()
+        with _cycle_collector_paused():
+            return _Run(self, bits, partition, rows, first_row, begin, final, numbered_from).run()
+
+
+@contextmanager
+def _cycle_collector_paused():
+    """Pause Python's cyclic garbage collector for one ``match``, and resume it after (if it was
+    on). Why: each thread's path is a chain of ``(label, path)`` tuples, and the collector fails to
+    untrack such chains (it reorders the tuples it finds referenced only from each other), so a
+    full collection walks every row of every live path, again and again as they grow; on a long
+    search that was half of the matcher's time (docs/benchmarks.md). The matcher makes no
+    reference cycles, so reference counting frees everything it drops while the collector sleeps."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 class _Registers:
@@ -141,7 +172,8 @@ class _Registers:
         self.ids: dict[tuple, int] = {}
         self.keys: list[dict[int, int]] = [{} for _ in m.classes]       # per class: id -> part's number
         self.parts: list[dict[tuple, int]] = [{} for _ in m.classes]    # per class: part -> its number
-        self.fixed: dict[tuple[int, int], int] = {}                    # (id, variable) -> id after any row
+        self.fixed: dict[int, int] = {}          # id * n_vars + variable -> the id after any row
+        self.n_vars = m.n_vars
         self.initial = self.id(self.h.initial())
         for regs in live:
             self.id(regs)
@@ -162,12 +194,12 @@ class _Registers:
         return got
 
     def advance(self, r: int, row: int, v: int) -> int:
-        got = self.fixed.get((r, v))
+        got = self.fixed.get(r * self.n_vars + v)
         if got is None:
             regs = self.values[r]
             got = self.id(self.h.advance(regs, row, v, self.part))
             if self.h.ignores_row(regs, v):
-                self.fixed[r, v] = got
+                self.fixed[r * self.n_vars + v] = got
         return got
 
     def compacted(self, m: ThreadMatcher, held: list[int]) -> tuple["_Registers", list[int]]:
@@ -178,6 +210,7 @@ class _Registers:
 
 
 _NEVER = 1 << 62
+_MANY = 64  # live threads from which ``_Run.holds`` uses NumPy
 
 
 class _Run:
@@ -254,10 +287,14 @@ class _Run:
                 cnt[start] += 1  # ``$`` holds here if no row follows: undecided until the rows run out
             i += 1
 
-    def holds(self, cur: "Threads", p: int) -> list[int]:
-        """Whether each thread of ``cur`` may map row ``p`` to its state's variable: the row-local
-        bit, and for a history-dependent variable its condition, evaluated once per variable for
-        the threads' distinct registers (the part the condition reads)."""
+    def holds(self, cur: "Threads", p: int) -> list:
+        """Whether each thread of ``cur`` may map row ``p`` to its state's variable (truthy or
+        not): the row-local bit, and for a history-dependent variable its condition, evaluated
+        once per variable for the threads' distinct registers (the part the condition reads), in
+        the order the threads first hold them. NumPy from ``_MANY`` threads on; below, its
+        fixed cost per row is more than the Python loop's."""
+        if len(cur[0]) >= _MANY:
+            return self._holds_many(cur, p)
         m, regs = self.m, self.regs
         row = int(self.bits[p])
         state_var, reads_class, conditions = m.state_var, m.reads_class, m.conditions.conditions
@@ -271,38 +308,83 @@ class _Run:
                 groups.setdefault(v, {}).setdefault(r if w < 0 else regs.key(w, r), []).append(i)
         for v, by_key in groups.items():
             members = list(by_key.values())
-            self.steps += len(members)
-            result = m.conditions.evaluate(v, [regs.values[cur[3][ids[0]]] for ids in members], p, self.part)
+            result = self.evaluate(v, [cur[3][ids[0]] for ids in members], p)
             for ids, good in zip(members, result.tolist()):
                 for i in ids:
                     ok[i] = good
         return ok
 
+    def _holds_many(self, cur: "Threads", p: int) -> list:
+        """``holds`` for many threads, with NumPy: the same groups, in the same order."""
+        m, regs = self.m, self.regs
+        variables = m.state_var_array[np.array(cur[0], np.int64)]
+        ok = (np.uint64(self.bits[p]) >> variables.astype(np.uint64)) & np.uint64(1) != 0
+        held = np.array(cur[3], np.int64)
+        for v in m.conditions.conditions:
+            ids = np.flatnonzero(ok & (variables == v))
+            if not len(ids):
+                continue
+            w = m.reads_class[v]
+            keys = held[ids] if w < 0 else np.array([regs.key(w, r) for r in held[ids].tolist()], np.int64)
+            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")  # the groups in the order their first thread comes
+            result = np.empty(len(first), bool)
+            result[order] = self.evaluate(v, held[ids[first[order]]].tolist(), p)
+            ok[ids] = result[inverse.ravel()]
+        return ok.tolist()
+
+    def evaluate(self, v: int, held: list[int], p: int) -> np.ndarray:
+        """Variable ``v``'s condition at row ``p`` for each of the registers ``held``."""
+        self.steps += len(held)
+        return self.m.conditions.evaluate(v, [self.regs.values[r] for r in held], p, self.part)
+
     def step(self, cur: "Threads", p: int) -> "Threads":
         """The threads after row ``p``: each one that may map it moves on (its registers
-        advanced), in priority order, then a new start at ``p + 1``."""
+        advanced), in priority order, then a new start at ``p + 1``. A closure that only lists
+        CONSUME states keyed by all the registers is followed inline (the common case; the same
+        as ``closure`` does, without its calls)."""
         m, regs, cnt = self.m, self.regs, self.cnt
-        label, var_of, succ, advances = m.label, m.var_of, m.succ, bool(m.conditions.quantities)
+        label, var_of, after, n_states, n_vars = m.label, m.var_of, m.after, m.n_states, m.n_vars
+        fixed, advances = regs.fixed, bool(m.conditions.quantities)
         ok = self.holds(cur, p)
-        entries = self.entries(p + 1)
+        entries, plain = self.entries(p + 1)
         nxt: Threads = ([], [], [], [])
+        states, starts, nodes, held = nxt
         visited: set = set()
         self.cut = -1
         self.steps += len(cur[0])
-        for i, (s, t, node, r) in enumerate(zip(*cur)):
+        for t in cur[1]:
             cnt[t] -= 1
-            if t < self.cut or not ok[i]:
+        for s, t, node, r in compress(zip(*cur), ok):
+            if t < self.cut:
                 continue
             lab = label[s]
             if advances:
-                r = regs.advance(r, p, var_of[lab])
-            self.closure(entries[succ[s][0]], t, (lab, node), r, p + 1, nxt, visited)
+                v = var_of[lab]
+                moved = fixed.get(r * n_vars + v)
+                r = regs.advance(r, p, v) if moved is None else moved
+            root = after[s]
+            consumed = plain[root]
+            if consumed is None:
+                self.closure(entries[root], t, (lab, node), r, p + 1, nxt, visited)
+                continue
+            path, base, count = (lab, node), n_states * r, 0
+            for s2 in consumed:
+                if base + s2 not in visited:
+                    visited.add(base + s2)
+                    states.append(s2)
+                    starts.append(t)
+                    nodes.append(path)
+                    held.append(r)
+                    count += 1
+            cnt[t] += count
+        self.steps += len(states)
         p += 1
         if p < self.n and p >= self.floor:
             self.last_start = p
             self.rec_end[p] = -1
             self.closure(entries[m.start_state], p, None, regs.initial, p, nxt, visited)
-        if len(nxt[0]) > m.max_threads:
+        if len(states) > m.max_threads:
             raise too_many_threads(m.max_threads, self.partition)
         return nxt
 
@@ -314,7 +396,7 @@ class _Run:
             self.cut = -1
             self.last_start = at
             self.rec_end[at] = -1
-            self.closure(self.entries(at)[self.m.start_state], at, None, self.regs.initial, at, cur, set())
+            self.closure(self.entries(at)[0][self.m.start_state], at, None, self.regs.initial, at, cur, set())
         return cur
 
     def resume_row(self, s: int, e: int, path: list[int]) -> int:
