@@ -16,7 +16,9 @@ every start row and every mapping depth first. The families:
    and the history-dependent ``PATTERN (A+ B)`` with ``B AS price < FIRST(A.price)`` (thread
    matcher), at ``--adv-rows`` sizes, cerql against ``backtrack`` below (the textbook
    algorithm, in Python): the growth ``time(2N) / time(N)`` per engine (2 is linear, 4
-   quadratic). A size is skipped for an engine once a smaller one took over ``--budget``
+   quadratic); for the history-dependent query also cerql's time per live partial match and
+   row (each start row keeps one until the end: N(N+1)/2 of them over the rows) and its
+   ratio to the backtracker's time. A size is skipped for an engine once a smaller one took over ``--budget``
    seconds. cerql's row-local queries also run at ``--adv-big`` sizes (100 000 to 800 000),
    where its fixed cost no longer hides the growth.
 3. **skip**: family 1 under ``AFTER MATCH SKIP TO NEXT ROW`` against ``PAST LAST ROW``, same rounds.
@@ -309,10 +311,20 @@ def family_adversarial(sizes: list[int], big: list[int], history_sizes: list[int
                 over[engine] = rec["seconds"] > budget
                 records.append({"family": "adversarial", "query": name, "rows": n, "engine": engine, **rec})
             ok = agree(*counts) if len(counts) == 2 else str(counts[0])
-            print(f"{n:>9,} {' '.join(cells)} {ok:>12}", flush=True)
+            print(f"{n:>9,} {' '.join(cells)} {ok:>12}{per_thread(got, n) if history else ''}", flush=True)
         skipped = [e for e, o in over.items() if o]
         if skipped:
             print(f"(larger sizes skipped for {', '.join(skipped)}: a run took over --budget {budget:g} s)")
+
+
+def per_thread(got: dict, n: int) -> str:
+    """The thread matcher's time per live partial match and row (every start row keeps one to
+    the end, as its FIRST(A.price) differs: n(n+1)/2 of them), and cerql / backtrack."""
+    cerql, bt = got.get("cerql"), got.get("backtrack")
+    if cerql is None:
+        return ""
+    ratio = f", {cerql['seconds'] / bt['seconds']:.2f}x backtrack" if bt else ""
+    return f"   ({cerql['seconds'] / (n * (n + 1) / 2) * 1e6:.2f} us per partial match and row{ratio})"
 
 
 def family_skip(n: int, repeat: int, records: list) -> None:

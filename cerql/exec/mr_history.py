@@ -75,11 +75,13 @@ class Quantity:
 
 @dataclass
 class _Partition:
-    """One partition's rows and, per aggregate quantity, its argument at every row."""
+    """One partition's rows and, per aggregate quantity, its argument at every row; the columns
+    the conditions gather from, resolved and in one chunk (once, not per row and batch)."""
 
     table: pa.Table
     n: int
     args: dict[int, "_Argument"] = field(default_factory=dict)
+    columns: dict[str, pa.Array] = field(default_factory=dict)  # a condition's column name -> its values
 
 
 @dataclass
@@ -415,19 +417,22 @@ class _Condition:
         for column in columns:
             name = column.name
             new = self._field(lambda regs, row, part, name=name, node=column:
-                              _gather(part, self._column(part, name, node), rows(regs, row, part)))
+                              _take(self._column(part, name, node), rows(regs, row, part)))
             if column is tree:
                 return new
             column.replace(new)
         return tree
 
-    def _column(self, part: _Partition, name: str, node) -> str:
-        lowered = {c.lower(): c for c in part.table.column_names}
-        real = lowered.get(name.lower())
-        if real is None:
-            raise AnalysisError.at(self.h.text, mx.node_offset(self.expr, node), f"Unknown column '{name}'",
-                                   "UNKNOWN_COLUMN", f"the input has columns {', '.join(part.table.column_names)}")
-        return real
+    def _column(self, part: _Partition, name: str, node) -> pa.Array:
+        got = part.columns.get(name)
+        if got is None:
+            lowered = {c.lower(): c for c in part.table.column_names}
+            real = lowered.get(name.lower())
+            if real is None:
+                raise AnalysisError.at(self.h.text, mx.node_offset(self.expr, node), f"Unknown column '{name}'",
+                                       "UNKNOWN_COLUMN", f"the input has columns {', '.join(part.table.column_names)}")
+            got = part.columns[name] = part.table.column(real).combine_chunks()
+        return got
 
     def _aggregate(self, node) -> exp.Expression:
         kind = mx.aggregate_kind(node)
@@ -490,9 +495,6 @@ def _take(values: pa.Array, rows: np.ndarray) -> pa.Array:
         pa.nulls(len(rows), values.type)
     return got.combine_chunks() if isinstance(got, pa.ChunkedArray) else got
 
-
-def _gather(part: _Partition, column: str, rows: np.ndarray) -> pa.Array:
-    return _take(part.table.column(column), rows)
 
 
 __all__ = ["History", "Quantity", "Registers"]
