@@ -17,7 +17,9 @@ change: a thread also carries its *registers*, the values of the history its con
 state read are equal: then their futures are equal, and the dropped one could only repeat what
 the kept one does. So the preference order is the kernel's and the reference's, exactly.
 
-Cost: per row, one step per live thread and per state its epsilon moves visit, plus one
+Cost: per row, one step per live thread and per state its epsilon moves visit (a short list
+precomputed per state, exec/mr_closures.py; registers are numbered, so a dedupe key is two ints
+and equal registers are hashed once per step), plus one
 vectorized evaluation (cerql.expr over a small Arrow table) per history-dependent variable that
 some thread wants to map the row to, over the threads' distinct registers. The live threads are
 at most (NFA states) x (distinct register values): bounded when the registers are (``LAST(x,
@@ -26,7 +28,9 @@ then the work is linear in the rows; when they are not (``FIRST(A.x)`` of every 
 running sum), threads with different histories are kept apart and checked one by one, and
 ``max_threads`` (the Spark conf ``cerql.matchRecognize.maxThreads``, default 100 000) bounds the
 live threads of a partition: past it the query fails with MATCH_RECOGNIZE_TOO_MANY_THREADS
-instead of running for hours. docs/semantics.md, "MATCH_RECOGNIZE", "The local engine".
+instead of running for hours. On ``FIRST(A.x)`` over rising prices, where every start row
+stays alive, a thread costs under 1 µs per row (docs/benchmarks.md, "MATCH_RECOGNIZE").
+docs/semantics.md, "MATCH_RECOGNIZE", "The local engine".
 """
 
 from __future__ import annotations
