@@ -50,6 +50,7 @@ from cerql.exec.mr_history import History
 from cerql.mr_plan import AT_END, AT_START, CONSUME, PAST_LAST_ROW, TO_FIRST, TO_NEXT_ROW, Nfa, Skip
 
 MAX_THREADS = 100_000
+ALL, NONE = -1, -2  # the register classes of all the registers and of none
 MAX_THREADS_CONF = "cerql.matchRecognize.maxThreads"
 
 
@@ -89,7 +90,7 @@ class ThreadMatcher:
         # a CONSUME state's variable (-1 for the others), for the row-local bit
         self.state_var = [self.var_of[self.label[s]] if self.kind[s] == CONSUME else -1 for s in range(self.n_states)]
         self.state_var_array = np.array(self.state_var, np.int64)
-        # the register parts a dedupe key or a condition reads, as classes (-1: all the registers)
+        # the register parts a dedupe key or a condition reads, as classes (or ALL, NONE)
         self.classes: list[tuple[int, ...]] = []
         self.key_class = [self._class(w) for w in self._wanted()]
         self.reads_class = {v: self._class(tuple(sorted(q))) for v, q in conditions.reads.items()}
@@ -98,7 +99,9 @@ class ThreadMatcher:
 
     def _class(self, part: tuple[int, ...]) -> int:
         if part == tuple(range(len(self.conditions.quantities))):
-            return -1
+            return ALL
+        if not part:
+            return NONE
         if part not in self.classes:
             self.classes.append(part)
         return self.classes.index(part)
@@ -125,14 +128,14 @@ class ThreadMatcher:
     def closures(self, ctx: int) -> tuple[list, list]:
         """Per root state, its epsilon closure's entries in context ``ctx`` (exec/mr_closures.py),
         and the CONSUME states they list when that is all they do (every entry a CONSUME state
-        keyed by all the registers, so the matcher's loop handles them inline; else None); built
-        once per matcher."""
+        keyed by all the registers or none, so the matcher's loop handles them inline; else None),
+        each with whether its key holds the registers; built once per matcher."""
         got = self._closures.get(ctx)
         if got is None:
             entries = [mr_closures.closure(self.kind, self.succ, self.nullable, root, ctx)
                        for root in range(self.n_states)]
-            plain = [tuple(e[0] for e in es) if all(e[2] == EMIT and self.key_class[e[0]] < 0 for e in es) else None
-                     for es in entries]
+            plain = [tuple((e[0], self.key_class[e[0]] == ALL) for e in es)
+                     if all(e[2] == EMIT and self.key_class[e[0]] < 0 for e in es) else None for es in entries]
             got = self._closures[ctx] = (entries, plain)
         return got
 
@@ -165,15 +168,24 @@ def _cycle_collector_paused():
 class _Registers:
     """A partition's register tuples (exec/mr_history.py) as small ints, so that a thread carries
     an int, a dedupe key is two ints, and equal registers are hashed once per step instead of
-    once per state visited. ``key(w, r)`` numbers the part ``classes[w]`` of registers ``r``;
-    ``advance`` remembers the steps that do not depend on the row (a FIRST register that is full,
+    once per state visited. ``key(w, r)`` numbers the part ``classes[w]`` of registers ``r``,
+    ``same[r]`` all of them (the first id of the registers equal to ``r``'s); ``advance``
+    remembers the steps that do not depend on the row (a FIRST register that is full,
     CLASSIFIER), which is where unbounded registers spend most threads' steps. ``compacted`` drops
-    the registers no live thread holds, so the table grows with the live threads, not the rows."""
+    the registers no live thread holds, so the table grows with the live threads, not the rows.
+
+    Keys merge registers that are equal (==), as the matcher always did; an id stands for values
+    that behave the same. They differ only where floats are: 0.0 == -0.0, yet a condition may
+    tell them apart (a cast to text), so registers that can hold floats (sums, averages, the
+    folds of exec/mr_folds.py) are told apart by their ``repr``, and a thread keeps its own."""
 
     def __init__(self, m: ThreadMatcher, part, live: tuple = ()):
         self.h, self.part, self.classes = m.conditions, part, m.classes
+        self.exact = any(q.kind not in _INTEGRAL for q in m.conditions.quantities)
         self.values: list[tuple] = []
-        self.ids: dict[tuple, int] = {}
+        self.same: list[int] = []
+        self.ids: dict[tuple, int] = {}         # registers -> the first id of the equal ones
+        self.reprs: dict[str, int] = {}         # when ``exact``: the repr of registers equal to earlier ones -> id
         self.keys: list[dict[int, int]] = [{} for _ in m.classes]       # per class: id -> part's number
         self.parts: list[dict[tuple, int]] = [{} for _ in m.classes]    # per class: part -> its number
         self.fixed: dict[int, int] = {}          # id * n_vars + variable -> the id after any row
@@ -185,11 +197,26 @@ class _Registers:
     def id(self, regs: tuple) -> int:
         got = self.ids.get(regs)
         if got is None:
-            got = self.ids[regs] = len(self.values)
-            self.values.append(regs)
+            return self._new(regs)
+        if not self.exact or self.values[got] is regs:
+            return got
+        text = repr(regs)  # equal registers: the same id only if they print the same
+        if repr(self.values[got]) == text:
+            return got
+        got = self.reprs.get(text)
+        if got is None:
+            got = self.reprs[text] = self._new(regs)
         return got
 
+    def _new(self, regs: tuple) -> int:
+        at = len(self.values)
+        self.values.append(regs)
+        self.same.append(self.ids.setdefault(regs, at))
+        return at
+
     def key(self, w: int, r: int) -> int:
+        if w < 0:
+            return self.same[r] if w == ALL else 0
         got = self.keys[w].get(r)
         if got is None:
             regs = self.values[r]
@@ -210,10 +237,11 @@ class _Registers:
         """A table of only the registers in ``held`` (and the initial ones), and ``held``
         renumbered."""
         fresh = _Registers(m, self.part, tuple(self.values[r] for r in held))
-        return fresh, [fresh.ids[self.values[r]] for r in held]
+        return fresh, [fresh.id(self.values[r]) for r in held]
 
 
 _NEVER = 1 << 62
+_INTEGRAL = ("first", "last", "classifier", "count", "min", "max")  # registers of ints only (rows, counts)
 _MANY = 64  # live threads from which ``_Run.holds`` uses NumPy
 
 
@@ -263,6 +291,7 @@ class _Run:
         (state, registers read ahead) is new join ``out``; an ACCEPT reached is recorded."""
         states, starts, nodes, held = out
         key_class, n_states, regs, cnt = self.m.key_class, self.m.n_states, self.regs, self.cnt
+        same = regs.same[r]
         self.steps += len(entries)
         i, end = 0, len(entries)
         while i < end:
@@ -271,7 +300,7 @@ class _Run:
                 self.accept(start, node, pos)
                 return
             w = key_class[s]
-            key = s + n_states * (r if w < 0 else regs.key(w, r))
+            key = s + n_states * (same if w == ALL else 0 if w == NONE else regs.key(w, r))
             if key in visited:
                 if revisit == ACCEPTS:
                     self.accept(start, node, pos)
@@ -309,7 +338,7 @@ class _Run:
             if ok[i] and v in conditions:
                 r = cur[3][i]
                 w = reads_class[v]
-                groups.setdefault(v, {}).setdefault(r if w < 0 else regs.key(w, r), []).append(i)
+                groups.setdefault(v, {}).setdefault(regs.key(w, r), []).append(i)
         for v, by_key in groups.items():
             members = list(by_key.values())
             result = self.evaluate(v, [cur[3][ids[0]] for ids in members], p)
@@ -329,7 +358,9 @@ class _Run:
             if not len(ids):
                 continue
             w = m.reads_class[v]
-            keys = held[ids] if w < 0 else np.array([regs.key(w, r) for r in held[ids].tolist()], np.int64)
+            keys = held[ids]  # the registers' ids are their keys unless some are equal (``_Registers``)
+            if w != ALL or regs.exact:
+                keys = np.array([regs.key(w, r) for r in keys.tolist()], np.int64)
             _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
             order = np.argsort(first, kind="stable")  # the groups in the order their first thread comes
             result = np.empty(len(first), bool)
@@ -345,11 +376,11 @@ class _Run:
     def step(self, cur: "Threads", p: int) -> "Threads":
         """The threads after row ``p``: each one that may map it moves on (its registers
         advanced), in priority order, then a new start at ``p + 1``. A closure that only lists
-        CONSUME states keyed by all the registers is followed inline (the common case; the same
+        CONSUME states keyed by all the registers or none is followed inline (the common case; the same
         as ``closure`` does, without its calls)."""
         m, regs, cnt = self.m, self.regs, self.cnt
         label, var_of, after, n_states, n_vars = m.label, m.var_of, m.after, m.n_states, m.n_vars
-        fixed, advances = regs.fixed, bool(m.conditions.quantities)
+        fixed, same, advances = regs.fixed, regs.same, bool(m.conditions.quantities)
         ok = self.holds(cur, p)
         entries, plain = self.entries(p + 1)
         nxt: Threads = ([], [], [], [])
@@ -372,10 +403,11 @@ class _Run:
             if consumed is None:
                 self.closure(entries[root], t, (lab, node), r, p + 1, nxt, visited)
                 continue
-            path, base, count = (lab, node), n_states * r, 0
-            for s2 in consumed:
-                if base + s2 not in visited:
-                    visited.add(base + s2)
+            path, base, count = (lab, node), n_states * same[r], 0
+            for s2, full in consumed:
+                key = base + s2 if full else s2
+                if key not in visited:
+                    visited.add(key)
                     states.append(s2)
                     starts.append(t)
                     nodes.append(path)
