@@ -132,3 +132,16 @@ def test_an_unknown_column_in_a_history_dependent_define_is_placed():
     with pytest.raises(CeqlError) as info:
         run_match_recognize(c, ROWS, text, matcher_for(c, text, nfa, skip, analysis.row_local))
     assert info.value.error_class == "UNKNOWN_COLUMN" and info.value.column == text.index("nope") - 1
+
+
+def test_registers_that_are_equal_but_print_apart_stay_apart():
+    # 0.0 == -0.0, but not as text: the match from row 3 sums 0.0 + -0.0 = 0.0, while the one
+    # from row 2 summed -0.0 + -0.0 = -0.0 before it, and each thread keeps its own sum
+    table = pa.table({"row": [1, 2, 3, 4], "value": [-0.0, -0.0, 0.0, -0.0]})
+    c, text = clause(pattern="A A", define={"A": "count(*) = 1 OR CAST(sum(A.value) AS STRING) <> '-0.0'"},
+                     measures=SPAN, skip=mr_ast.TO_NEXT_ROW)
+    analysis, nfa, skip = compiled(c, text)
+    matcher = matcher_for(c, text, nfa, skip, analysis.row_local)
+    assert isinstance(matcher, ThreadMatcher)
+    got = run_match_recognize(c, table, text, matcher).to_pylist()
+    assert got == [{"first": 2, "last": 3}, {"first": 3, "last": 4}]
