@@ -37,6 +37,12 @@ every start row and every mapping depth first. The families:
    fresh process; the peak resident memory over the process's before the first batch (the
    batches already in memory), and the rows held. Family 1's V-shape (short matches) and
    family 2's ``A+ B`` (one match live from the first row to the last, which must be held).
+7. **threads**: the thread matcher (history-dependent DEFINEs, exec/mr_threads.py) in CPU
+   seconds of ``cerql.run``: unbounded registers (every start row keeps its partial match) in
+   ``A+ B`` over family 2's rising prices, B never holding: ``FIRST(A.price)``, a float sum,
+   ``count`` with ``LAST(A.ts, 1)``; bounded ones, linear in the rows, on a random walk:
+   tests/exec/test_mr_history.py's V-shape through ``LAST(DOWN.price, 1)`` and ``LAST(UP.price,
+   1)``, and a running sum that ends each match. ``PYTHONPATH=<another tree>`` times that code.
 
 Counts are printed for every engine and checked against cerql's where the query is the same
 (the backtracker also runs family 1 at the smallest size, to check it against cerql on a
@@ -317,6 +323,40 @@ def family_adversarial(sizes: list[int], big: list[int], history_sizes: list[int
             print(f"(larger sizes skipped for {', '.join(skipped)}: a run took over --budget {budget:g} s)")
 
 
+THREAD_CASES = {  # name: (rows, data, PATTERN, DEFINE)
+    "FIRST(A)": (2000, "rising", "A+ B", "A AS price > 0, B AS price < FIRST(A.price)"),
+    "float sum": (1000, "rising", "A+ B", "A AS sum(A.price) > 0, B AS price < 0"),
+    "count, LAST(A, 1)": (1000, "rising", "A+ B",
+                          "A AS price > 0, B AS price < 0 OR count(A.*) < 0 OR LAST(A.ts, 1) < 0"),
+    "V by LAST(DOWN, 1)": (20_000, "walk", "STRT DOWN+ UP+",
+                           "DOWN AS price < coalesce(LAST(DOWN.price, 1), PREV(price)), UP AS UP.price > "
+                           "LAST(UP.price, 1) OR (LAST(UP.price, 1) IS NULL AND price > PREV(price))"),
+    "bounded sum": (30_000, "walk", "A+ B", "A AS sum(A.price) < 1500000, B AS price > PREV(price)"),
+}
+
+
+def walk(rows: int) -> pd.DataFrame:
+    """One partition, ``price`` a random walk of steps +-1 far above 0."""
+    steps = np.random.default_rng(7).choice([-1, 1], rows)
+    return pd.DataFrame({"ts": np.arange(rows, dtype=np.int64), "price": np.cumsum(steps) + 10 * rows})
+
+
+def family_threads(repeat: int, records: list) -> None:
+    print("\n## 7. The thread matcher (history-dependent DEFINEs), cerql.run, CPU seconds")
+    print(f"{'case':>20} {'rows':>7} {'CPU s':>8} {'matches':>8}")
+    for name, (n, data, pattern, define) in THREAD_CASES.items():
+        query = ADVERSARIAL.format(pattern=pattern, define=define)
+        df = rising(n) if data == "rising" else walk(n)
+        best, count = math.inf, None
+        for _ in range(repeat):
+            t0 = time.process_time()
+            count = run_count(query, df)
+            best = min(best, time.process_time() - t0)
+        print(f"{name:>20} {n:>7,} {best:>8.3f} {count:>8,}", flush=True)
+        records.append({"family": "threads", "query": name, "rows": n, "engine": "cerql", "cpu_seconds": best,
+                        "count": count})
+
+
 def per_thread(got: dict, n: int) -> str:
     """The thread matcher's time per live partial match and row (every start row keeps one to
     the end, as its FIRST(A.price) differs: n(n+1)/2 of them), and cerql / backtrack."""
@@ -483,7 +523,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="best of N, rounds interleaved (runs over 2 s: once)")
     ap.add_argument("--json", help="write every record here")
-    ap.add_argument("--family", action="append", choices=("vshape", "adversarial", "skip", "flink", "spark", "memory"),
+    ap.add_argument("--family", action="append", choices=("vshape", "adversarial", "skip", "flink", "spark", "memory",
+                                                             "threads"),
                     help="repeatable; default all")
     ap.add_argument("--vshape-rows", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--adv-rows", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 16000])
@@ -508,7 +549,7 @@ def main() -> None:
         query, variant, rows = args.memory_child
         print(json.dumps(memory_child(query, variant, int(rows))))
         return
-    families = args.family or ["vshape", "adversarial", "skip", "flink", "spark", "memory"]
+    families = args.family or ["vshape", "adversarial", "skip", "flink", "spark", "memory", "threads"]
     print(f"# cerql MATCH_RECOGNIZE benchmark; best of {args.repeat}, wall seconds; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     run_count(VSHAPE.format(skip="PAST LAST ROW", never=""), random_walk(10_000))  # warm-up: numba cache, imports
@@ -528,6 +569,8 @@ def main() -> None:
         family_spark(max(args.vshape_rows), args.repeat, records)
     if "memory" in families:
         family_memory(args.memory_rows, records)
+    if "threads" in families:
+        family_threads(args.repeat, records)
     print(f"\n# total {time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f}")
     if args.json:
         with open(args.json, "w") as f:

@@ -108,6 +108,7 @@ class History:
             v = variables.index(name)
             self.conditions[v] = _Condition(self, v, condition)
         self.reads: dict[int, frozenset[int]] = {v: frozenset(c.quantities) for v, c in self.conditions.items()}
+        self._held: dict[int, list[tuple[int, Quantity]]] = {}
 
     # -- registers
     def quantity(self, kind: str, members, argument=None, keep: int = 0, expr: SqlExpr | None = None) -> int:
@@ -129,20 +130,32 @@ class History:
     def advance(self, regs: Registers, row: int, v: int, part: _Partition) -> Registers:
         """The registers after ``row`` is mapped to variable ``v``."""
         out = list(regs)
-        for i, q in enumerate(self.quantities):
-            if q.holds(v):
-                out[i] = _step(q, regs[i], row, v, part.args.get(i))
+        for i, q in self._holding(v):
+            out[i] = _step(q, regs[i], row, v, part.args.get(i))
         return tuple(out)
 
     def ignores_row(self, regs: Registers, v: int) -> bool:
         """Whether ``advance(regs, row, v)`` is the same for every row: each register ``v``
         changes is a CLASSIFIER, a FIRST that holds all its rows already, or a LAST of no rows.
         The matcher then computes it once per registers and variable."""
-        for i, q in enumerate(self.quantities):
-            if q.holds(v) and not (q.kind == "classifier" or (q.kind == "first" and len(regs[i]) >= q.keep)
-                                   or (q.kind == "last" and not q.keep)):
+        for i, q in self._holding(v):
+            if not (q.kind == "classifier" or (q.kind == "first" and len(regs[i]) >= q.keep)
+                    or (q.kind == "last" and not q.keep)):
                 return False
         return True
+
+    def may_ignore_row(self, v: int) -> bool:
+        """Whether ``ignores_row`` can hold for ``v`` at all: every register ``v`` changes is a
+        FIRST, a LAST or a CLASSIFIER (a count or a sum changes with every row)."""
+        return all(q.kind in ("first", "last", "classifier") for _, q in self._holding(v))
+
+    def _holding(self, v: int) -> list[tuple[int, Quantity]]:
+        """The registers a row mapped to ``v`` changes (once per variable: the matcher asks per
+        thread and row)."""
+        got = self._held.get(v)
+        if got is None:
+            got = self._held[v] = [(i, q) for i, q in enumerate(self.quantities) if q.holds(v)]
+        return got
 
     # -- per partition
     def bind(self, table: pa.Table) -> _Partition:

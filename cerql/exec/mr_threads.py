@@ -190,6 +190,7 @@ class _Registers:
         self.parts: list[dict[tuple, int]] = [{} for _ in m.classes]    # per class: part -> its number
         self.fixed: dict[int, int] = {}          # id * n_vars + variable -> the id after any row
         self.n_vars = m.n_vars
+        self.fixable = [self.h.may_ignore_row(v) for v in range(m.n_vars)]
         self.initial = self.id(self.h.initial())
         for regs in live:
             self.id(regs)
@@ -197,21 +198,20 @@ class _Registers:
     def id(self, regs: tuple) -> int:
         got = self.ids.get(regs)
         if got is None:
-            return self._new(regs)
+            got = self.ids[regs] = len(self.values)
+            self.values.append(regs)
+            self.same.append(got)
+            return got
         if not self.exact or self.values[got] is regs:
             return got
         text = repr(regs)  # equal registers: the same id only if they print the same
         if repr(self.values[got]) == text:
             return got
-        got = self.reprs.get(text)
-        if got is None:
-            got = self.reprs[text] = self._new(regs)
-        return got
-
-    def _new(self, regs: tuple) -> int:
-        at = len(self.values)
-        self.values.append(regs)
-        self.same.append(self.ids.setdefault(regs, at))
+        at = self.reprs.get(text)
+        if at is None:
+            at = self.reprs[text] = len(self.values)
+            self.values.append(regs)
+            self.same.append(got)
         return at
 
     def key(self, w: int, r: int) -> int:
@@ -225,12 +225,12 @@ class _Registers:
         return got
 
     def advance(self, r: int, row: int, v: int) -> int:
-        got = self.fixed.get(r * self.n_vars + v)
-        if got is None:
-            regs = self.values[r]
-            got = self.id(self.h.advance(regs, row, v, self.part))
-            if self.h.ignores_row(regs, v):
-                self.fixed[r * self.n_vars + v] = got
+        """The registers after ``row`` is mapped to ``v``, when ``fixed`` does not have them
+        (the caller looks there first)."""
+        regs = self.values[r]
+        got = self.id(self.h.advance(regs, row, v, self.part))
+        if self.fixable[v] and self.h.ignores_row(regs, v):
+            self.fixed[r * self.n_vars + v] = got
         return got
 
     def compacted(self, m: ThreadMatcher, held: list[int]) -> tuple["_Registers", list[int]]:
@@ -261,6 +261,7 @@ class _Run:
             rows = pa.table({"__cerql_mr_rows": pa.array(np.zeros(n, np.int8))})
         self.part = m.conditions.bind(rows)
         self.regs = _Registers(m, self.part)
+        self.inside = m.closures(mr_closures.context(0, False))
         self.cont = m.skip.mode == PAST_LAST_ROW
         self.cut, self.floor, self.steps = -1, begin, 0
         self.rec_end = [-1] * (n + 1)
@@ -277,10 +278,12 @@ class _Run:
         else:
             self.cut = self.floor = _NEVER
 
-    def entries(self, pos: int) -> list:
+    def entries(self, pos: int) -> tuple[list, list]:
         """Per root state, the closure entries before row ``pos`` (its anchors, and whether the
-        rows may go on after a piece's last row)."""
+        rows may go on after a piece's last row); inside the rows, the same every row."""
         at_start, at_end = pos == self.first_row, pos == self.n and self.final
+        if not at_start and pos < self.n:
+            return self.inside
         undecided = pos == self.n and not self.final
         return self.m.closures(mr_closures.context((AT_START if at_start else 0) | (AT_END if at_end else 0),
                                                    undecided))
@@ -382,7 +385,7 @@ class _Run:
         label, var_of, after, n_states, n_vars = m.label, m.var_of, m.after, m.n_states, m.n_vars
         fixed, same, advances = regs.fixed, regs.same, bool(m.conditions.quantities)
         ok = self.holds(cur, p)
-        entries, plain = self.entries(p + 1)
+        entries, plain = self.inside if p + 1 < self.n else self.entries(p + 1)
         nxt: Threads = ([], [], [], [])
         states, starts, nodes, held = nxt
         visited: set = set()
