@@ -275,7 +275,8 @@ class CerqlFunction:
         self.rows: list = []
         if analyze_result.dialect == "match_recognize":  # one PARTITION BY group, matched when it ends
             self.row_pattern = mr_sql_cells.prepare(analyze_result.query, analyze_result.table_schema)
-            self.flush_at = mr_sql_cells.MAX_PARTITION_ROWS + 1  # the group's rows stay until terminate
+            self.group = mr_sql_cells.group_matcher(self.row_pattern)  # holds the live matches' rows
+            self.flush_at = BATCH_ROWS
             return
         self.row_pattern = None
         self.flush_at = BATCH_ROWS
@@ -293,15 +294,16 @@ class CerqlFunction:
         return None
 
     def terminate(self):
-        yield from self._flush() or ()
+        yield from self._flush(last=True) or ()
 
     # -- one batch through the task
-    def _flush(self):
+    def _flush(self, last: bool = False):
         rows, self.rows = self.rows, []
-        if not rows:
-            return
         if self.row_pattern is not None:
-            yield from mr_sql_cells.rows_of(self.row_pattern, _arrow_rows(rows, self.row_pattern.arrow))
+            table = _arrow_rows(rows, self.row_pattern.arrow) if rows else None
+            yield from mr_sql_cells.rows_of(self.group, table, last)
+            return
+        if not rows:
             return
         batch = self._batch(rows)
         if batch.num_rows == 0:
