@@ -11,8 +11,8 @@ Two applications, one after the other (a process holds one SparkContext at a tim
 taking one of the worker's two cores (the Connect server takes the other): the first, whose
 executors run the driver's interpreter, runs ``cer_sql`` on a CEQL and a MATCH_RECOGNIZE query,
 a SQL cell and a stream; the second, whose ``PYSPARK_PYTHON`` is an interpreter without numpy
-(``BARE_PYTHON``), tries a query and ``cerql.register``, which must fail with cerql's error
-before the query runs.
+(``BARE_PYTHON``), tries a query and ``cerql.register``, then a query whose executors' Python
+does not exist, which must fail with cerql's error before the query runs.
 
 The data and queries are defined here (:data:`TRADES`, :data:`QUERIES`...), and the tests run
 them through ``cerql.run`` for the expected rows; both sides go through :func:`encoded`.
@@ -134,7 +134,8 @@ def fit_application(master: str, work: str) -> dict:
 
 
 def unfit_application(master: str, python: str) -> dict:
-    """The second application: its executors run ``python``, which lacks numpy."""
+    """The second application: its executors run ``python``, which lacks numpy; then
+    ``./environment/bin/python``, which they do not have."""
     import cerql
 
     os.environ["PYSPARK_PYTHON"] = python  # read when the SparkContext starts
@@ -144,8 +145,12 @@ def unfit_application(master: str, python: str) -> dict:
     tracker = spark.sparkContext.statusTracker()
     out = {"python_exec": spark.sparkContext.pythonExec, "session_seconds": session_seconds}
     frame = spark.createDataFrame(trades())
+    def unpacked():  # an archive's interpreter that was not shipped: no such file on the executors
+        spark.sparkContext.pythonExec = "./environment/bin/python"
+        return cerql.cer_sql(spark, CEQL, s=frame)
+
     for step, call in (("cer_sql", lambda: cerql.cer_sql(spark, CEQL, s=frame)),
-                       ("register", lambda: cerql.register(spark))):
+                       ("register", lambda: cerql.register(spark)), ("unpacked", unpacked)):
         jobs = set(tracker.getJobIdsForGroup(None))
         started = time.monotonic()
         try:

@@ -99,6 +99,15 @@ def test_executors_without_numpy_fail_before_the_query_runs(seen, bare_python, s
     assert raised["jobs"] == 1  # the check's own job; the query's never ran
 
 
+def test_executors_that_cannot_start_their_python_fail_before_the_query_runs(seen):
+    """The check's job itself fails (each task cannot start the interpreter): read from Spark's error."""
+    raised = seen["unfit"]["unpacked"]
+    assert raised["raised"] == "WORKER_CANNOT_IMPORT_CERQL"
+    assert raised["message"] == ("Spark's executors cannot run cerql: their Python, ./environment/bin/python, "
+                                 "cannot be started (No such file or directory)")
+    assert raised["jobs"] == 1
+
+
 def test_cer_sql_through_spark_connect_on_the_cluster(connect_server, monkeypatch):
     """A Connect client here, on the server in front of the cluster: the executors are checked
     (one probe job, no warning that the check could not tell) and the rows are the local engine's."""
