@@ -1,5 +1,5 @@
 """The executors of a cluster or of a Spark Connect session must run cerql: checked with one tiny
-Spark job, once per application (classic) or session (Connect), before a query is planned.
+Spark job, once per application (classic) or session (Connect), before a query runs.
 
 Why: on a local master :mod:`cerql.spark.workers` starts the workers' interpreter itself. On a
 cluster (standalone ``spark://``, ``local-cluster``, YARN, Kubernetes) or behind Spark Connect
