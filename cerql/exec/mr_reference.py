@@ -781,7 +781,10 @@ def _paired(kind: str, pairs: list[tuple]):
 
 
 def _tried(kind: str, present: list):
-    """try_sum / try_avg: sum / avg, NULL where an integer sum leaves BIGINT."""
+    """try_sum / try_avg: sum / avg, NULL where an integer sum leaves BIGINT (an average of
+    integers adds DOUBLEs)."""
+    if kind == "try_avg" and not isinstance(present[0], Decimal):
+        return sum(float(v) for v in present) / len(present)
     total = present[0]
     for v in present[1:]:
         total = total + v

@@ -240,3 +240,32 @@ def test_refused(measure, error_class, hint):
     assert hint in (err.hint or "") + err.message, str(err)
     # the caret is on the aggregate (or the part of it refused), not at the query's start
     assert err.column > 1 or err.line > 1, str(err)
+
+
+def test_second_batch_running_final_subset_and_no_rows(engine):
+    # match 1: A = 1, B = 2, 3 (falling), C = 4, 5 (rising); match 2: A = 6, B = 7, C = 8; D maps no row
+    text = _query("RUNNING median(value) AS md, FINAL listagg(B.s, '+') AS bs, RUNNING regr_count(S.value, S.row) AS rc, "
+                  "FINAL percentile(S.value, array(0.5)) AS ps, bit_or(D.y) AS d_bo, try_avg(D.amt) AS d_ta, "
+                  "listagg(D.s) AS d_la, regr_count(D.y, D.row) AS d_rc",
+                  rows="ALL ROWS PER MATCH", pattern="A B+ C* D*", subset="SUBSET S = (A, C)",
+                  define="B AS B.value < PREV(B.value), C AS C.value > PREV(C.value), D AS D.value > 1000")
+    out = _run(engine, text).to_pylist()
+    assert [r["row"] for r in out] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [r["md"] for r in out] == [90.0, 85.0, 80.0, 80.0, 80.0, 50.0, 45.0, 50.0]
+    assert [r["bs"] for r in out] == ["b+c"] * 5 + ["g"] * 3
+    assert [r["rc"] for r in out] == [1, 1, 1, 2, 3, 1, 1, 2]          # S = A and C rows so far
+    assert [r["ps"] for r in out] == [[90.0]] * 5 + [[55.0]] * 3          # S: 90, 80, 90 / 50, 60
+    assert {(r["d_bo"], r["d_ta"], r["d_la"], r["d_rc"]) for r in out} == {(None, None, None, 0)}
+
+
+def test_try_sum_is_null_once_a_bigint_sum_overflows(engine):
+    big = pa.table({"row": pa.array([1, 2, 3, 4], pa.int64()),
+                    "value": pa.array([2 ** 63 - 1, 1, -5, 3], pa.int64())})
+    text = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY row MEASURES RUNNING try_sum(A.value) AS ts, "
+            "RUNNING try_avg(A.value) AS ta ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true)")
+    out = _run(engine, text, big).to_pylist()
+    assert [r["ts"] for r in out] == [2 ** 63 - 1, None, None, None]    # as Spark: NULL from the overflow on
+    assert out[1]["ta"] == (float(2 ** 63 - 1) + 1.0) / 2                # avg sums DOUBLEs: no overflow
+    if engine == "local":  # where sum raises Spark's ARITHMETIC_OVERFLOW (the reference does not check)
+        with pytest.raises(CeqlError):
+            _run(engine, text.replace("try_sum", "sum"), big)
