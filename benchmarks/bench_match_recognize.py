@@ -273,6 +273,7 @@ def family_vshape(sizes: list[int], repeat: int, records: list) -> None:
         print(f"{n:>9,} {v['count']:>8,} {v['seconds'] * 1e3:8.0f} {n / v['seconds']:10.3g} "
               f"{v['seconds'] / twin['seconds']:7.2f} {per:9.2f} {extra:13.2f}")
         records.append({"family": "vshape", "rows": n, "engine": "cerql.run", **v, "twin_seconds": twin["seconds"]})
+    kernel_alone(max(sizes), repeat, records)
     n = sizes[0]
     df = random_walk(n)
     seconds, count = timed(lambda: backtrack_vshape(df))
@@ -280,6 +281,35 @@ def family_vshape(sizes: list[int], repeat: int, records: list) -> None:
     print(f"backtrack (Python) on {n:,} rows: {count:,} matches in {seconds * 1e3:.0f} ms; "
           f"agrees with cerql: {agree(count, cerql_count)}")
     records.append({"family": "vshape", "rows": n, "engine": "backtrack", "seconds": seconds, "count": count})
+
+
+def kernel_alone(n: int, repeat: int, records: list) -> None:
+    """The Pike kernel alone on family 1's DEFINE bits (a diagnosis: what ``cerql.run`` spends
+    matching, without reading, sorting and the DEFINEs), one call per partition as the engine
+    makes them; CPU seconds of this process, best of ``repeat`` (the machine is shared)."""
+    from cerql import row_pattern
+    from cerql.exec.mr_define import define_bits
+    from cerql.exec.mr_engine import pattern_variables
+    from cerql.planner import front
+
+    text = VSHAPE.format(skip="PAST LAST ROW", never="")
+    planned = front.plan_row_pattern(text)
+    matcher = row_pattern.matcher(planned)
+    df = random_walk(n)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    sym = df["sym"].to_numpy()
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(sym)) + 1, [n]])
+    first, end = np.repeat(bounds[:-1], np.diff(bounds)), np.repeat(bounds[1:], np.diff(bounds))
+    defines = {d.variable.upper(): d.condition for d in planned.clause.defines}
+    bits = define_bits(table, first, end, pattern_variables(planned.clause), defines, text)
+    best, count = math.inf, 0
+    for _ in range(max(repeat, 3)):
+        t0 = time.process_time()
+        count = sum(len(matcher.match(bits[lo:hi])[0]) for lo, hi in zip(bounds[:-1], bounds[1:]))
+        best = min(best, time.process_time() - t0)
+    print(f"kernel alone (Pike VM over the DEFINE bits, CPU time): {n:,} rows in {best * 1e3:.0f} ms, "
+          f"{n / best / 1e6:.1f} M rows/s, {count:,} matches")
+    records.append({"family": "vshape", "rows": n, "engine": "kernel", "cpu_seconds": best, "count": count})
 
 
 def family_adversarial(sizes: list[int], big: list[int], history_sizes: list[int], repeat: int, budget: float,

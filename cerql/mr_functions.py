@@ -25,11 +25,20 @@ AGGREGATES: dict[type, str] = {
     exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
     exp.Variance: "var_samp", exp.VariancePop: "var_pop", exp.CountIf: "count_if",
     exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.ArgMin: "min_by", exp.ArgMax: "max_by",
-    exp.ArrayAgg: "collect_list",
+    exp.ArrayAgg: "collect_list", exp.Median: "median", exp.Quantile: "percentile", exp.Skewness: "skewness",
+    exp.Kurtosis: "kurtosis", exp.Corr: "corr", exp.CovarPop: "covar_pop", exp.CovarSamp: "covar_samp",
+    exp.RegrCount: "regr_count", exp.RegrAvgx: "regr_avgx", exp.RegrAvgy: "regr_avgy", exp.RegrSxx: "regr_sxx",
+    exp.RegrSyy: "regr_syy", exp.RegrSxy: "regr_sxy", exp.RegrSlope: "regr_slope", exp.RegrIntercept: "regr_intercept",
+    exp.RegrR2: "regr_r2", exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor",
+    exp.GroupConcat: "listagg",
 }
+# The constant arguments of an aggregate, by sqlglot argument name: a percentile's p, listagg's
+# separator (Spark requires them foldable; the engine evaluates them once).
+PARAMETERS: dict[str, str] = {"percentile": "quantile", "listagg": "separator"}
 # Spark's aggregates that sqlglot reads as unknown functions (exp.Anonymous), by upper-case name
 # (``any(c)`` is sqlglot's exp.Any, see ``aggregate_kind``).
-NAMED_AGGREGATES: dict[str, str] = {"STD": "stddev_samp", "EVERY": "bool_and", "SOME": "bool_or"}
+NAMED_AGGREGATES: dict[str, str] = {"STD": "stddev_samp", "EVERY": "bool_and", "SOME": "bool_or", "TRY_SUM": "try_sum",
+                                    "TRY_AVG": "try_avg"}
 # DISTINCT changes these kinds (min/max of the distinct values are min/max); other kinds refuse it.
 DISTINCT_KINDS: dict[str, str] = {"count": "count_distinct", "sum": "sum_distinct", "avg": "avg_distinct",
                                   "min": "min", "max": "max"}
@@ -46,6 +55,8 @@ REFUSED: dict[type | str, tuple[str, str]] = {
     exp.LastValue: ("it is a window function", "LAST(A.x) is the last row mapped to A"),
     exp.Mode: ("Spark's mode picks any of the values that tie", "collect_list(e), then count on Spark"),
     "PRODUCT": ("Spark SQL has no product aggregate", "exp(sum(ln(A.x))) for positive values"),
+    exp.WithinGroup: ("WITHIN GROUP is not supported yet", "percentile(A.x, p) is percentile_cont(p) WITHIN GROUP "
+                      "(ORDER BY A.x); listagg(A.x, ',') joins the rows in row order"),
 }
 def function_name(node: exp.Expression) -> str | None:
     """The row pattern function ``node`` calls (upper case), or None. sqlglot's own First/Last
@@ -87,6 +98,8 @@ def aggregate_kind(node: exp.Expression) -> str | None:
         kind = "bool_or"
     else:
         kind = AGGREGATES.get(type(node))
+    if kind == "listagg" and isinstance(node.this, exp.Order):
+        return None  # listagg(...) WITHIN GROUP (ORDER BY ...): see REFUSED
     if kind is not None and is_distinct(node):
         return DISTINCT_KINDS.get(kind)
     return kind
@@ -99,19 +112,33 @@ def aggregate_arguments(node: exp.Expression) -> list[exp.Expression]:
         return list(node.expressions)
     this = node.args.get("this")
     args = list(this.expressions) if isinstance(this, exp.Distinct) else ([this] if this is not None else [])
-    if isinstance(node, (exp.ArgMin, exp.ArgMax)) and node.args.get("expression") is not None:
+    if node.args.get("expression") is not None and isinstance(node, (exp.ArgMin, exp.ArgMax, *_PAIRS)):
         args.append(node.args["expression"])
     return args
 
 
+_PAIRS = (exp.Corr, exp.CovarPop, exp.CovarSamp, exp.RegrCount, exp.RegrAvgx, exp.RegrAvgy, exp.RegrSxx, exp.RegrSyy,
+          exp.RegrSxy, exp.RegrSlope, exp.RegrIntercept, exp.RegrR2)
+
+
+def aggregate_parameters(node: exp.Expression) -> list[exp.Expression]:
+    """The constant arguments of an aggregate call (PARAMETERS): ``[p]`` of ``percentile(x, p)``,
+    ``[',']`` of ``listagg(x, ',')``, ``[]`` of ``listagg(x)`` and of the others."""
+    name = PARAMETERS.get(aggregate_kind(node) or "")
+    return [node.args[name]] if name and node.args.get(name) is not None else []
+
+
 def aggregate_arity(kind: str) -> int:
-    """How many arguments an aggregate kind takes: two for min_by/max_by, else one."""
-    return 2 if kind in ("min_by", "max_by") else 1
+    """How many row arguments an aggregate kind takes: two for min_by/max_by, corr, covar_* and
+    regr_*, else one."""
+    return 2 if kind in ("min_by", "max_by") or kind in ("corr", "covar_pop", "covar_samp") or kind.startswith("regr_") else 1
 
 
 def refusal(node: exp.Expression) -> tuple[str, str]:
     """(why, what to write instead) for an aggregate ``aggregate_kind`` does not compute."""
     key = str(node.this).upper() if isinstance(node, exp.Anonymous) else type(node)
+    if isinstance(node, exp.GroupConcat) and isinstance(node.this, exp.Order):
+        key = exp.WithinGroup  # listagg(x) WITHIN GROUP (ORDER BY y)
     if key in REFUSED:
         return REFUSED[key]
     if is_distinct(node):
@@ -120,7 +147,10 @@ def refusal(node: exp.Expression) -> tuple[str, str]:
 
 
 SUPPORTED = ("count, sum, avg, min, max (DISTINCT too), stddev/std/stddev_samp, stddev_pop, variance/var_samp, "
-             "var_pop, count_if, bool_and/every, bool_or/some/any, min_by, max_by or collect_list/array_agg")
+             "var_pop, skewness, kurtosis, count_if, bool_and/every, bool_or/some/any, min_by, max_by, "
+             "collect_list/array_agg, median, percentile, corr, covar_pop, covar_samp, regr_count, regr_avgx, "
+             "regr_avgy, regr_sxx, regr_syy, regr_sxy, regr_slope, regr_intercept, regr_r2, bit_and, bit_or, "
+             "bit_xor, try_sum, try_avg or listagg/string_agg")
 
 
 def is_aggregate(node: exp.Expression) -> bool:
@@ -129,7 +159,8 @@ def is_aggregate(node: exp.Expression) -> bool:
     if isinstance(node, exp.Anonymous):
         name = str(node.this).upper()
         return name in NAMED_AGGREGATES or name in REFUSED
-    return (isinstance(node, exp.AggFunc) and not isinstance(node, (exp.First, exp.Last))) or _is_any_aggregate(node)
+    return ((isinstance(node, exp.AggFunc) and not isinstance(node, (exp.First, exp.Last))) or _is_any_aggregate(node)
+            or isinstance(node, exp.WithinGroup))
 
 
 def qualifier(column: exp.Column) -> str | None:
@@ -206,7 +237,8 @@ def members(name: str | None, variables, subsets) -> frozenset[int] | None:
 
 
 __all__ = [
-    "AGGREGATES", "DISTINCT_KINDS", "NAMED_AGGREGATES", "REFUSED", "SUPPORTED", "aggregate_arguments", "aggregate_arity",
+    "AGGREGATES", "DISTINCT_KINDS", "NAMED_AGGREGATES", "PARAMETERS", "REFUSED", "SUPPORTED", "aggregate_arguments",
+    "aggregate_arity", "aggregate_parameters",
     "is_distinct", "refusal", "CLASSIFIER", "FINAL", "FIRST", "LAST", "LOGICAL", "MATCH_NUMBER", "NAVIGATIONS", "NEXT",
     "PHYSICAL", "PREV", "ROW_PATTERN_FUNCTIONS", "RUNNING", "aggregate_kind", "arguments", "canonical",
     "default_offset", "function_name", "is_aggregate", "is_star", "literal_offset", "members", "node_offset", "qualifier", "walk",

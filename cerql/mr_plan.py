@@ -79,6 +79,9 @@ class NfaTables(NamedTuple):
     nullable: np.ndarray    # bool [state, 4]: ACCEPT is reachable by epsilon moves from the state,
                             # at a position where the anchors AT_START / AT_END (bits of the column) hold
     start: int              # the initial state
+    walk_start: np.ndarray  # int64 [state * 4 + anchors + 1]: ``Nfa.walks``, one walk per (root, anchors)
+    walk_state: np.ndarray  # int64: the states of the walks, in the order a depth-first walk meets them
+    walk_again: np.ndarray  # bool: that meeting is the walk's second (or later) one of the state
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,36 @@ class Nfa:
             table[:, anchors] = value
         return table
 
+    def walks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per (root state, anchors), the epsilon closure's depth-first walk from the root in
+        preference order, as a list of meetings: ``(starts, states, again)``, the meetings of
+        (r, a) at ``starts[r * 4 + a]:starts[r * 4 + a + 1]``. A walk descends into a state's
+        successors on its first meeting only, stops at ACCEPT, and does not pass an anchor that
+        does not hold (``a``: AT_START | AT_END). Why: the kernel (exec/kernel/pike.py) follows
+        these lists instead of walking the NFA with a stack; a state other threads reached first
+        in the same round is then met like a second meeting (its successors were reached too)."""
+        starts, states, again = [0], [], []
+        for root in range(len(self.states)):
+            for anchors in range(4):
+                seen: set[int] = set()
+                stack = [root]
+                while stack:
+                    state = stack.pop()
+                    states.append(state)
+                    again.append(state in seen)
+                    if state in seen:
+                        continue
+                    seen.add(state)
+                    st = self.states[state]
+                    if st.kind == ACCEPT:
+                        break
+                    if st.kind == CONSUME or st.kind == ANCHOR_START and not anchors & AT_START or \
+                            st.kind == ANCHOR_END and not anchors & AT_END:
+                        continue
+                    stack.extend(reversed(st.out))
+                starts.append(len(states))
+        return np.array(starts, np.int64), np.array(states, np.int64), np.array(again, np.bool_)
+
     def describe(self) -> str:
         """The NFA as ``explain`` prints it: one line per state, successors in preference order."""
         names = {CONSUME: "row", SPLIT: "split", ANCHOR_START: "^", ANCHOR_END: "$", ACCEPT: "accept"}
@@ -159,6 +192,7 @@ class Nfa:
             if self.variables else np.zeros(0, dtype=np.int64),
             nullable=self.nullable(),
             start=self.start,
+            **dict(zip(("walk_start", "walk_state", "walk_again"), self.walks())),
         )
 
 

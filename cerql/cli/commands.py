@@ -1,4 +1,4 @@
-"""The ``cerql`` command line: ``demo``, ``run``, ``explain`` and ``warmup`` (docs/semantics.md, "Surfaces").
+"""The ``cerql`` command line: ``demo``, ``run``, ``explain``, ``warmup`` and ``pack`` (docs/semantics.md, "Surfaces").
 
 Input: the arguments. Output: text on stdout, result files, and an exit code: 0 on success,
 2 for a query error (a :class:`cerql.CeqlError`, also one raised inside a Spark task, printed as
@@ -377,6 +377,19 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pack(args: argparse.Namespace) -> int:
+    """``cerql pack``: the current virtualenv with this cerql and a warmed kernel cache as a
+    .tar.gz for ``spark.archives`` (cerql/cli/pack.py), and the settings to use it."""
+    from cerql.cli import pack
+
+    packed = pack.pack(Path(args.output), warm_cache=args.warm_cache, with_spark_jars=args.with_spark_jars,
+                       python_prefix=args.python_prefix, force=args.force,
+                       out=lambda line: print(line, flush=True))
+    print(pack.describe(packed))
+    print(pack.settings(args.output))
+    return 0
+
+
 def _spark_options(parser: argparse.ArgumentParser) -> None:
     """The options ``run`` and ``demo`` share for the Spark engine."""
     parser.add_argument("--engine", choices=ENGINES, default="spark",
@@ -448,6 +461,21 @@ def build_parser() -> argparse.ArgumentParser:
                             "(numba, 1-2 minutes on 2 cores, once per install)")
     warmup.add_argument("--force", action="store_true", help="run the warm-up queries even when the cache is current")
     warmup.set_defaults(func=cmd_warmup)
+
+    packer = sub.add_parser("pack", help="pack this virtualenv, cerql and its warmed kernel cache into a "
+                            ".tar.gz for spark.archives (needs cerql[pack])")
+    packer.add_argument("-o", "--output", default="cerql-env.tar.gz", metavar="FILE.tar.gz",
+                        help="the archive to write (default cerql-env.tar.gz)")
+    packer.add_argument("--warm-cache", action=argparse.BooleanOptionalAction, default=True,
+                        help="compile the kernel first and ship numba's cache (default); "
+                        "--no-warm-cache leaves it out and executors compile on their first query")
+    packer.add_argument("--with-spark-jars", action="store_true",
+                        help="keep pyspark's jars (460 MB; executors use their worker's Spark)")
+    packer.add_argument("--python-prefix", metavar="PATH",
+                        help="where the nodes' base Python lives, when not where this one does "
+                        "(venv-pack relinks bin/python to it)")
+    packer.add_argument("--force", action="store_true", help="replace an existing archive")
+    packer.set_defaults(func=cmd_pack)
     return parser
 
 

@@ -178,8 +178,11 @@ class History:
         args = [self._evaluated(a, q, table) for a in mx.aggregate_arguments(q.argument)]
         values = args[0]
         if q.kind in mr_folds.KINDS:
+            one_row = pa.table({"__cerql_mr_rows": pa.array([0], pa.int8())})  # the constant arguments, once
+            params = mr_folds.evaluated(mx.aggregate_parameters(q.argument),
+                                        lambda p: self._evaluated(p, q, one_row).to_pylist()[0])
             try:
-                fold = mr_folds.fold(q.kind, tuple(a.type for a in args))
+                fold = mr_folds.fold(q.kind, tuple(a.type for a in args), mr_folds.parameters(q.kind, params))
             except mr_folds.FoldTypeError as err:
                 raise AnalysisError.at(self.text, mx.node_offset(q.expr), err.message, "DATATYPE_MISMATCH",
                                        err.hint) from None

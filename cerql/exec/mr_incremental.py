@@ -25,7 +25,7 @@ that is not the group's last matches only up to ``reach`` rows before the last r
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -33,9 +33,9 @@ import pyarrow as pa
 from cerql import mr_ast
 from cerql import mr_functions as mx
 from cerql.errors import ExecutionError
-from cerql.exec.mr_define import given_bits
+from cerql.exec.mr_define import define_bits, given_bits
 from cerql.exec.mr_engine import (Found, Matcher, collect_matches, describe_partition, key_columns, output_rows,
-                                  result_table)
+                                  pattern_variables, result_table)
 
 MAX_MATCH_ROWS = 10_000_000
 MAX_MATCH_ROWS_CONF = "cerql.matchRecognize.maxMatchRows"
@@ -62,25 +62,46 @@ def reach(clause: mr_ast.MatchRecognize) -> tuple[int, int]:
     return back, ahead
 
 
-def match_too_long(limit: int, partition: str | None) -> ExecutionError:
+LIMIT_HINT = f"raise the Spark conf {MAX_MATCH_ROWS_CONF}, bound the pattern's quantifiers (A{{1,100}} for A+), " \
+             "or partition more finely"
+
+
+def match_too_long(limit: int, partition: str | None, hint: str = LIMIT_HINT) -> ExecutionError:
     where = f" in partition {partition}" if partition else ""
     return ExecutionError(
         f"A MATCH_RECOGNIZE match still undecided after {limit} rows{where}: the rows it may need are held "
-        "in memory until it is", error_class="MATCH_RECOGNIZE_MATCH_TOO_LONG",
-        hint=f"raise the Spark conf {MAX_MATCH_ROWS_CONF}, bound the pattern's quantifiers (A{{1,100}} for A+), "
-             "or partition more finely", params={"max_rows": limit})
+        "in memory until it is", error_class="MATCH_RECOGNIZE_MATCH_TOO_LONG", hint=hint,
+        params={"max_rows": limit})
+
+
+def local_bits(clause: mr_ast.MatchRecognize, text: str, matcher: Matcher) -> Callable[[pa.Table], np.ndarray]:
+    """The row-local DEFINE bits of the rows held, computed here (exec/mr_define.py), for a
+    caller that has no JVM to compute them (the SQL cell). Right on every row the matcher reads:
+    the rows held start ``reach``'s PREV rows before the first start row tried (or at the
+    group's first row), and a run that is not the last stops ``reach``'s NEXT rows short."""
+    history = set(getattr(matcher, "history", ()))
+    variables = pattern_variables(clause)
+    defines = {mx.canonical(d.variable): d.condition for d in clause.defines
+               if mx.canonical(d.variable) not in history}
+
+    def bits(table: pa.Table) -> np.ndarray:
+        n = table.num_rows
+        return define_bits(table, np.zeros(n, np.int64), np.full(n, n, np.int64), variables, defines, text)
+    return bits
 
 
 class GroupMatcher:
     """One PARTITION BY group's result, batch by batch (module docstring). ``bits``: the column of
-    the DEFINE bits; ``keys``: as ``run_match_recognize`` takes them; ``max_rows``: the most rows
-    one undecided match may hold. ``feed`` each batch of the group's rows in order, then
-    ``finish``; both yield result tables. ``peak``: the most rows held at once."""
+    the DEFINE bits, or a function computing them over the rows held (``local_bits``); ``keys``:
+    as ``run_match_recognize`` takes them; ``max_rows``: the most rows one undecided match may
+    hold (``limit_hint``: the hint of its error). ``feed`` each batch of the group's rows in
+    order, then ``finish``; both yield result tables. ``peak``: the most rows held at once."""
 
-    def __init__(self, clause: mr_ast.MatchRecognize, text: str, matcher: Matcher, *, bits: str,
-                 keys: Sequence[str | None] | None = None, max_rows: int = MAX_MATCH_ROWS, min_run: int = MIN_RUN):
+    def __init__(self, clause: mr_ast.MatchRecognize, text: str, matcher: Matcher, *,
+                 bits: str | Callable[[pa.Table], np.ndarray], keys: Sequence[str | None] | None = None,
+                 max_rows: int = MAX_MATCH_ROWS, min_run: int = MIN_RUN, limit_hint: str = LIMIT_HINT):
         self.clause, self.text, self.matcher, self.bits, self.keys = clause, text, matcher, bits, keys
-        self.max_rows, self.min_run = max_rows, min_run
+        self.max_rows, self.min_run, self.limit_hint = max_rows, min_run, limit_hint
         self.back, self.ahead = reach(clause)
         self.history = bool(getattr(matcher, "history", frozenset()))
         self.held: list[pa.Table] = []
@@ -100,7 +121,7 @@ class GroupMatcher:
         if over or self.fresh >= max(self.undecided, self.min_run, 1):
             yield from self._run(final=False)
         if self.base + self.held_rows - self.head > self.max_rows:
-            raise match_too_long(self.max_rows, self._partition())
+            raise match_too_long(self.max_rows, self._partition(), self.limit_hint)
 
     def finish(self, table: pa.Table | None = None) -> Iterator[pa.Table]:
         """The group's last rows (if any): yields the rest of its result."""
@@ -134,7 +155,7 @@ class GroupMatcher:
         if usable <= begin:
             self.undecided = n - begin
             return
-        bits = given_bits(table, self.bits)[:usable]
+        bits = (given_bits(table, self.bits) if isinstance(self.bits, str) else self.bits(table))[:usable]
         where = dict(first_row=0 if self.base == 0 else -1, begin=begin, final=final, numbered_from=self.numbered)
         if self.history:
             starts, ends, labels, head = self.matcher.match(bits, self._partition(), rows=table, **where)
@@ -155,7 +176,7 @@ class GroupMatcher:
         self.undecided = n - head
 
     def _output(self, table: pa.Table, starts, ends, labels, unmatched: tuple[int, int, int]) -> pa.Table:
-        hidden = ({self.bits} | set(self.keys or ())) - {None}
+        hidden = ({self.bits if isinstance(self.bits, str) else None} | set(self.keys or ())) - {None}
         inputs = [c for c in table.column_names if c not in hidden]
         rows, partition_keys, order_keys = key_columns(self.clause, table, self.text, self.keys)
         n = rows.num_rows
@@ -167,4 +188,5 @@ class GroupMatcher:
                             partition_keys, order_keys, self.text)
 
 
-__all__ = ["GroupMatcher", "MAX_MATCH_ROWS", "MIN_RUN", "MAX_MATCH_ROWS_CONF", "match_too_long", "reach"]
+__all__ = ["GroupMatcher", "LIMIT_HINT", "MAX_MATCH_ROWS", "MAX_MATCH_ROWS_CONF", "MIN_RUN", "local_bits",
+           "match_too_long", "reach"]

@@ -291,8 +291,10 @@ class _Rewriter:
     def _folded(self, node, kind, values: list[pa.Array], segments, seen_end, seen_count) -> pa.Array:
         """An aggregate of exec/mr_folds.py: its fold run over each match's rows of the set in row
         order, read after the last row each output row sees."""
+        params = mr_folds.evaluated(mx.aggregate_parameters(node),
+                                    lambda p: self._values(p, np.zeros(1, np.int64)).to_pylist()[0])
         try:
-            f = mr_folds.fold(kind, tuple(v.type for v in values))
+            f = mr_folds.fold(kind, tuple(v.type for v in values), mr_folds.parameters(kind, params))
         except mr_folds.FoldTypeError as err:
             raise AnalysisError.at(self.ctx.text, mx.node_offset(self.expr, node), err.message,
                                    "DATATYPE_MISMATCH", err.hint) from None

@@ -618,7 +618,7 @@ class _Context:
             return len(self.rows_of(None, fin))
         if kind == "count" and len(args) == 1 and isinstance(args[0], exp.Column) and isinstance(args[0].this, exp.Star):
             return len(self.rows_of(args[0].table.upper() if args[0].table else None, fin))
-        if not args or len(args) != (2 if kind in ("min_by", "max_by") else 1):
+        if not args or len(args) != (2 if kind in ("min_by", "max_by") + _PAIR_KINDS else 1):
             raise _unsupported(f"the aggregate {e.sql('spark')!r}")
         for arg in args:
             if any(_call(n) in LOGICAL + ("CLASSIFIER", "MATCH_NUMBER", "RUNNING", "FINAL") or
@@ -632,6 +632,8 @@ class _Context:
             self.aggregating = False
         if kind in ("min_by", "max_by"):
             return _by(kind, tuples)
+        if kind in _MORE_KINDS:
+            return _more(kind, tuples, [self._constant(p, fin) for p in _aggregate_params(e)])
         values = [t[0] for t in tuples]
         if isinstance(e, (exp.First, exp.Last)):  # Spark's first/last: the value, NULL or not
             return (values[0] if isinstance(e, exp.First) else values[-1]) if values else None
@@ -662,6 +664,12 @@ class _Context:
                 best = v
         return best
 
+    def _constant(self, e: exp.Expression, fin: bool):
+        """A percentile's p (an array of them: a list) or listagg's separator."""
+        if isinstance(e, exp.Array):
+            return [self.eval(x, fin) for x in e.expressions]
+        return self.eval(e, fin)
+
     def _aggregated_variable(self, args) -> str | None:
         """The one variable the columns of an aggregate's arguments name (None: the universal
         one), PREV/NEXT included."""
@@ -684,7 +692,109 @@ _AGGREGATE_NAMES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min:
                     exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop",
                     exp.CountIf: "count_if", exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or",
                     exp.ArgMin: "min_by", exp.ArgMax: "max_by", exp.ArrayAgg: "collect_list", exp.Any: "bool_or"}
-_NAMED_AGGREGATES = {"STD": "stddev_samp", "EVERY": "bool_and", "SOME": "bool_or"}
+_NAMED_AGGREGATES = {"STD": "stddev_samp", "EVERY": "bool_and", "SOME": "bool_or", "TRY_SUM": "try_sum",
+                     "TRY_AVG": "try_avg"}
+_PAIR_KINDS = ("corr", "covar_pop", "covar_samp", "regr_count", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy",
+               "regr_sxy", "regr_slope", "regr_intercept", "regr_r2")
+_AGGREGATE_NAMES.update({
+    exp.Median: "median", exp.Quantile: "percentile", exp.Skewness: "skewness", exp.Kurtosis: "kurtosis",
+    exp.Corr: "corr", exp.CovarPop: "covar_pop", exp.CovarSamp: "covar_samp", exp.RegrCount: "regr_count",
+    exp.RegrAvgx: "regr_avgx", exp.RegrAvgy: "regr_avgy", exp.RegrSxx: "regr_sxx", exp.RegrSyy: "regr_syy",
+    exp.RegrSxy: "regr_sxy", exp.RegrSlope: "regr_slope", exp.RegrIntercept: "regr_intercept", exp.RegrR2: "regr_r2",
+    exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor", exp.GroupConcat: "listagg"})
+_MORE_KINDS = _PAIR_KINDS + ("median", "percentile", "skewness", "kurtosis", "bit_and", "bit_or", "bit_xor", "try_sum",
+                             "try_avg", "listagg")
+
+
+def _aggregate_params(e: exp.Expression) -> list[exp.Expression]:
+    """percentile's p and listagg's separator, when written."""
+    name = "quantile" if isinstance(e, exp.Quantile) else "separator" if isinstance(e, exp.GroupConcat) else None
+    return [e.args[name]] if name and e.args.get(name) is not None else []
+
+
+def _more(kind: str, tuples: list[tuple], params: list):
+    """The aggregates beyond count/sum/avg/min/max/stddev/min_by/collect_list, by definition: two
+    passes over the values (means first), sorting for percentiles."""
+    if kind in _PAIR_KINDS:
+        return _paired(kind, [(float(_number(a)) if kind not in ("regr_avgx", "regr_avgy") else a, b) for a, b in
+                              ((t[0], t[1]) for t in tuples) if a is not None and b is not None])
+    present = [t[0] for t in tuples if t[0] is not None]
+    if kind == "listagg":
+        sep = params[0] if params and params[0] is not None else ("" if not present or isinstance(present[0], str) else b"")
+        return sep.join(present) if present else None
+    if not present:
+        return None
+    if kind in ("median", "percentile"):
+        p = params[0] if kind == "percentile" else 0.5
+        xs = sorted((float(_number(v)) for v in present), key=lambda v: (math.isnan(v), 0.0 if math.isnan(v) else v))
+        one = [_interpolated(xs, float(q)) for q in p] if isinstance(p, list) else _interpolated(xs, float(p))
+        return None if one == [] else one
+    if kind in ("bit_and", "bit_or", "bit_xor"):
+        op = {"bit_and": lambda a, b: a & b, "bit_or": lambda a, b: a | b, "bit_xor": lambda a, b: a ^ b}[kind]
+        return functools.reduce(op, present)
+    if kind in ("try_sum", "try_avg"):
+        return _tried(kind, present)
+    xs = [float(_number(v)) for v in present]
+    n, mean = len(xs), sum(xs) / len(xs)
+    m2 = sum((x - mean) ** 2 for x in xs)
+    if m2 == 0:
+        return None
+    if kind == "skewness":
+        return math.sqrt(n) * sum((x - mean) ** 3 for x in xs) / m2 ** 1.5
+    return n * sum((x - mean) ** 4 for x in xs) / (m2 * m2) - 3.0
+
+
+def _interpolated(xs: list[float], q: float) -> float:
+    """The value at position (n - 1) * q of the sorted values, linear between two."""
+    position = (len(xs) - 1) * q
+    low, high = xs[math.floor(position)], xs[math.ceil(position)]
+    return low if low == high or math.floor(position) == math.ceil(position) else low + (position - math.floor(position)) * (high - low)
+
+
+def _paired(kind: str, pairs: list[tuple]):
+    """corr(x, y), covar_*(x, y) and regr_*(y, x) over the pairs without NULL, ``(a, b)`` as written."""
+    if kind == "regr_count":
+        return len(pairs)
+    if kind in ("regr_avgx", "regr_avgy"):
+        vals = [_number(p[1] if kind == "regr_avgx" else p[0]) for p in pairs]
+        total = functools.reduce(lambda u, v: _arithmetic(exp.Add, u, v), vals) if vals else None
+        return None if total is None else (total / len(vals) if isinstance(total, Decimal) else float(total) / len(vals))
+    n = len(pairs)
+    if n == 0 or (kind == "covar_samp" and n == 1):
+        return None
+    ma, mb = sum(a for a, _ in pairs) / n, sum(float(_number(b)) for _, b in pairs) / n
+    bs = [float(_number(b)) for _, b in pairs]
+    saa = sum((a - ma) ** 2 for a, _ in pairs)
+    sbb = sum((b - mb) ** 2 for b in bs)
+    sab = sum((a - ma) * (b - mb) for (a, _), b in zip(pairs, bs))
+    if kind in ("covar_pop", "covar_samp"):
+        return sab / (n if kind == "covar_pop" else n - 1)
+    if kind == "corr":
+        return None if saa * sbb == 0 else sab / math.sqrt(saa * sbb)
+    if kind in ("regr_sxx", "regr_syy", "regr_sxy"):
+        return {"regr_sxx": sbb, "regr_syy": saa, "regr_sxy": sab}[kind]
+    if sbb == 0:
+        return None
+    if kind == "regr_r2":
+        return 1.0 if saa == 0 else sab * sab / (saa * sbb)
+    return sab / sbb if kind == "regr_slope" else ma - sab / sbb * mb
+
+
+def _tried(kind: str, present: list):
+    """try_sum / try_avg: sum / avg, NULL where an integer sum leaves BIGINT (an average of
+    integers adds DOUBLEs)."""
+    if kind == "try_avg" and not isinstance(present[0], Decimal):
+        return sum(float(v) for v in present) / len(present)
+    total = present[0]
+    for v in present[1:]:
+        total = total + v
+        if isinstance(total, int) and not -(2 ** 63) <= total < 2 ** 63:
+            return None
+    if kind == "try_sum":
+        return total
+    if isinstance(total, Decimal):
+        return total / len(present)
+    return sum(float(v) for v in present) / len(present)
 
 
 def _aggregate_name(e: exp.Expression) -> str | None:
@@ -702,7 +812,7 @@ def _aggregate_args(e: exp.Expression) -> list[exp.Expression]:
         return list(e.expressions)
     this = e.args.get("this")
     args = list(this.expressions) if isinstance(this, exp.Distinct) else ([this] if this is not None else [])
-    if isinstance(e, (exp.ArgMin, exp.ArgMax)):
+    if isinstance(e, (exp.ArgMin, exp.ArgMax)) or _AGGREGATE_NAMES.get(type(e)) in _PAIR_KINDS:
         args.append(e.args.get("expression"))
     return args
 

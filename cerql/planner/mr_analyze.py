@@ -41,6 +41,7 @@ from cerql import mr_functions as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.mr_plan import Nfa, Skip
+from cerql.parser import written
 from cerql.parser.sqlexpr import expr_position
 from cerql.planner.mr_compile import compile_pattern, compile_skip
 
@@ -334,6 +335,7 @@ class _Scope:
             raise self._error(AnalysisError, expr, node, f"{node.sql(dialect='spark')} takes {wanted} "
                               f"argument{'s' if wanted > 1 else ''}", "MATCH_RECOGNIZE_INVALID_AGGREGATE",
                               "e.g. max_by(A.x, A.y), count(DISTINCT A.x)")
+        self._parameters(expr, node, kind)
         self._one_variable(expr, node, node, kind)
         for argument in args:
             for sub in argument.walk():
@@ -343,6 +345,20 @@ class _Scope:
                                       "yet", UNSUPPORTED, "aggregate the columns, or PREV/NEXT of them: "
                                       "sum(A.x - PREV(A.x))")
             self._visit(expr, argument, in_define, "aggregate")
+
+    def _parameters(self, expr, node, kind):
+        """A percentile's p and listagg's separator are constants (Spark: foldable); percentile's
+        frequency argument, which sqlglot drops, is refused."""
+        for param in mx.aggregate_parameters(node):
+            for sub in param.walk():
+                if isinstance(sub, exp.Column) or mx.function_name(sub) is not None or mx.is_aggregate(sub):
+                    raise self._error(AnalysisError, expr, sub, f"The {'percentage' if kind == 'percentile' else 'separator'}"
+                                      f" of {kind} must be a constant", "DATATYPE_MISMATCH.NON_FOLDABLE_INPUT",
+                                      "write a literal: percentile(A.x, 0.5), listagg(A.s, ',')")
+        if kind == "percentile" and expr.source and any(
+                name.lower() == "percentile" and count > 2 for name, _, count in written.calls(expr.tree, expr.source)):
+            raise self._error(UnsupportedError, expr, node, "percentile's frequency argument is not supported",
+                              UNSUPPORTED, "percentile(A.x, p) counts each row once")
 
     def _one_variable(self, expr, node, argument, what):
         """Every column a navigation or aggregate reads is of one variable (or all unqualified)."""

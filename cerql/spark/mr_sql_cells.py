@@ -17,8 +17,10 @@ How the rows reach the local engine (cerql/exec/mr_engine.py, as ``cerql.run`` a
 partition without them) and orders each partition by ORDER BY as written, then by the other
 columns' values. A TABLE argument has no input order, so rows that tie on ORDER BY are ordered
 by their values (``cer_sql`` orders them as Spark read them): the result is the same on every
-run. Spark makes one instance per PARTITION BY group, which holds the group's rows and matches
-them when the group ends; a group over ``MAX_PARTITION_ROWS`` rows fails with a CeqlError.
+run. Spark makes one instance per PARTITION BY group, which matches the group batch by batch as
+its rows come, as ``cer_sql``'s tasks do (exec/mr_incremental.py), computing the DEFINE bits
+over the rows it holds: it holds the rows of the matches still undecided, and one undecided over
+``MAX_MATCH_ROWS`` rows fails with a CeqlError.
 """
 
 from __future__ import annotations
@@ -32,14 +34,16 @@ import sqlglot
 from sqlglot import exp
 
 from cerql import row_pattern
-from cerql.errors import CeqlError, ExecutionError, UnsupportedError, start_of
-from cerql.exec.mr_engine import run_match_recognize
+from cerql.errors import CeqlError, UnsupportedError, start_of
+from cerql.exec.mr_incremental import GroupMatcher, local_bits
 from cerql.exec.mr_outer import outer_view
 from cerql.planner import front
 from cerql.spark.lower import arrow_schema, quoted, spark_type  # Arrow types as Spark types, as cer_sql
 from cerql.spark.mr_lower import result_schema  # the item's schema, as cer_sql
 
-MAX_PARTITION_ROWS = 10_000_000  # rows of one PARTITION BY group an instance holds
+MAX_MATCH_ROWS = 10_000_000  # rows one undecided match may hold (analyze() cannot read a Spark conf)
+LIMIT_HINT = ("bound the pattern's quantifiers (A{1,100} for A+), partition more finely, or run the query with "
+              "spark.cer_sql, whose limit is the Spark conf cerql.matchRecognize.maxMatchRows")
 TABLE_HINT = "cast it or leave it out: TABLE(SELECT ... FROM t)"
 AROUND_HINT = ("cerql() gives the MATCH_RECOGNIZE item's rows: write the rest around the call in SQL "
                "(SELECT ... FROM cerql(TABLE(t), 'SELECT * FROM t MATCH_RECOGNIZE (...)') WHERE ... GROUP BY ...), "
@@ -115,16 +119,24 @@ def tie_breakers(prepared: Prepared, orderable) -> list[str]:
     return [quoted(n) for n in names if orderable(n) and lowered.count(n.lower()) == 1]
 
 
-def rows_of(prepared: Prepared, table: pa.Table) -> Iterator[tuple]:
-    """The item's rows over one PARTITION BY group, as Python tuples in the output schema."""
-    if table.num_rows > MAX_PARTITION_ROWS:
-        raise ExecutionError(f"A PARTITION BY group of more than {MAX_PARTITION_ROWS} rows reached cerql()",
-                             error_class="MATCH_RECOGNIZE_PARTITION_TOO_LARGE",
-                             hint="partition more finely, or run the query with spark.cer_sql "
-                                  "(its limit is a Spark conf)")
+def group_matcher(prepared: Prepared) -> GroupMatcher:
+    """The matcher of one PARTITION BY group (an instance's), fed its rows as they come
+    (exec/mr_incremental.py), the DEFINE bits computed over the rows it holds."""
     planned = prepared.planned
-    out = run_match_recognize(planned.clause, table, planned.text, row_pattern.matcher(planned))
-    yield from zip(*[column.to_pylist() for column in out.columns])
+    matcher = row_pattern.matcher(planned)
+    return GroupMatcher(planned.clause, planned.text, matcher, bits=local_bits(planned.clause, planned.text, matcher),
+                        max_rows=MAX_MATCH_ROWS, limit_hint=LIMIT_HINT)
 
 
-__all__ = ["AROUND_HINT", "Prepared", "prepare", "rows_of", "tie_breakers"]
+def rows_of(group: GroupMatcher, table: pa.Table | None, last: bool) -> Iterator[tuple]:
+    """The item's rows that the group's next rows (``table``; ``last``: the group ends with
+    them) decide, as Python tuples in the output schema."""
+    if last:
+        results = group.finish(table)
+    else:
+        results = group.feed(table) if table is not None else iter(())
+    for out in results:
+        yield from zip(*[column.to_pylist() for column in out.columns])
+
+
+__all__ = ["AROUND_HINT", "MAX_MATCH_ROWS", "Prepared", "group_matcher", "prepare", "rows_of", "tie_breakers"]

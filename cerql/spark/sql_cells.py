@@ -20,6 +20,8 @@ and Python: 4-12x slower than ``cer_sql`` on the same rows (docs/benchmarks.md, 
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 
 import dataclasses
 import functools
@@ -34,7 +36,7 @@ import pyarrow.compute as pc
 from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, OrderingColumn, PartitioningColumn, SelectedColumn
 from sqlglot import exp
 
-from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
+from cerql.errors import AnalysisError, CeqlError, ExecutionError, UnsupportedError, start_of
 from cerql.exec.driver import condition_bits
 from cerql.exec.stream import drop_null_rows, firing_rows, stream_of
 from cerql.expr import evaluate
@@ -275,7 +277,8 @@ class CerqlFunction:
         self.rows: list = []
         if analyze_result.dialect == "match_recognize":  # one PARTITION BY group, matched when it ends
             self.row_pattern = mr_sql_cells.prepare(analyze_result.query, analyze_result.table_schema)
-            self.flush_at = mr_sql_cells.MAX_PARTITION_ROWS + 1  # the group's rows stay until terminate
+            self.group = mr_sql_cells.group_matcher(self.row_pattern)  # holds the live matches' rows
+            self.flush_at = BATCH_ROWS
             return
         self.row_pattern = None
         self.flush_at = BATCH_ROWS
@@ -293,15 +296,16 @@ class CerqlFunction:
         return None
 
     def terminate(self):
-        yield from self._flush() or ()
+        yield from self._flush(last=True) or ()
 
     # -- one batch through the task
-    def _flush(self):
+    def _flush(self, last: bool = False):
         rows, self.rows = self.rows, []
-        if not rows:
-            return
         if self.row_pattern is not None:
-            yield from mr_sql_cells.rows_of(self.row_pattern, _arrow_rows(rows, self.row_pattern.arrow))
+            table = _arrow_rows(rows, self.row_pattern.arrow) if rows else None
+            yield from mr_sql_cells.rows_of(self.group, table, last)
+            return
+        if not rows:
             return
         batch = self._batch(rows)
         if batch.num_rows == 0:
@@ -392,6 +396,27 @@ def _instants(values, arrow_type):
     return [v.astimezone(timezone.utc) if v is not None and v.tzinfo is None else v for v in values]
 
 
+def check_analyze_python(spark) -> None:
+    """A classic session's driver runs the function's ``analyze`` with the executors' Python
+    (``PYSPARK_PYTHON``), resolved in the driver's working folder. With a packed environment that
+    is ``./environment/bin/python``, which exists only where Spark unpacked the archive, and every
+    SQL cell would fail with ``Cannot run program``: say so when the function is registered, with
+    the fix (docs/cluster.md, "A packed environment"). Connect's server runs ``analyze`` itself."""
+    try:
+        python = spark.sparkContext.pythonExec
+    except Exception:  # noqa: BLE001 - a Connect session has no SparkContext here
+        return
+    if not python or os.path.isabs(python) or os.sep not in python or os.path.exists(python):
+        return
+    folder = python.split(os.sep)[1] if python.startswith("." + os.sep) else python.split(os.sep)[0]
+    raise ExecutionError(
+        f"SQL cells run their analyze step on the driver with Spark's Python, {python}, which is not in the "
+        f"driver's working folder {os.getcwd()} (a packed environment is unpacked on the executors only)",
+        error_class="SQL_CELL_DRIVER_PYTHON_MISSING",
+        hint=f"link the driver's own environment there, once: ln -s {sys.prefix} {os.path.join(os.getcwd(), folder)} "
+             "(docs/cluster.md, \"A packed environment\"); cer_sql needs no such link")
+
+
 def register(spark, name: str = FUNCTION_NAME):
     """Register the table function ``cerql`` on a classic or Spark Connect session.
 
@@ -405,6 +430,12 @@ def register(spark, name: str = FUNCTION_NAME):
     Returns
     -------
     The registered UserDefinedTableFunction.
+
+    Raises
+    ------
+    ExecutionError
+        When Spark's executors cannot run cerql (cerql/spark/workers.py), or the driver cannot
+        start the executors' Python for the function's analyze step (``check_analyze_python``).
 
     Examples
     --------
@@ -422,6 +453,7 @@ def register(spark, name: str = FUNCTION_NAME):
     from cerql.spark.workers import check_workers
 
     check_workers(spark)  # the function's analyze and eval run in Python workers: they must import cerql
+    check_analyze_python(spark)
     UserDefinedTableFunction = udtf_class(spark)
     eval_type = PythonEvalType.SQL_ARROW_TABLE_UDF if ARROW_IO else PythonEvalType.SQL_TABLE_UDF
     function = UserDefinedTableFunction(CerqlFunction, returnType=None, name=name, evalType=eval_type)

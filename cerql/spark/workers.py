@@ -23,12 +23,13 @@ with a ``ModuleNotFoundError`` deep inside a Python worker traceback wrapped in 
   ``WORKER_CANNOT_IMPORT_CERQL`` or ``WORKER_PYTHON_MISMATCH``, whose hint says to start the
   session with ``PYSPARK_PYTHON`` set to an interpreter that has cerql.
 * **Spark Connect sessions and other masters** (a cluster, ``local-cluster``): the workers run
-  in another process tree, on machines this driver cannot start a process on; checking would
-  cost a Spark job per session, so nothing is checked and a worker without cerql still fails at
-  the first action (cerql must be installed on the executors).
+  in another process tree, on machines this driver cannot start a process on, so the executors
+  are asked with one tiny Spark job instead (:mod:`cerql.spark.executors`): a missing cerql,
+  numpy, pyarrow or numba, another Python or another cerql version is an ExecutionError naming
+  the executors' interpreter, before the query runs. Nothing is repaired there.
 
-The answer is kept per (Spark application, interpreter), so a session pays for one subprocess
-(about a second: numpy, pyarrow and numba are imported) and not one per query.
+On a local master the answer is kept per (Spark application, interpreter), so a session pays for
+one subprocess (about a second: numpy, pyarrow and numba are imported) and not one per query.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import warnings
 
 from cerql.errors import ExecutionError
 from cerql.spark.compat import is_connect
+from cerql.spark.executors import check_executors
 
 # Masters whose Python workers are children of this machine's JVM; not local-cluster, whose
 # executors are separate JVMs with their own environment.
@@ -78,9 +80,11 @@ def check_workers(spark) -> None:
     ------
     ExecutionError
         ``WORKER_CANNOT_IMPORT_CERQL`` or ``WORKER_PYTHON_MISMATCH``, when neither the session's
-        worker interpreter nor the driver's can run them.
+        worker interpreter nor the driver's can run them (on a cluster or Connect session also
+        ``WORKER_CERQL_MISMATCH``: :func:`cerql.spark.executors.check_executors`).
     """
     if is_connect(spark):
+        check_executors(spark)
         return
     try:
         sc = spark.sparkContext
@@ -88,6 +92,7 @@ def check_workers(spark) -> None:
     except Exception:  # noqa: BLE001 - a session without a SparkContext here: nothing to probe
         return
     if not LOCAL_MASTER.fullmatch(master or ""):
+        check_executors(spark)
         return
     current = sc.pythonExec
     problem = _answer(sc, current)

@@ -25,6 +25,7 @@ T = pa.table({
     "amt": pa.array([Decimal("1.10"), Decimal("2.20"), Decimal("2.20"), None, Decimal("0.05"),
                      Decimal("1.00"), None, Decimal("3.00")], pa.decimal128(5, 2)),
     "f": pa.array([0.0, -0.0, float("nan"), 1.5, float("nan"), 2.0, 2.0, -1.0], pa.float64()),
+    "s": pa.array(["a", "b", "c", "d", "e", "f", "g", "h"]),
 })
 
 
@@ -85,6 +86,38 @@ def _same(a, b) -> bool:
     ("sum(B.value - PREV(B.value))", [-20, -50], pa.int64()),
     ("max(PREV(value) - value)", [10, 40], pa.int64()),
     ("collect_list(NEXT(B.row, 2))", [[4, 5], [8]], _array(pa.int64())),  # NEXT past the partition: NULL
+    # the second batch of Spark's aggregates (Spark 4.3's values for the same rows)
+    ("median(value)", [80.0, 50.0], pa.float64()),
+    ("percentile(B.value, 0.25)", [72.5, 42.5], pa.float64()),        # 70 + 0.25 * (80 - 70)
+    ("percentile(value, array(0, 0.5, 1))", [[70.0, 80.0, 90.0], [40.0, 50.0, 90.0]], _array(pa.float64())),
+    ("median(B.f)", [math.nan, 2.0], pa.float64()),                     # -0.0, NaN: NaN sorts last
+    ("skewness(B.value)", [0.0, 0.0], pa.float64()),
+    ("skewness(A.value)", [None, None], pa.float64()),                  # one value: NULL
+    ("kurtosis(B.value)", [-2.0, -2.0], pa.float64()),
+    ("covar_samp(B.value, B.row)", [-5.0, -5.0], pa.float64()),
+    ("covar_pop(B.value, B.row)", [-2.5, -2.5], pa.float64()),
+    ("corr(B.value, B.row)", [-1.0, -1.0], pa.float64()),
+    ("corr(B.value, B.y)", [None, None], pa.float64()),                 # y constant
+    ("regr_count(B.value, B.amt)", [2, 1], pa.int64()),                 # rows with a NULL left out
+    ("regr_avgx(B.value, B.amt)", [Decimal("2.200000"), Decimal("1.000000")], pa.decimal128(9, 6)),
+    ("regr_avgy(B.value, B.row)", [75.0, 45.0], pa.float64()),
+    ("regr_sxx(B.value, B.row)", [0.5, 0.5], pa.float64()),
+    ("regr_syy(B.value, B.row)", [50.0, 50.0], pa.float64()),
+    ("regr_sxy(B.value, B.row)", [-5.0, -5.0], pa.float64()),
+    ("regr_slope(B.value, B.row)", [-10.0, -10.0], pa.float64()),
+    ("regr_intercept(B.value, B.row)", [100.0, 110.0], pa.float64()),
+    ("regr_r2(B.value, B.row)", [1.0, 1.0], pa.float64()),
+    ("regr_r2(B.value, B.y)", [None, None], pa.float64()),              # x constant: NULL
+    ("regr_r2(B.y, B.value)", [1.0, 1.0], pa.float64()),                # only y constant: 1
+    ("bit_and(value)", [64, 0], pa.int64()),
+    ("bit_or(B.y)", [1, 7], pa.int64()),
+    ("bit_xor(y)", [3, 2], pa.int64()),
+    ("try_sum(B.value)", [150, 90], pa.int64()),
+    ("try_sum(B.amt)", [Decimal("4.40"), Decimal("1.00")], pa.decimal128(15, 2)),
+    ("try_avg(B.amt)", [Decimal("2.200000"), Decimal("1.000000")], pa.decimal128(9, 6)),
+    ("listagg(B.s, ', ')", ["b, c", "f, g"], pa.string()),
+    ("string_agg(s)", ["abc", "efg"], pa.string()),  # no separator
+    ("listagg(A.s, NULL)", ["a", "e"], pa.string()),
 ])
 def test_one_row_per_match(engine, measure, expected, arrow_type):
     out = _run(engine, _query(f"{measure} AS m"))
@@ -160,6 +193,14 @@ def test_types_over_no_rows():
     ("B AS count(DISTINCT B.y) = count(B.y)", [[1, 2], [3, 4, 5, 6], [7, 8]]),
     ("B AS sum(B.value - PREV(B.value)) > -25", [[1, 2, 3, 4, 5], [6, 7, 8]]),
     ("B AS min(PREV(B.value)) >= 80", [[1, 2, 3], [4, 5, 6]]),
+    # falling B rows while their median stays above 60: 80 (80), 70 (75); 50 (50) fails
+    ("B AS B.value < PREV(B.value) AND median(B.value) > 60", [[1, 2, 3]]),
+    ("B AS B.value < PREV(B.value) AND coalesce(kurtosis(B.value), -2) = -2", [[1, 2, 3], [5, 6, 7]]),
+    # corr of two B rows is -1, of three not: a third B row fails
+    ("B AS coalesce(corr(B.value, B.row), -1) = -1", [[1, 2, 3], [4, 5, 6], [7, 8]]),
+    ("B AS bit_or(B.y) < 4", [[1, 2, 3], [4, 5]]),
+    ("B AS try_sum(B.value) <= 160", [[1, 2, 3], [4, 5, 6], [7, 8]]),   # 80 + 70, then 230; 90 + 50, then 180
+    ("B AS listagg(B.s, '-') IN ('b', 'b-c', 'e', 'f', 'f-g')", [[1, 2, 3], [4, 5]]),  # 'e-f' fails
 ])
 def test_history_dependent_defines(engine, define, rows):
     text = _query("FINAL collect_list(row) AS rows", define=define)
@@ -175,7 +216,14 @@ def test_history_dependent_defines(engine, define, rows):
     ("mode(B.value)", "MATCH_RECOGNIZE_UNSUPPORTED", "collect_list"),
     ("product(B.value)", "MATCH_RECOGNIZE_UNSUPPORTED", "exp(sum(ln"),
     ("stddev(DISTINCT B.value)", "MATCH_RECOGNIZE_UNSUPPORTED", "drop DISTINCT"),
-    ("kurtosis(B.value)", "MATCH_RECOGNIZE_UNSUPPORTED", "stddev"),
+    ("percentile_cont(0.5) WITHIN GROUP (ORDER BY B.value)", "MATCH_RECOGNIZE_UNSUPPORTED", "percentile(A.x, p)"),
+    ("listagg(B.s) WITHIN GROUP (ORDER BY B.value)", "MATCH_RECOGNIZE_UNSUPPORTED", "row order"),
+    ("percentile(B.value, 0.5, 2)", "MATCH_RECOGNIZE_UNSUPPORTED", "counts each row once"),
+    ("percentile(B.value, B.row / 10)", "DATATYPE_MISMATCH.NON_FOLDABLE_INPUT", "literal"),
+    ("percentile(B.value, 1.5)", "DATATYPE_MISMATCH", "[0, 1]"),
+    ("bit_and(B.f)", "DATATYPE_MISMATCH", "BIGINT"),
+    ("listagg(B.value)", "DATATYPE_MISMATCH", "AS STRING"),
+    ("median(DISTINCT B.value)", "MATCH_RECOGNIZE_UNSUPPORTED", "drop DISTINCT"),
     ("sum(LAST(B.value))", "MATCH_RECOGNIZE_UNSUPPORTED", "PREV"),
     ("collect_list(CLASSIFIER())", "MATCH_RECOGNIZE_UNSUPPORTED", "PREV"),
     ("sum(PREV(PREV(B.value)))", "MATCH_RECOGNIZE_INVALID_NAVIGATION", "offsets"),
@@ -192,3 +240,32 @@ def test_refused(measure, error_class, hint):
     assert hint in (err.hint or "") + err.message, str(err)
     # the caret is on the aggregate (or the part of it refused), not at the query's start
     assert err.column > 1 or err.line > 1, str(err)
+
+
+def test_second_batch_running_final_subset_and_no_rows(engine):
+    # match 1: A = 1, B = 2, 3 (falling), C = 4, 5 (rising); match 2: A = 6, B = 7, C = 8; D maps no row
+    text = _query("RUNNING median(value) AS md, FINAL listagg(B.s, '+') AS bs, RUNNING regr_count(S.value, S.row) AS rc, "
+                  "FINAL percentile(S.value, array(0.5)) AS ps, bit_or(D.y) AS d_bo, try_avg(D.amt) AS d_ta, "
+                  "listagg(D.s) AS d_la, regr_count(D.y, D.row) AS d_rc",
+                  rows="ALL ROWS PER MATCH", pattern="A B+ C* D*", subset="SUBSET S = (A, C)",
+                  define="B AS B.value < PREV(B.value), C AS C.value > PREV(C.value), D AS D.value > 1000")
+    out = _run(engine, text).to_pylist()
+    assert [r["row"] for r in out] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [r["md"] for r in out] == [90.0, 85.0, 80.0, 80.0, 80.0, 50.0, 45.0, 50.0]
+    assert [r["bs"] for r in out] == ["b+c"] * 5 + ["g"] * 3
+    assert [r["rc"] for r in out] == [1, 1, 1, 2, 3, 1, 1, 2]          # S = A and C rows so far
+    assert [r["ps"] for r in out] == [[90.0]] * 5 + [[55.0]] * 3          # S: 90, 80, 90 / 50, 60
+    assert {(r["d_bo"], r["d_ta"], r["d_la"], r["d_rc"]) for r in out} == {(None, None, None, 0)}
+
+
+def test_try_sum_is_null_once_a_bigint_sum_overflows(engine):
+    big = pa.table({"row": pa.array([1, 2, 3, 4], pa.int64()),
+                    "value": pa.array([2 ** 63 - 1, 1, -5, 3], pa.int64())})
+    text = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY row MEASURES RUNNING try_sum(A.value) AS ts, "
+            "RUNNING try_avg(A.value) AS ta ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true)")
+    out = _run(engine, text, big).to_pylist()
+    assert [r["ts"] for r in out] == [2 ** 63 - 1, None, None, None]    # as Spark: NULL from the overflow on
+    assert out[1]["ta"] == (float(2 ** 63 - 1) + 1.0) / 2                # avg sums DOUBLEs: no overflow
+    if engine == "local":  # where sum raises Spark's ARITHMETIC_OVERFLOW (the reference does not check)
+        with pytest.raises(CeqlError):
+            _run(engine, text.replace("try_sum", "sum"), big)

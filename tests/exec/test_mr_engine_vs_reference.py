@@ -2,8 +2,8 @@
 Pike-VM kernel for row-local DEFINEs, the thread matcher of exec/mr_threads.py for
 history-dependent ones) against the brute-force reference evaluator (cerql/exec/mr_reference.py)
 on random patterns, data, DEFINEs (row-local, and reading the rows mapped so far: FIRST/LAST with
-offsets, other variables' columns, aggregates (all those exec/mr_folds.py adds too, DISTINCT, PREV/NEXT
-inside the argument), CLASSIFIER, PREV/NEXT of a FIRST/LAST), measures,
+offsets, other variables' columns, aggregates (all those exec/mr_folds.py adds too: percentiles,
+moments, regressions, bits, try_*, listagg; DISTINCT, PREV/NEXT inside the argument), CLASSIFIER, PREV/NEXT of a FIRST/LAST), measures,
 partitions, orders, skip modes and output layouts (hypothesis): the same rows, or both fail."""
 
 from __future__ import annotations
@@ -39,7 +39,13 @@ HISTORY = ["value > LAST({w}.value)", "value <= FIRST({w}.value) OR FIRST({w}.va
            "count_if({w}.value > 1) <= 2", "coalesce(bool_and({w}.value >= 1), true) = true", "coalesce(some(value = 0), false) = false",
            "max_by({w}.t, {w}.value) = t OR max_by({w}.t, {w}.value) IS NULL", "min_by(value, t) <= value",
            "count(DISTINCT {w}.value) = count({w}.value)", "sum(DISTINCT value) < 6",
-           "sum({w}.value - PREV({w}.value)) >= 0", "max(NEXT(value)) > 1 OR count(*) < 2"]
+           "sum({w}.value - PREV({w}.value)) >= 0", "max(NEXT(value)) > 1 OR count(*) < 2",
+           # the second batch (thresholds with more digits than a ratio of these values' sums has)
+           "coalesce(median({w}.value), 0) <= 2.5", "coalesce(percentile(value, 0.3), 0) < 1.7",
+           "coalesce(corr({w}.value, {w}.t), 0) > -0.537", "coalesce(kurtosis(value), 0) < -1.1319",
+           "coalesce(regr_slope({w}.value, {w}.t), 0) >= -0.3183", "regr_count(value, t) < 3",
+           "coalesce(bit_or({w}.value), 0) < 3", "coalesce(try_sum({w}.value), 0) < 5",
+           "coalesce(listagg({w}.p, '-'), '') <> 'x-x'"]
 MEASURES = ["LAST({v}.value)", "FIRST({v}.value, 1)", "LAST({v}.value, 1)", "PREV(LAST({v}.value), 2)",
             "NEXT(FIRST({v}.value))", "count({v}.*)", "count(*)", "sum({v}.value)", "min(value)", "max({v}.value)",
             "CLASSIFIER()", "MATCH_NUMBER()", "value", "{v}.value + 1", "FINAL(LAST(value))", "FINAL(count({v}.*))",
@@ -49,7 +55,13 @@ MEASURES = ["LAST({v}.value)", "FIRST({v}.value, 1)", "LAST({v}.value, 1)", "PRE
             "bool_or({v}.value = 2)", "any(value < 1)", "min_by({v}.t, {v}.value)", "FINAL(max_by(t, value))",
             "collect_list({v}.value)", "FINAL(array_agg(t))", "count(DISTINCT {v}.value)", "sum(DISTINCT value)",
             "avg(DISTINCT {v}.value)", "sum({v}.value - PREV({v}.value))", "collect_list(NEXT({v}.t, 2))",
-            "FINAL(min(PREV(value)))"]
+            "FINAL(min(PREV(value)))", "median({v}.value)", "percentile(value, 0.3)",
+            "FINAL(percentile({v}.value, array(0.25, 0.75)))", "skewness({v}.value)", "kurtosis(value)",
+            "corr({v}.value, {v}.t)", "covar_pop(value, t)", "covar_samp({v}.value, {v}.t)", "regr_count(value, t)",
+            "regr_avgx({v}.value, {v}.t)", "regr_avgy(value, t)", "regr_sxx({v}.value, {v}.t)", "regr_syy(value, t)",
+            "regr_sxy({v}.value, {v}.t)", "regr_slope(value, t)", "FINAL(regr_intercept({v}.value, {v}.t))",
+            "regr_r2(value, t)", "bit_and({v}.value)", "bit_or(value)", "bit_xor({v}.value)", "try_sum(value)",
+            "try_avg({v}.value)", "listagg({v}.p, '-')", "FINAL(string_agg(p))"]
 LAYOUTS = [mr_ast.ONE_ROW, "ALL ROWS PER MATCH", f"ALL ROWS PER MATCH {mr_ast.OMIT_EMPTY}",
            f"ALL ROWS PER MATCH {mr_ast.WITH_UNMATCHED}"]
 

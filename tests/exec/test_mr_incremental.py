@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from cerql.errors import CeqlError
 from cerql.exec import mr_engine
 from cerql.exec.mr_define import define_bits
-from cerql.exec.mr_incremental import GroupMatcher, reach
+from cerql.exec.mr_incremental import GroupMatcher, local_bits, reach
 from cerql.planner.mr_analyze import compiled
 from tests.exec.mr_support import clause
 from tests.exec.test_mr_engine_vs_reference import _same, cases
@@ -45,11 +45,16 @@ def _groups(c, text, table, matcher):
     return [rows.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
-def _incremental(c, text, table, sizes, max_rows=10_000_000):
+def _incremental(c, text, table, sizes, max_rows=10_000_000, bits_here=False):
+    """The groups' results batch by batch; ``bits_here``: the DEFINE bits computed over the rows
+    held (local_bits, as the SQL cell does), not given with the rows (as Spark's tasks)."""
     matcher = _matcher(c, text)
     out, peak = [], 0
     for group in _groups(c, text, table, matcher):
-        g = GroupMatcher(c, text, matcher, bits=BITS, max_rows=max_rows, min_run=1)
+        if bits_here:
+            group = group.drop_columns([BITS])
+        bits = local_bits(c, text, matcher) if bits_here else BITS
+        g = GroupMatcher(c, text, matcher, bits=bits, max_rows=max_rows, min_run=1)
         at, k = 0, 0
         while at < group.num_rows:
             size = sizes[k % len(sizes)]
@@ -63,17 +68,17 @@ def _incremental(c, text, table, sizes, max_rows=10_000_000):
     return [r for t in out for r in t.to_pylist()], peak
 
 
-def _compare(case, sizes):
+def _compare(case, sizes, bits_here=False):
     c, text, table = case
     try:
         whole = mr_engine.run_match_recognize(c, table, text, _matcher(c, text)).to_pylist()
     except CeqlError as err:
         with pytest.raises(CeqlError) as raised:
-            _incremental(c, text, table, sizes)
+            _incremental(c, text, table, sizes, bits_here=bits_here)
         assert raised.value.error_class == err.error_class
         assert str(raised.value) == str(err), text  # the same match number and partition
         return
-    got, _ = _incremental(c, text, table, sizes)
+    got, _ = _incremental(c, text, table, sizes, bits_here=bits_here)
     assert len(got) == len(whole), text
     for g, e in zip(got, whole):
         assert g.keys() == e.keys() and all(_same(g[k], e[k]) for k in g), (text, g, e)
@@ -92,6 +97,13 @@ def test_batch_by_batch_gives_the_whole_groups_rows(case, sizes):
 @given(cases(history=True), _SIZES)
 def test_batch_by_batch_with_history_dependent_defines(case, sizes):
     _compare(case, sizes)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(cases(), _SIZES)
+def test_batch_by_batch_with_the_bits_computed_over_the_rows_held(case, sizes):
+    """The SQL cell's way: PREV/NEXT in DEFINEs read only rows held (reach keeps them)."""
+    _compare(case, sizes, bits_here=True)
 
 
 def test_reach_sums_the_offsets_of_each_expression():

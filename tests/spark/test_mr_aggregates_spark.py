@@ -1,12 +1,14 @@
-"""MATCH_RECOGNIZE's aggregates (exec/mr_folds.py, DISTINCT, PREV/NEXT in the argument) equal
-Spark's own over the same rows, values and types.
+"""MATCH_RECOGNIZE's aggregates (exec/mr_folds.py: moments, percentiles, regressions, bits, try_*,
+listagg...; DISTINCT, PREV/NEXT in the argument) equal Spark's own over the same rows, values and
+types.
 
 ``cerql.run`` computes each aggregate as a measure, one row per match, over a variable, a SUBSET
 or every row of the match. The same clause with ALL ROWS PER MATCH WITH UNMATCHED ROWS labels
 each input row with its match and variable; Spark SQL then groups the labelled rows by match and
 computes the aggregate with ``FILTER (WHERE var ...)`` (PREV/NEXT: ``lag``/``lead`` over the
 partition). The labelled rows are one Spark partition in row order, so Spark reads each match's
-rows in row order, as the standard's aggregates do (collect_list's order, min_by/max_by's ties).
+rows in row order, as the standard's aggregates do (collect_list's order, min_by/max_by's ties;
+listagg's, which Spark is told with WITHIN GROUP (ORDER BY row)).
 The item itself also runs on Spark (``cer_sql``: the local engine in ``mapInArrow``, its schema
 from the engine's answer over no rows). One Spark action: all of it joined in one query.
 """
@@ -48,6 +50,33 @@ PLAIN = {
     "cl_c": ("collect_list(C.amt)", "collect_list(amt)", C),
     "nav_b": ("sum(B.qty - PREV(B.qty))", "sum(qty - prev_qty)", B),
     "nav_n": ("collect_list(NEXT(B.row, 2))", "collect_list(next2_row)", B),
+    # the second batch: percentiles, moments, regressions, bits, try_*, listagg (in row order)
+    "med_b": ("median(B.price)", "median(price)", B),                   # NaN, -0.0 among the values
+    "pct_u": ("percentile(qty, 0.3)", "percentile(qty, 0.3)", None),
+    "pcta_s": ("percentile(S.amt, array(0.25, 0.5, 1))", "percentile(amt, array(0.25, 0.5, 1))", S),
+    "sk_b": ("skewness(B.price)", "skewness(price)", B),
+    "ku_u": ("kurtosis(qty)", "kurtosis(qty)", None),
+    "co_b": ("corr(B.qty, B.y)", "corr(qty, y)", B),
+    "cp_s": ("covar_pop(S.qty, S.y)", "covar_pop(qty, y)", S),
+    "cs_u": ("covar_samp(amt, qty)", "covar_samp(amt, qty)", None),
+    "rc_b": ("regr_count(B.y, B.qty)", "regr_count(y, qty)", B),
+    "rax_u": ("regr_avgx(qty, amt)", "regr_avgx(qty, amt)", None),
+    "ray_b": ("regr_avgy(B.y, B.qty)", "regr_avgy(y, qty)", B),
+    "rsxx_u": ("regr_sxx(y, qty)", "regr_sxx(y, qty)", None),
+    "rsyy_b": ("regr_syy(B.y, B.qty)", "regr_syy(y, qty)", B),
+    "rsxy_s": ("regr_sxy(S.y, S.qty)", "regr_sxy(y, qty)", S),
+    "rsl_u": ("regr_slope(y, qty)", "regr_slope(y, qty)", None),
+    "ri_b": ("regr_intercept(B.y, B.qty)", "regr_intercept(y, qty)", B),
+    "rr2_u": ("regr_r2(y, qty)", "regr_r2(y, qty)", None),
+    "bta_u": ("bit_and(qty)", "bit_and(qty)", None),
+    "bto_b": ("bit_or(B.y)", "bit_or(y)", B),
+    "btx_s": ("bit_xor(S.qty)", "bit_xor(qty)", S),
+    "ts_u": ("try_sum(qty)", "try_sum(qty)", None),
+    "ts_b": ("try_sum(B.amt)", "try_sum(amt)", B),
+    "ta_s": ("try_avg(S.amt)", "try_avg(amt)", S),
+    "ta_u": ("try_avg(price)", "try_avg(price)", None),
+    "la_b": ("listagg(B.tag, ',')", "listagg(tag, ',') WITHIN GROUP (ORDER BY row)", B),
+    "sa_u": ("string_agg(tag)", "string_agg(tag) WITHIN GROUP (ORDER BY row)", None),
 }
 DISTINCT = {
     "cd_b": ("count(DISTINCT B.qty)", "count(DISTINCT qty)", B),
@@ -77,6 +106,7 @@ def _table() -> pa.Table:
         "amt": pa.array([maybe(Decimal(rng.randint(-300, 900)) / 100) for _ in range(n)], pa.decimal128(7, 2)),
         "ok": pa.array([maybe(rng.random() < 0.6) for _ in range(n)], pa.bool_()),
         "y": pa.array([maybe(rng.randint(0, 3)) for _ in range(n)], pa.int64()),
+        "tag": pa.array([None if i % 9 == 4 else "abcdefg"[i % 7] * (1 + i % 3) for i in range(n)]),
     })
 
 

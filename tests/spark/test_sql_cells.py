@@ -293,3 +293,26 @@ def test_match_recognize_in_the_magic(shell, spark, mr_ticks):
     assert shell.user_ns["matches"] is result
     local = cerql.run(MR_QUERY + " WHERE m.sym = 'y'", {"anything": MR_TICKS.iloc[::-1].reset_index(drop=True)})
     assert mr_rows(result) == sorted(tuple(r) for r in local.itertuples(index=False))
+
+
+class _Session:
+    """Just what check_analyze_python reads of a classic session."""
+
+    def __init__(self, python: str):
+        self.sparkContext = type("Context", (), {"pythonExec": python})()
+
+
+def test_a_packed_environments_python_missing_on_the_driver_is_said_at_register(tmp_path, monkeypatch):
+    """With PYSPARK_PYTHON=./environment/bin/python (a packed environment), the driver runs the
+    function's analyze step with that path in its own folder: register says so, with the link."""
+    from cerql.spark.sql_cells import check_analyze_python
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(cerql.ExecutionError) as missing:
+        check_analyze_python(_Session("./environment/bin/python"))
+    assert missing.value.error_class == "SQL_CELL_DRIVER_PYTHON_MISSING"
+    assert "ln -s " in missing.value.hint and str(tmp_path / "environment") in missing.value.hint
+    (tmp_path / "environment" / "bin").mkdir(parents=True)
+    (tmp_path / "environment" / "bin" / "python").write_text("")
+    for fine in ("./environment/bin/python", "/usr/bin/python3", "python3"):
+        check_analyze_python(_Session(fine))

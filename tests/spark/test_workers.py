@@ -1,6 +1,7 @@
 """Spark's Python workers without cerql (cerql/spark/workers.py): on a local session ``cer_sql``
 points them at the driver's interpreter, or fails at once with a CeqlError naming PYSPARK_PYTHON;
-the check runs once per (session, interpreter) and is skipped where it cannot be made cheaply.
+the check runs once per (session, interpreter). Connect sessions and other masters ask their
+executors instead: tests/spark/test_executors.py.
 
 Each test that changes the shared session's ``pythonExec`` puts it back in a ``finally``.
 """
@@ -11,7 +12,6 @@ import glob
 import os
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -134,14 +134,6 @@ def test_the_answer_is_kept_per_session_and_interpreter(spark, stock, monkeypatc
         cerql.cer_sql(spark, QUERY, stock=stock)
 
     assert calls == [spark.sparkContext.pythonExec]
-
-
-def test_connect_and_non_local_masters_are_not_probed(connect, monkeypatch):
-    monkeypatch.setattr(workers, "probe", lambda *args: pytest.fail("probed"))
-
-    workers.check_workers(connect)
-    for master in ("yarn", "spark://host:7077", "local-cluster[2,1,1024]", "k8s://https://host:443"):
-        workers.check_workers(SimpleNamespace(sparkContext=SimpleNamespace(master=master)))
 
 
 def test_probe_tells_why_an_interpreter_cannot_run_cerql(bare_python, tmp_path):

@@ -37,7 +37,8 @@ A partition in pieces. A caller that holds only part of a partition (Spark hands
 in Arrow batches: exec/mr_incremental.py) runs the kernel on the rows it has, not ``final``: no
 thread dies for want of a row, a thread at ``$`` after the last row keeps its start undecided
 (the partition may or may not end there), and the kernel stops at the last row with ``head``,
-the first start row whose match is not known yet; the matches of the starts before it are final. The caller then drops the rows before ``head`` and, when more rows have come, runs the
+the first start row whose match is not known yet; the matches of the starts before it are
+final. The caller then drops the rows before ``head`` and, when more rows have come, runs the
 kernel again from ``head`` (``begin``) over what it kept: the same matches as one run over the
 whole partition. Why: the threads of earlier starts that a continuous run would still carry past
 ``head`` can have taken a later start's thread's place only where both would do the same thing
@@ -94,28 +95,27 @@ def _accept(start, node, pos, rec_end, rec_node, sc):
 
 
 @njit(nogil=True, cache=True)
-def _closure(root, start, node, pos, kind, out_start, out, nullable, visited, stack,
+def _closure(root, start, node, pos, kind, walk_start, walk_state, walk_again, nullable, visited,
              nxt_state, nxt_start, nxt_node, cnt, rec_end, rec_node, sc):
     """Follow the epsilon moves from ``root`` at position ``pos`` (before row ``pos``) in
-    preference order (depth first), appending the CONSUME states reached first to the next list
-    and recording an ACCEPT reached."""
-    at_end = pos == sc[_N] and sc[_FINAL] == 1
-    at_start = pos == sc[_FIRST]
-    anchors = (1 if at_start else 0) | (2 if at_end else 0)
+    preference order, appending the CONSUME states reached first to the next list and recording
+    an ACCEPT reached. The depth-first walk is precomputed (``Nfa.walks``): a state an earlier
+    thread reached in this round is met as a second meeting, and the states the walk then lists
+    below it were reached by that thread too, so they are passed over as well."""
+    pending = pos == sc[_N] and sc[_FINAL] == 0  # ``$`` would hold here if no row followed
+    anchors = (1 if pos == sc[_FIRST] else 0) | (2 if pos == sc[_N] and sc[_FINAL] == 1 else 0)
     gen = sc[_GEN]
-    top = 1
-    stack[0] = root
-    while top > 0:
-        top -= 1
-        s = stack[top]
+    w = root * 4 + anchors
+    for e in range(walk_start[w], walk_start[w + 1]):
+        s = walk_state[e]
         sc[_STEPS] += 1
-        if visited[s] == gen:
-            # an earlier thread got here first; if ACCEPT is reachable from here without a row,
-            # this start's match may end here too (the module docstring says when that matters)
+        if walk_again[e] or visited[s] == gen:
+            # reached already; if ACCEPT is reachable from here without a row, this start's
+            # match may end here too (the module docstring says when that matters)
             if nullable[s, anchors]:
                 _accept(start, node, pos, rec_end, rec_node, sc)
                 return
-            if pos == sc[_N] and sc[_FINAL] == 0 and nullable[s, anchors | 2]:
+            if pending and nullable[s, anchors | 2]:
                 cnt[start] += 1  # it might end here with ``$``: not decided until the rows run out
             continue
         visited[s] = gen
@@ -130,14 +130,8 @@ def _closure(root, start, node, pos, kind, out_start, out, nullable, visited, st
         elif k == ACCEPT:
             _accept(start, node, pos, rec_end, rec_node, sc)
             return
-        elif k == ANCHOR_END and pos == sc[_N] and sc[_FINAL] == 0:
+        elif k == ANCHOR_END and pending:
             cnt[start] += 1  # ``$`` holds here if no row follows: not decided until the rows run out
-        elif (k == ANCHOR_START and not at_start) or (k == ANCHOR_END and not at_end):
-            continue
-        else:
-            for j in range(out_start[s + 1] - 1, out_start[s] - 1, -1):
-                stack[top] = out[j]
-                top += 1
 
 
 @njit(nogil=True, cache=True)
@@ -182,8 +176,8 @@ def _grow(a, size):
 
 
 @njit(nogil=True, cache=True)
-def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, bits, mode, mask,
-                 first_row, begin, final):
+def match_kernel(kind, label, out_start, out, label_var, nullable, walk_start, walk_state, walk_again,
+                 start_state, bits, mode, mask, first_row, begin, final):
     """The matches of one partition, or of a stretch of it (module docstring, "A partition in
     pieces"): the rows ``bits`` holds, with starts from ``begin`` on; ``first_row`` is where the
     partition's first row lies (-1: before ``bits``), ``final`` whether the partition ends after
@@ -207,7 +201,6 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, 
     nxt_start = np.empty(ns, dtype=np.int64)
     nxt_node = np.empty(ns, dtype=np.int64)
     visited = np.full(ns, -1, dtype=np.int64)
-    stack = np.empty(out.shape[0] + 2, dtype=np.int64)
     cap = max(1024, 4 * ns)
     node_label = np.empty(cap, dtype=np.int64)
     node_parent = np.empty(cap, dtype=np.int64)
@@ -229,8 +222,8 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, 
         sc[_NEXT] = 0
         last_start = begin
         rec_end[begin] = -1
-        _closure(start_state, begin, -1, begin, kind, out_start, out, nullable, visited, stack,
-                 cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
+        _closure(start_state, begin, -1, begin, kind, walk_start, walk_state, walk_again, nullable,
+                 visited, cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
         n_cur = sc[_NEXT]
     while True:
         if p >= n and final:   # threads waiting for a row past the end die
@@ -287,8 +280,8 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, 
                     sc[_CUT] = -1
                     last_start = resume
                     rec_end[resume] = -1
-                    _closure(start_state, resume, -1, resume, kind, out_start, out, nullable, visited, stack,
-                             cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
+                    _closure(start_state, resume, -1, resume, kind, walk_start, walk_state, walk_again,
+                             nullable, visited, cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
                     n_cur = sc[_NEXT]
         if p >= n:
             break
@@ -317,14 +310,14 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, start_state, 
                 node_label[node] = lab
                 node_parent[node] = cur_node[i]
                 n_nodes += 1
-                _closure(out[out_start[s]], t, node, p + 1, kind, out_start, out, nullable, visited, stack,
-                         nxt_state, nxt_start, nxt_node, cnt, rec_end, rec_node, sc)
+                _closure(out[out_start[s]], t, node, p + 1, kind, walk_start, walk_state, walk_again,
+                         nullable, visited, nxt_state, nxt_start, nxt_node, cnt, rec_end, rec_node, sc)
         p += 1
         if p < n and p >= sc[_FLOOR]:
             last_start = p
             rec_end[p] = -1
-            _closure(start_state, p, -1, p, kind, out_start, out, nullable, visited, stack,
-                     nxt_state, nxt_start, nxt_node, cnt, rec_end, rec_node, sc)
+            _closure(start_state, p, -1, p, kind, walk_start, walk_state, walk_again, nullable,
+                     visited, nxt_state, nxt_start, nxt_node, cnt, rec_end, rec_node, sc)
         n_cur = sc[_NEXT]
         cur_state, nxt_state = nxt_state, cur_state
         cur_start, nxt_start = nxt_start, cur_start
@@ -374,7 +367,8 @@ def match_partition(nfa: Nfa, bits: np.ndarray, skip: Skip, tables: NfaTables | 
     t = tables if tables is not None else nfa.tables()
     bits = np.ascontiguousarray(bits, dtype=np.uint64)
     starts, ends, labels, error, which, steps, head = match_kernel(
-        t.kind, t.label, t.out_start, t.out, t.label_var, t.nullable, np.int64(t.start), bits,
+        t.kind, t.label, t.out_start, t.out, t.label_var, t.nullable, t.walk_start, t.walk_state, t.walk_again,
+        np.int64(t.start), bits,
         np.int64(skip.mode), np.uint64(skip.mask), np.int64(first_row), np.int64(begin), bool(final))
     if error != OK:
         raise skip_error(nfa, skip, int(error), numbered_from + int(which), partition)
