@@ -30,8 +30,11 @@ demo: warmup
 	$(PY) -m cerql demo
 	$(PY) -m cerql demo --stream
 
+# Two pytest workers (pytest-xdist), one per core, each with its own local[2] session: most tests
+# are single-threaded Python, so one process left a core idle. --dist loadfile keeps a file's
+# tests, and its module fixtures, on one worker.
 test: warmup
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -n 2 --dist loadfile
 
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
