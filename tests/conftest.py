@@ -1,5 +1,6 @@
 """The fixtures of the test suite, defined once: ``engine`` (each engine that runs without Spark)
-and the one Spark session (``spark``, and ``connect`` on it). Plain helpers live in
+and the one Spark session of the process (``spark``, and ``connect`` on it; ``make test`` runs
+two pytest workers, each with its own). Plain helpers live in
 tests/support.py, tests/generators.py, tests/differential.py and tests/spark/compare.py.
 """
 
