@@ -190,6 +190,13 @@ def default_offset(name: str) -> int:
     return 1 if name in PHYSICAL else 0
 
 
+def navigation_offset(node: exp.Expression) -> int | None:
+    """The offset of a PREV/NEXT/FIRST/LAST call: its second argument's value (planner/mr_analyze.py
+    allows only an integer literal there), else the function's default."""
+    args = arguments(node)
+    return literal_offset(args[1]) if len(args) > 1 else default_offset(function_name(node))
+
+
 def walk(node: exp.Expression):
     """Every node under ``node``, itself first (sqlglot's walk, depth first)."""
     yield from node.walk()
@@ -241,5 +248,6 @@ __all__ = [
     "aggregate_arity", "aggregate_parameters",
     "is_distinct", "refusal", "CLASSIFIER", "FINAL", "FIRST", "LAST", "LOGICAL", "MATCH_NUMBER", "NAVIGATIONS", "NEXT",
     "PHYSICAL", "PREV", "ROW_PATTERN_FUNCTIONS", "RUNNING", "aggregate_kind", "arguments", "canonical",
-    "default_offset", "function_name", "is_aggregate", "is_star", "literal_offset", "members", "node_offset", "qualifier", "walk",
+    "default_offset", "function_name", "is_aggregate", "is_star", "literal_offset", "members", "navigation_offset",
+    "node_offset", "qualifier", "walk",
 ]

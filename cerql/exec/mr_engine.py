@@ -149,8 +149,7 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     """
     variables = pattern_variables(clause)
     defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
-    hidden = ({bits} | set(keys or ())) - {None}
-    inputs = [c for c in table.column_names if c not in hidden]
+    inputs = input_columns(table.column_names, bits, keys)
     table, partition_keys, order_keys = key_columns(clause, table, text, keys)
     partition_columns = [k.column for k in partition_keys]
     order_columns = [k.column for k in order_keys]
@@ -171,6 +170,13 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     out_rows = output_rows(clause, matches, part, bounds)
     return result_table(clause, rows, part_start, part_end, matches, out_rows, inputs, partition_keys, order_keys,
                         text)
+
+
+def input_columns(names: Sequence[str], bits: str | None, keys: Sequence[str | None] | None) -> list[str]:
+    """The input columns among ``names``: not the caller's DEFINE bits or key columns
+    (``run_match_recognize``'s ``bits`` and ``keys``), which the output does not show."""
+    hidden = ({bits} | set(keys or ())) - {None}
+    return [c for c in names if c not in hidden]
 
 
 def output_rows(clause: mr_ast.MatchRecognize, matches: Matches, part: np.ndarray, bounds: np.ndarray,
@@ -438,6 +444,6 @@ def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray,
                 np.concatenate([running, none])[order], np.concatenate([final, none])[order])
 
 
-__all__ = ["Found", "Key", "Matcher", "PikeMatcher", "collect_matches", "columns_read", "describe_partition", "key_columns",
+__all__ = ["Found", "Key", "Matcher", "PikeMatcher", "collect_matches", "columns_read", "input_columns", "describe_partition", "key_columns",
            "matcher_for", "output_rows", "partition_ids", "pattern_variables", "result_table", "run_match_recognize",
            "sort_order", "subset_members"]

@@ -217,7 +217,7 @@ class History:
         def bound(tree: exp.Expression, rows: np.ndarray) -> exp.Expression:
             if mx.function_name(tree) in mx.PHYSICAL:
                 args = mx.arguments(tree)
-                n = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(mx.PREV)
+                n = mx.navigation_offset(tree)
                 moved = rows - n if mx.function_name(tree) == mx.PREV else rows + n
                 return bound(args[0], np.where((rows >= 0) & (moved >= 0) & (moved < table.num_rows), moved, -1))
             if isinstance(tree, exp.Column):
@@ -403,7 +403,7 @@ class _Condition:
     def _navigate(self, node) -> tuple[Callable, exp.Expression]:
         name = mx.function_name(node)
         args = mx.arguments(node)
-        n = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(name)
+        n = mx.navigation_offset(node)
         argument = args[0]
         for sub in argument.walk():
             if mx.function_name(sub) in (mx.CLASSIFIER, mx.MATCH_NUMBER):

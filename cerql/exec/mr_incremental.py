@@ -34,8 +34,8 @@ from cerql import mr_ast
 from cerql import mr_functions as mx
 from cerql.errors import ExecutionError
 from cerql.exec.mr_define import define_bits, given_bits
-from cerql.exec.mr_engine import (Found, Matcher, collect_matches, describe_partition, key_columns, output_rows,
-                                  pattern_variables, result_table)
+from cerql.exec.mr_engine import (Found, Matcher, collect_matches, describe_partition, input_columns, key_columns,
+                                  output_rows, pattern_variables, result_table)
 
 MAX_MATCH_ROWS = 10_000_000
 MAX_MATCH_ROWS_CONF = "cerql.matchRecognize.maxMatchRows"
@@ -52,8 +52,7 @@ def reach(clause: mr_ast.MatchRecognize) -> tuple[int, int]:
         for node in mx.walk(expr.tree):
             name = mx.function_name(node)
             if name in mx.PHYSICAL:
-                args = mx.arguments(node)
-                offset = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(name)
+                offset = mx.navigation_offset(node)
                 if name == mx.PREV:
                     behind += int(offset)
                 else:
@@ -113,6 +112,7 @@ class GroupMatcher:
         self.undecided = 0     # rows the last run left from ``head`` on
         self.fresh = 0         # rows arrived since the last run
         self.peak = 0
+        self.described: tuple[str | None] | None = None  # ``_partition``'s answer, once known
 
     def feed(self, table: pa.Table) -> Iterator[pa.Table]:
         """The next rows of the group; yields the results they decide."""
@@ -139,11 +139,12 @@ class GroupMatcher:
             self.peak = max(self.peak, self.held_rows)
 
     def _partition(self) -> str | None:
-        """The group's PARTITION BY values, for an error message (``sym='x'``)."""
-        if not self.held:
-            return None
-        rows, partition_keys, _ = key_columns(self.clause, self.held[0].slice(0, 1), self.text, self.keys)
-        return describe_partition(rows, partition_keys, 0)
+        """The group's PARTITION BY values, for an error message (``sym='x'``): read once, from
+        its first row (every row of the group has them)."""
+        if self.described is None and self.held:
+            rows, partition_keys, _ = key_columns(self.clause, self.held[0].slice(0, 1), self.text, self.keys)
+            self.described = (describe_partition(rows, partition_keys, 0),)
+        return self.described[0] if self.described is not None else None
 
     def _run(self, final: bool) -> Iterator[pa.Table]:
         table = pa.concat_tables(self.held).combine_chunks() if len(self.held) > 1 else self.held[0]
@@ -176,8 +177,7 @@ class GroupMatcher:
         self.undecided = n - head
 
     def _output(self, table: pa.Table, starts, ends, labels, unmatched: tuple[int, int, int]) -> pa.Table:
-        hidden = ({self.bits if isinstance(self.bits, str) else None} | set(self.keys or ())) - {None}
-        inputs = [c for c in table.column_names if c not in hidden]
+        inputs = input_columns(table.column_names, self.bits if isinstance(self.bits, str) else None, self.keys)
         rows, partition_keys, order_keys = key_columns(self.clause, table, self.text, self.keys)
         n = rows.num_rows
         found = Found(np.asarray(starts, np.int64), np.asarray(ends, np.int64), labels, 0, self.numbered + 1)

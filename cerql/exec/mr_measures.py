@@ -217,7 +217,7 @@ class _Rewriter:
         """(the sorted rows a navigation lands on, the expression it reads there)."""
         name = mx.function_name(node)
         args = mx.arguments(node)
-        n = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(name)
+        n = mx.navigation_offset(node)
         argument = args[0]
         if name in mx.LOGICAL:
             flat = self.ctx.logical(self._set_of(argument), name == mx.LAST, n, final)
@@ -349,7 +349,7 @@ class _Rewriter:
         those, of columns, in an aggregate's argument) its argument at the rows it moves to."""
         if mx.function_name(tree) in mx.PHYSICAL:
             args = mx.arguments(tree)
-            n = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(mx.PREV)
+            n = mx.navigation_offset(tree)
             moved = self.ctx.physical(rows, -n if mx.function_name(tree) == mx.PREV else n)
             return self._at_rows(args[0], moved, fields)
         if isinstance(tree, exp.Column):

@@ -126,7 +126,7 @@ def _define_sql(condition: SqlExpr, spell, navs: dict[tuple[str, int], str]) -> 
             if name == mx.RUNNING:
                 replaced[id(node)] = f"({argument})"
                 return
-            offset = mx.literal_offset(args[1]) if len(args) > 1 else mx.default_offset(name)
+            offset = mx.navigation_offset(node)
             shift = -offset if name == mx.PREV else offset
             if shift == 0:
                 replaced[id(node)] = f"({argument})"

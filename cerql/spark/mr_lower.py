@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from cerql import mr_ast, row_pattern
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
-from cerql.exec.mr_engine import MAX_THREADS, columns_read, run_match_recognize
+from cerql.exec.mr_engine import MAX_THREADS, columns_read, input_columns, run_match_recognize
 from cerql.exec.mr_incremental import MAX_MATCH_ROWS, MAX_MATCH_ROWS_CONF, GroupMatcher
 from cerql.exec.task import key_changes, same_key
 from cerql.planner import front
@@ -161,8 +161,8 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
         source = arrow_schema(rows.schema, text, at, "a PARTITION BY or ORDER BY expression",
                               "cast it to a simpler type")
         schema = result_schema(planned, source, keys)
+        inputs = input_columns([c for c in rows.columns if c != ORDINAL], mr_bits.BITS, keys)
         hidden = [mr_bits.BITS] + [k for k in keys if k is not None]
-        inputs = [c for c in rows.columns if c not in hidden and c != ORDINAL]
         rows = rows.select(*[quoted(c) for c in columns_read(clause, planned.analysis.row_local, inputs) + hidden])
         check_workers(spark)  # before the mapInArrow UDF is built (workers.py)
     except CeqlError as err:
