@@ -60,6 +60,7 @@ class Prepared:
     schema: Any             # Spark StructType of the item's rows
     partition_by: tuple[str, ...]  # Spark SQL expressions Catalyst partitions by
     order_by: tuple[tuple[str, bool, bool | None], ...]  # (expression, ascending, NULLS FIRST or None)
+    matcher: Any            # the compiled pattern (row_pattern.matcher), shared by the worker's instances
 
 
 def _is_item_alone(outer_sql: str, placeholder: str) -> bool:
@@ -108,7 +109,7 @@ def prepare(text: str, schema_json: str) -> Prepared:
     clause = planned.clause
     order = tuple((key.expr.text, not key.descending, key.nulls_first) for key in clause.order_by)
     return Prepared(planned, arrow, StructType([StructField(f.name, spark_type(f.type), True) for f in result]),
-                    tuple(e.text for e in clause.partition_by), order)
+                    tuple(e.text for e in clause.partition_by), order, row_pattern.matcher(planned))
 
 
 def tie_breakers(prepared: Prepared, orderable) -> list[str]:
@@ -122,8 +123,7 @@ def tie_breakers(prepared: Prepared, orderable) -> list[str]:
 def group_matcher(prepared: Prepared) -> GroupMatcher:
     """The matcher of one PARTITION BY group (an instance's), fed its rows as they come
     (exec/mr_incremental.py), the DEFINE bits computed over the rows it holds."""
-    planned = prepared.planned
-    matcher = row_pattern.matcher(planned)
+    planned, matcher = prepared.planned, prepared.matcher
     return GroupMatcher(planned.clause, planned.text, matcher, bits=local_bits(planned.clause, planned.text, matcher),
                         max_rows=MAX_MATCH_ROWS, limit_hint=LIMIT_HINT)
 
