@@ -330,3 +330,29 @@ def test_linear_work_with_many_matches_past_last_row():
     got = match_partition(nfa, bits, Skip())
     assert len(got.starts) == (n + 2) // 3
     assert got.steps < 20 * n
+
+
+# ----------------------------------------------------------------------------- growing arrays
+def test_overlapping_matches_outgrow_the_labels_first_room():
+    # TO NEXT ROW over A+ on rows that are all A: match s is rows s.. n-1, n(n+1)/2 labels in all,
+    # far more than the room for a label per row the kernel starts with
+    n = 40
+    bits = [1] * n
+    got = kernel(q(A, 1), ("A",), bits, Skip(TO_NEXT_ROW))
+    assert got == brute(q(A, 1), ("A",), bits, Skip(TO_NEXT_ROW))
+    assert [(s, e) for s, e, _ in got] == [(s, n) for s in range(n)]
+    big = match_partition(compile_pattern(q(A, 1), ("A",)), np.ones(600, dtype=np.uint64), Skip(TO_NEXT_ROW))
+    assert big.starts.tolist() == list(range(600)) and set(big.ends.tolist()) == {600}
+    assert len(big.labels) == 600 * 601 // 2
+
+
+def test_a_long_live_match_outgrows_the_path_arena():
+    # one match of 5 000 rows: its path alone is more than the arena's first 1 024 nodes
+    n = 5_000
+    nfa = compile_pattern(cat(q(A, 1), B), ("A", "B"))
+    bits = np.ones(n, dtype=np.uint64)
+    bits[-1] = 2
+    for final in (True, False):
+        got = match_partition(nfa, bits, Skip(), final=final)
+        assert got.starts.tolist() == [0] and got.ends.tolist() == [n]
+        assert [nfa.label_variable(x) for x in got.labels.tolist()] == ["A"] * (n - 1) + ["B"]

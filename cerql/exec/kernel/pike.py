@@ -72,7 +72,17 @@ _CONT = 5    # 1: PAST LAST ROW (one pass), 0: restart after each match
 _N = 6       # rows given
 _FIRST = 7   # the position of the partition's first row (``^``), -1 when it lies before the rows given
 _FINAL = 8   # 1: the partition ends after the rows given (``$``), 0: more rows follow
-_SLOTS = 9
+# the loop's own state, kept here while match_kernel grows an array (``_advance``)
+_HEAD = 9          # the earliest start row whose outcome is not yet known
+_LAST_START = 10   # the latest start row begun
+_P = 11            # the next row to consume
+_N_CUR = 12        # threads in the current list
+_N_NODES = 13      # nodes of the path arena in use
+_N_MATCH = 14      # matches found
+_N_LABELS = 15     # labels written
+_WANT = 16         # the labels the next match needs (``_NEEDS_LABELS``)
+_ERROR = 17        # the SKIP_TO_* code (``_FAILED``)
+_SLOTS = 18
 
 _NEVER = np.int64(1) << np.int64(62)
 
@@ -175,56 +185,34 @@ def _grow(a, size):
     return b
 
 
+# why ``_advance`` stopped (its return value); the state to resume from is in ``sc``
+_DONE = 0          # every row consumed
+_NEEDS_LABELS = 1  # the next match's labels do not fit: ``sc[_WANT]`` more are needed
+_NEEDS_NODES = 2   # the path arena is more than half live after compaction
+_FAILED = 3        # AFTER MATCH SKIP cannot resume: ``sc[_ERROR]`` says why
+
+
 @njit(nogil=True, cache=True)
-def match_kernel(kind, label, out_start, out, label_var, nullable, walk_start, walk_state, walk_again,
-                 start_state, bits, mode, mask, first_row, begin, final):
-    """The matches of one partition, or of a stretch of it (module docstring, "A partition in
-    pieces"): the rows ``bits`` holds, with starts from ``begin`` on; ``first_row`` is where the
-    partition's first row lies (-1: before ``bits``), ``final`` whether the partition ends after
-    them. Returns ``(starts, ends, labels, error, error_match, steps, head)``: ``error`` is OK or
-    a SKIP_TO_* code, ``error_match`` the 1-based number of the match that raised it (the
-    matches before it are returned), ``steps`` the work done, ``head`` the first start row whose
-    match is not known yet (every match of an earlier start is returned, and none of a later)."""
+def _advance(kind, label, out_start, out, label_var, nullable, walk_start, walk_state, walk_again, start_state,
+             bits, mode, mask, final, sc, visited, cnt, rec_end, rec_node, cur_state, cur_start, cur_node,
+             nxt_state, nxt_start, nxt_node, node_label, node_parent, m_start, m_end, labels):
+    """The kernel's loop over the rows, from the state ``sc`` holds, until every row is consumed
+    or an array must grow. Why apart from ``match_kernel``: an array variable rebound inside a
+    loop (``labels = _grow(labels, ...)``) makes numba count references to it on every pass, about
+    70 ns per row here, more than all the matching; so this loop never rebinds an array (the two
+    thread lists swap places by copying back on the way out) and the caller grows what is full and
+    calls again. ``m_start``/``m_end`` have room for a match per start row, so they never grow."""
     n = bits.shape[0]
-    ns = kind.shape[0]
-    sc = np.zeros(_SLOTS, dtype=np.int64)
-    sc[_CONT] = 1 if mode == PAST_LAST_ROW else 0
-    sc[_N] = n
-    sc[_FIRST] = first_row
-    sc[_FINAL] = 1 if final else 0
-    sc[_CUT] = -1
-    sc[_FLOOR] = begin
-    cur_state = np.empty(ns, dtype=np.int64)
-    cur_start = np.empty(ns, dtype=np.int64)
-    cur_node = np.empty(ns, dtype=np.int64)
-    nxt_state = np.empty(ns, dtype=np.int64)
-    nxt_start = np.empty(ns, dtype=np.int64)
-    nxt_node = np.empty(ns, dtype=np.int64)
-    visited = np.full(ns, -1, dtype=np.int64)
-    cap = max(1024, 4 * ns)
-    node_label = np.empty(cap, dtype=np.int64)
-    node_parent = np.empty(cap, dtype=np.int64)
-    n_nodes = 0
-    rec_end = np.full(n + 1, -1, dtype=np.int64)
-    rec_node = np.full(n + 1, -1, dtype=np.int64)
-    cnt = np.zeros(n + 1, dtype=np.int64)
-    m_start = np.empty(16, dtype=np.int64)
-    m_end = np.empty(16, dtype=np.int64)
-    labels = np.empty(64, dtype=np.int64)
-    n_match = 0
-    n_labels = 0
-    head = begin      # the earliest start row whose outcome is not yet known
-    last_start = begin - 1   # the latest start row begun
-    p = begin         # the next row to consume
-    n_cur = 0
-    if begin < n:
-        sc[_GEN] += 1
-        sc[_NEXT] = 0
-        last_start = begin
-        rec_end[begin] = -1
-        _closure(start_state, begin, -1, begin, kind, walk_start, walk_state, walk_again, nullable,
-                 visited, cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
-        n_cur = sc[_NEXT]
+    head = sc[_HEAD]
+    last_start = sc[_LAST_START]
+    p = sc[_P]
+    n_cur = sc[_N_CUR]
+    n_nodes = sc[_N_NODES]
+    n_match = sc[_N_MATCH]
+    n_labels = sc[_N_LABELS]
+    cap = node_label.shape[0]
+    swapped = False
+    why = _DONE
     while True:
         if p >= n and final:   # threads waiting for a row past the end die
             for i in range(n_cur):
@@ -237,11 +225,10 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, walk_start, w
                 continue
             s = head
             e = rec_end[s]
-            if n_match == m_start.shape[0]:
-                m_start = _grow(m_start, 2 * n_match)
-                m_end = _grow(m_end, 2 * n_match)
             if n_labels + (e - s) > labels.shape[0]:
-                labels = _grow(labels, max(2 * labels.shape[0], n_labels + (e - s)))
+                sc[_WANT] = n_labels + (e - s)
+                why = _NEEDS_LABELS
+                break
             r = rec_node[s]
             for j in range(e - s - 1, -1, -1):
                 labels[n_labels + j] = node_label[r]
@@ -260,12 +247,11 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, walk_start, w
                         resume = s + j
                         if mode == TO_FIRST:
                             break
-                if resume < 0:
-                    return m_start[:n_match], m_end[:n_match], labels[:n_labels + e - s], SKIP_TO_NO_ROW, \
-                        n_match, sc[_STEPS], head
-                if resume == s:
-                    return m_start[:n_match], m_end[:n_match], labels[:n_labels + e - s], SKIP_TO_FIRST_ROW, \
-                        n_match, sc[_STEPS], head
+                if resume < 0 or resume == s:
+                    sc[_ERROR] = SKIP_TO_NO_ROW if resume < 0 else SKIP_TO_FIRST_ROW
+                    n_labels += e - s
+                    why = _FAILED
+                    break
             n_labels += e - s
             head = resume
             if mode != PAST_LAST_ROW:
@@ -283,15 +269,14 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, walk_start, w
                     _closure(start_state, resume, -1, resume, kind, walk_start, walk_state, walk_again,
                              nullable, visited, cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
                     n_cur = sc[_NEXT]
-        if p >= n:
+        if why != _DONE or p >= n:
             break
         if n_nodes + n_cur > cap:
             n_nodes = _compact(node_label, node_parent, n_nodes, cur_node, n_cur, rec_end, rec_node,
                                head, last_start)
             if 2 * (n_nodes + n_cur) > cap:
-                cap = 2 * cap + n_cur
-                node_label = _grow(node_label, cap)
-                node_parent = _grow(node_parent, cap)
+                why = _NEEDS_NODES
+                break
         # consume row p
         sc[_GEN] += 1
         sc[_NEXT] = 0
@@ -322,7 +307,88 @@ def match_kernel(kind, label, out_start, out, label_var, nullable, walk_start, w
         cur_state, nxt_state = nxt_state, cur_state
         cur_start, nxt_start = nxt_start, cur_start
         cur_node, nxt_node = nxt_node, cur_node
-    return m_start[:n_match], m_end[:n_match], labels[:n_labels], OK, 0, sc[_STEPS], head
+        swapped = not swapped
+    if swapped:  # the live threads are in the caller's other list: copy them back
+        for i in range(n_cur):
+            nxt_state[i] = cur_state[i]
+            nxt_start[i] = cur_start[i]
+            nxt_node[i] = cur_node[i]
+    sc[_HEAD] = head
+    sc[_LAST_START] = last_start
+    sc[_P] = p
+    sc[_N_CUR] = n_cur
+    sc[_N_NODES] = n_nodes
+    sc[_N_MATCH] = n_match
+    sc[_N_LABELS] = n_labels
+    return why
+
+
+@njit(nogil=True, cache=True)
+def match_kernel(kind, label, out_start, out, label_var, nullable, walk_start, walk_state, walk_again,
+                 start_state, bits, mode, mask, first_row, begin, final):
+    """The matches of one partition, or of a stretch of it (module docstring, "A partition in
+    pieces"): the rows ``bits`` holds, with starts from ``begin`` on; ``first_row`` is where the
+    partition's first row lies (-1: before ``bits``), ``final`` whether the partition ends after
+    them. Returns ``(starts, ends, labels, error, error_match, steps, head)``: ``error`` is OK or
+    a SKIP_TO_* code, ``error_match`` the 1-based number of the match that raised it (the
+    matches before it are returned), ``steps`` the work done, ``head`` the first start row whose
+    match is not known yet (every match of an earlier start is returned, and none of a later)."""
+    n = bits.shape[0]
+    ns = kind.shape[0]
+    sc = np.zeros(_SLOTS, dtype=np.int64)
+    sc[_CONT] = 1 if mode == PAST_LAST_ROW else 0
+    sc[_N] = n
+    sc[_FIRST] = first_row
+    sc[_FINAL] = 1 if final else 0
+    sc[_CUT] = -1
+    sc[_FLOOR] = begin
+    cur_state = np.empty(ns, dtype=np.int64)
+    cur_start = np.empty(ns, dtype=np.int64)
+    cur_node = np.empty(ns, dtype=np.int64)
+    nxt_state = np.empty(ns, dtype=np.int64)
+    nxt_start = np.empty(ns, dtype=np.int64)
+    nxt_node = np.empty(ns, dtype=np.int64)
+    visited = np.full(ns, -1, dtype=np.int64)
+    cap = max(1024, 4 * ns)
+    node_label = np.empty(cap, dtype=np.int64)
+    node_parent = np.empty(cap, dtype=np.int64)
+    rec_end = np.full(n + 1, -1, dtype=np.int64)
+    rec_node = np.full(n + 1, -1, dtype=np.int64)
+    cnt = np.zeros(n + 1, dtype=np.int64)
+    starts = max(n - begin, 0) + 1  # a match per start row at most: resuming always moves on
+    m_start = np.empty(starts, dtype=np.int64)
+    m_end = np.empty(starts, dtype=np.int64)
+    # PAST LAST ROW's matches do not overlap, so their labels fit in a row each
+    labels = np.empty(starts if mode == PAST_LAST_ROW else max(64, starts), dtype=np.int64)
+    sc[_HEAD] = begin            # the earliest start row whose outcome is not yet known
+    sc[_LAST_START] = begin - 1  # the latest start row begun
+    sc[_P] = begin               # the next row to consume
+    if begin < n:
+        sc[_GEN] += 1
+        sc[_NEXT] = 0
+        sc[_LAST_START] = begin
+        rec_end[begin] = -1
+        _closure(start_state, begin, -1, begin, kind, walk_start, walk_state, walk_again, nullable,
+                 visited, cur_state, cur_start, cur_node, cnt, rec_end, rec_node, sc)
+        sc[_N_CUR] = sc[_NEXT]
+    while True:
+        why = _advance(kind, label, out_start, out, label_var, nullable, walk_start, walk_state, walk_again,
+                       start_state, bits, mode, mask, final, sc, visited, cnt, rec_end, rec_node, cur_state,
+                       cur_start, cur_node, nxt_state, nxt_start, nxt_node, node_label, node_parent, m_start,
+                       m_end, labels)
+        if why == _NEEDS_LABELS:
+            labels = _grow(labels, max(2 * labels.shape[0], sc[_WANT]))
+        elif why == _NEEDS_NODES:
+            cap = 2 * node_label.shape[0] + sc[_N_CUR]
+            node_label = _grow(node_label, cap)
+            node_parent = _grow(node_parent, cap)
+        else:
+            break
+    n_match = sc[_N_MATCH]
+    if why == _FAILED:
+        return m_start[:n_match], m_end[:n_match], labels[:sc[_N_LABELS]], sc[_ERROR], n_match, sc[_STEPS], \
+            sc[_HEAD]
+    return m_start[:n_match], m_end[:n_match], labels[:sc[_N_LABELS]], OK, 0, sc[_STEPS], sc[_HEAD]
 
 
 class Matches(NamedTuple):
