@@ -24,6 +24,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlglot
+import sqlglot.errors
 from sqlglot import exp
 
 from cerql.errors import AnalysisError
@@ -41,7 +42,10 @@ _REFUSED = {
 def _select(outer_sql: str, placeholder: str) -> tuple[exp.Select, str | None]:
     """The outer query's SELECT and the alias its FROM gives the placeholder; refusals for the
     rest."""
-    tree = sqlglot.parse_one(outer_sql, read="spark")
+    try:
+        tree = sqlglot.parse_one(outer_sql, read="spark")
+    except sqlglot.errors.ParseError:
+        raise refuse("A query that cerql's SQL reader (sqlglot) does not read") from None
     if not isinstance(tree, exp.Select):
         raise refuse(f"A {tree.key.upper()} query")
     for arg, what in _REFUSED.items():
@@ -162,7 +166,10 @@ def _distinct_key(selected: pa.Table) -> Callable[[exp.Expression], pa.Array]:
 def outer_view(outer_sql: str) -> tuple[str, str] | None:
     """``(view name, its SELECT)`` when the query is ``CREATE [OR REPLACE] TEMP VIEW v AS SELECT
     ...`` (``cerql.run`` then stores the result under that name, as for CEQL), else None."""
-    tree = sqlglot.parse_one(outer_sql, read="spark")
+    try:
+        tree = sqlglot.parse_one(outer_sql, read="spark")
+    except sqlglot.errors.ParseError:
+        return None  # Spark reads it; cerql.run refuses it (``_select``)
     if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "VIEW" \
             and isinstance(tree.expression, exp.Select):
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this

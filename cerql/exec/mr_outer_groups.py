@@ -350,8 +350,31 @@ def aggregate_values(node: exp.Expression, table: pa.Table, resolve, groups: Gro
         raise refuse(f"The aggregate {node.sql('spark')} of a {values[0].type} column")
     if kind in _PLAIN:
         _check_plain(node, kind, values[0].type)
-        return aggregate.grouped(kind, offsets, values[0], aggregate_type(kind, values[0].type))
-    return _folded(node, kind, values, offsets)
+        result = aggregate.grouped(kind, offsets, values[0], aggregate_type(kind, values[0].type))
+    else:
+        result = _folded(node, kind, values, offsets)
+    if kind in _ZERO_SENSITIVE and pa.types.is_floating(values[0].type):
+        _refuse_signed_zero_ties(node, values[0], offsets, result)
+    return result
+
+
+# Aggregates that keep one of equal values: of -0.0 and 0.0, the one Spark reads first.
+_ZERO_SENSITIVE = ("min", "max", "median", "percentile", "sum_distinct", "avg_distinct")
+
+
+def _refuse_signed_zero_ties(node: exp.Expression, values: pa.Array, offsets: np.ndarray, result: pa.Array):
+    """Refused when a group's value is a zero and the group has both -0.0 and 0.0: the zero's sign
+    is then the one Spark reads first, in an order the query around the item does not fix."""
+    numbers = np.asarray(values.fill_null(1.0).to_numpy(zero_copy_only=False), np.float64)
+    owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    zero = numbers == 0.0
+    negative = np.bincount(owner[zero & np.signbit(numbers)], minlength=len(offsets) - 1)
+    positive = np.bincount(owner[zero & ~np.signbit(numbers)], minlength=len(offsets) - 1)
+    for group in np.flatnonzero((negative > 0) & (positive > 0)):
+        value = result[int(group)].as_py()
+        if any(v == 0.0 for v in (value if isinstance(value, list) else [value]) if v is not None):
+            raise refuse(f"The aggregate {node.sql('spark')} over both -0.0 and 0.0 (the zero's sign is the one "
+                         "Spark reads first)")
 
 
 def _compiled(condition: exp.Expression, resolve):
@@ -372,8 +395,9 @@ def _checked(node: exp.Expression) -> tuple[str, list[exp.Expression]]:
         raise refuse(f"The aggregate {shown} (its value depends on the order Spark reads the rows, which the "
                      "query around the item does not fix)")
     args = mx.aggregate_arguments(node)
-    if node.args.get("expressions") or len(args) != mx.aggregate_arity(kind) or (
-            isinstance(node, exp.Count) and isinstance(args[0], exp.Column) and isinstance(args[0].this, exp.Star)):
+    count = isinstance(node, exp.Count)
+    if (count and node.args.get("expressions")) or len(args) != mx.aggregate_arity(kind) or (
+            count and isinstance(args[0], exp.Column) and isinstance(args[0].this, exp.Star)):
         raise refuse(f"The aggregate {shown} (of these arguments)")
     if any(has_aggregate(a) for a in args):
         raise AnalysisError(f"{shown} has an aggregate in its argument", error_class="NESTED_AGGREGATE_FUNCTION",
