@@ -40,7 +40,7 @@ from cerql import mr_functions as mx
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.exec import aggregate, mr_folds
 from cerql.exec.mr_measures import aggregate_type
-from cerql.expr import ExprError, compile_expr, evaluate, evaluate_predicate
+from cerql.expr import ExprError, compile_expr, evaluate
 
 HINT = "run the query on Spark, where the query around MATCH_RECOGNIZE is Spark SQL: spark.cer_sql(query)"
 # The aggregates whose value depends on the order of the rows they read (Spark's order of the
@@ -187,17 +187,17 @@ def run_grouped(tree: exp.Select, table: pa.Table, resolve) -> Grouped:
     having = tree.args.get("having")
     keep = pa.array(np.ones(selected.num_rows, bool))
     if having is not None:
-        keep = _true(scope.values(having.this, aliases))
+        keep = _true(scope.values(having.this, aliases), "HAVING")
     return Grouped(selected.filter(keep), lambda node: scope.values(node, aliases).filter(keep))
 
 
-def _true(values: pa.Array) -> pa.Array:
-    """Where a condition is true (NULL is not), as HAVING keeps groups."""
+def _true(values: pa.Array, clause: str) -> pa.Array:
+    """Where a condition is true (NULL is not), as HAVING keeps groups and FILTER rows."""
     if pa.types.is_null(values.type):
         return pa.array(np.zeros(len(values), bool))
     if not pa.types.is_boolean(values.type):
-        raise AnalysisError(f"HAVING takes a condition, not a {values.type}", error_class="DATATYPE_MISMATCH",
-                            hint="compare it: HAVING count(*) > 2")
+        raise AnalysisError(f"{clause} takes a condition, not a {values.type}", error_class="DATATYPE_MISMATCH",
+                            hint=f"write a comparison in {clause}: count(*) > 2, x IS NOT NULL")
     return pc.fill_null(values, False)
 
 
@@ -292,8 +292,8 @@ class _Scope:
         """``node`` per group: its grouping expressions, aggregates and (``aliases``: HAVING,
         ORDER BY) SELECT outputs read from the fields."""
         lifted = self.lift(node.copy(), aliases)
-        count = self.groups.count
-        table = pa.table(self.fields) if self.fields else pa.table({"__cerql_groups": pa.array(np.zeros(count, np.int8))})
+        table = pa.table(self.fields) if self.fields else pa.table(
+            {"__cerql_groups": pa.array(np.zeros(self.groups.count, np.int8))})
         return evaluated(lifted, table, lambda column: column.name)
 
     def lift(self, node: exp.Expression, aliases: dict[str, str] | None) -> exp.Expression:
@@ -338,7 +338,7 @@ def aggregate_values(node: exp.Expression, table: pa.Table, resolve, groups: Gro
     kind, args = _checked(node)
     rows = order
     if condition is not None:
-        keep = evaluate_predicate(_compiled(condition, resolve), table)
+        keep = np.asarray(_true(evaluated(condition, table, resolve), "FILTER").to_numpy(zero_copy_only=False), bool)
         rows = order[keep[order]]
     offsets = np.zeros(groups.count + 1, np.int64)
     np.cumsum(np.bincount(groups.ids[rows], minlength=groups.count), out=offsets[1:])
@@ -375,13 +375,6 @@ def _refuse_signed_zero_ties(node: exp.Expression, values: pa.Array, offsets: np
         if any(v == 0.0 for v in (value if isinstance(value, list) else [value]) if v is not None):
             raise refuse(f"The aggregate {node.sql('spark')} over both -0.0 and 0.0 (the zero's sign is the one "
                          "Spark reads first)")
-
-
-def _compiled(condition: exp.Expression, resolve):
-    try:
-        return compile_expr(condition, resolve)
-    except ExprError as err:
-        raise err.cls(err.message, error_class=err.error_class, hint=err.hint) from None
 
 
 def _checked(node: exp.Expression) -> tuple[str, list[exp.Expression]]:

@@ -167,7 +167,8 @@ def test_aggregate_filter_and_the_folds():
                "bool_and(n > 1) AS every, var_pop(n) AS v, sum(DISTINCT n % 2) AS sdist, avg(d) AS ad "
                "FROM __mr GROUP BY sym ORDER BY sym NULLS LAST")
     assert got.to_pylist() == [
-        {"sym": "a", "f": 8, "med": 2.0, "p25": 1.5, "every": False, "v": 14 / 3, "sdist": 1, "ad": Decimal("1.583333")},
+        {"sym": "a", "f": 8, "med": 2.0, "p25": 1.5, "every": False, "v": 14 / 3, "sdist": 1,
+         "ad": Decimal("1.583333")},
         {"sym": "b", "f": 5, "med": 5.0, "p25": 5.0, "every": True, "v": 0.0, "sdist": 1, "ad": Decimal("4.000000")},
         {"sym": None, "f": 7, "med": 3.5, "p25": 3.25, "every": True, "v": 0.25, "sdist": 1,
          "ad": Decimal("0.100000")}]
@@ -194,6 +195,7 @@ def test_select_distinct_and_order_by_ordinal():
     ("SELECT sym FROM __mr WHERE max(n) > 1 GROUP BY sym", "INVALID_WHERE_CONDITION"),
     ("SELECT stddev(sym) FROM __mr", "DATATYPE_MISMATCH"),
     ("SELECT count(*) FROM __mr HAVING max(sym)", "DATATYPE_MISMATCH"),
+    ("SELECT count(*) FILTER (WHERE n) FROM __mr", "DATATYPE_MISMATCH"),
     ("SELECT sym, count(zz) FROM __mr GROUP BY sym", "UNKNOWN_COLUMN"),
 ])
 def test_what_spark_rejects_is_an_error(sql, error_class):
