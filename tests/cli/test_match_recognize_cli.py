@@ -52,10 +52,17 @@ def test_local_run_writes_out(files, capsys):
 
 
 def test_local_run_refuses_what_only_spark_runs(files, capsys):
-    grouped = QUERY.replace("SELECT row, cls, mno", "SELECT cls, count(*) AS n") + " GROUP BY cls"
-    assert main(["run", "--engine", "local", "-e", grouped, "--table", f"t={files / 't.csv'}"]) == 2
+    windowed = QUERY.replace("SELECT row, cls, mno", "SELECT cls, rank() OVER (ORDER BY row) AS r")
+    assert main(["run", "--engine", "local", "-e", windowed, "--table", f"t={files / 't.csv'}"]) == 2
     err = capsys.readouterr().err
     assert "[LOCAL_OUTER_QUERY]" in err and "spark.cer_sql" in err
+
+
+def test_local_run_groups_the_items_rows(files, capsys):
+    grouped = QUERY.replace("SELECT row, cls, mno", "SELECT cls, count(*) AS n") + " GROUP BY cls ORDER BY cls"
+    assert main(["run", "--engine", "local", "-e", grouped, "--table", f"t={files / 't.csv'}"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()[1:-1]
+    assert [tuple(line.split()) for line in lines] == [("A", "2"), ("B", "3"), ("C", "3")]
 
 
 def test_explain_without_tables_prints_the_nfa(capsys):
