@@ -13,8 +13,10 @@ Why in the JVM: the DEFINEs then mean what Spark says they mean, with any of Spa
 functions (not only those cerql.expr runs, as for CEQL's predicates), and a row crosses to
 Python with one BIGINT instead of its DEFINEs' inputs.
 
-A row-local DEFINE (planner/mr_analyze.py's ``analysis.row_local``) becomes a Spark boolean
-column: ``PREV(e, n)`` is ``lag(e, n)`` and ``NEXT(e, n)`` is ``lead(e, n)`` OVER (PARTITION BY
+Which DEFINEs: ``local_defines`` leaves to the tasks (Python) the row-local DEFINEs with
+PREV/NEXT that cerql.expr evaluates, which would otherwise need a Window; mr_lower.py hands the
+others to ``with_bits``. A row-local DEFINE (planner/mr_analyze.py's ``analysis.row_local``) of
+those becomes a Spark boolean column: ``PREV(e, n)`` is ``lag(e, n)`` and ``NEXT(e, n)`` is ``lead(e, n)`` OVER (PARTITION BY
 the keys ORDER BY the keys as written, then the input ordinal), the very order the engine
 matches in; RUNNING and qualifiers are dropped (every column is the current row's); NULL is
 false. The seam for history-dependent DEFINEs (FIRST/LAST, aggregates, CLASSIFIER, other

@@ -12,14 +12,17 @@ by name. Output: a lazy DataFrame, the outer query's result (docs/semantics.md,
 3. the PARTITION BY / ORDER BY expressions computed by Spark as hidden columns (a plain column
    is used as it is), ``repartition`` by the PARTITION BY keys (one partition without them),
    the row-local DEFINE bits computed by Spark into one BIGINT column (PREV/NEXT: lag/lead over
-   the partition in the matching order), and ``sortWithinPartitions`` by (PARTITION BY, ORDER
-   BY as written, ordinal) (spark/mr_bits.py);
+   the partition in the matching order), but for the DEFINEs with PREV/NEXT that cerql.expr
+   evaluates, which the tasks compute (``mr_bits.local_defines``: no Window in the JVM), and
+   ``sortWithinPartitions`` by (PARTITION BY, ORDER BY as written, ordinal) (spark/mr_bits.py);
 4. ``mapInArrow`` hands each partition's rows, one PARTITION BY group at a time and batch by
    batch, to the local engine (cerql/exec/mr_incremental.py over cerql/exec/mr_engine.py),
    which takes the keys and bits as Spark computed them and evaluates no DEFINE but the
-   history-dependent ones; its result schema, computed on the driver from those columns'
-   schema, is the DataFrame's; only the columns it reads cross to Python (ONE ROW PER MATCH:
-   those the measures, the history-dependent DEFINEs and the keys name, ``columns_read``);
+   history-dependent ones and those left to it; the groups that end before a run of the
+   matcher started are matched several at a time (``GroupPool``); its result schema, computed
+   on the driver from those columns' schema, is the DataFrame's; only the columns it reads
+   cross to Python (ONE ROW PER MATCH: those the measures, the DEFINEs evaluated in Python and
+   the keys name, ``columns_read``);
 5. the result becomes a temp view of a name unique to the query, and the outer query, with the
    item replaced by that name, runs as Spark SQL over it: SELECT, WHERE, JOIN, GROUP BY, ORDER
    BY, whatever it holds.
@@ -85,8 +88,10 @@ def result_schema(planned: front.RowPatternPlanned, source: pa.Schema, keys=None
 def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, keys: list[str | None], bits):
     """The function ``mapInArrow`` runs: the partition's rows (sorted by PARTITION BY, ORDER BY,
     ordinal; the key expressions and DEFINE bits computed, spark/mr_bits.py) cut into PARTITION
-    BY groups, each matched batch by batch as its rows arrive (exec/mr_incremental.py). ``bits``:
-    the GroupMatcher's (``row_bits``)."""
+    BY groups, each matched batch by batch as its rows arrive (exec/mr_incremental.py), those
+    that end before a run started matched several at a time (``GroupPool``); each group's
+    results come after those of the groups before it. ``bits``: the GroupMatcher's
+    (``row_bits``)."""
     import numpy as np
 
     def group_columns(table: pa.Table) -> list[str]:
