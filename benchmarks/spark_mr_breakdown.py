@@ -109,7 +109,7 @@ def pre_python(spark, t):
     return mr_lower.matcher_input(spark, QUERY, {"t": t})[1]
 
 
-def spark_rounds(n: int, repeat: int, explain: bool, detail: bool) -> None:
+def spark_rounds(n: int, repeat: int, explain: bool, detail: bool, confs: list[str]) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -119,6 +119,9 @@ def spark_rounds(n: int, repeat: int, explain: bool, detail: bool) -> None:
              .config("spark.sql.shuffle.partitions", "8").config("spark.driver.memory", "2g")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    for conf in confs:
+        key, value = conf.split("=", 1)
+        spark.conf.set(key, value)
     try:
         t = spark.createDataFrame(random_walk(n)).cache()
         t.count()
@@ -268,6 +271,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--explain", action="store_true")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a session conf for every variant (e.g. spark.sql.execution.arrow.maxRecordsPerBatch=100000)")
     ap.add_argument("--detail", action="store_true", help="also the JVM steps apart (ordinal, window)")
     ap.add_argument("--profile", action="store_true", help="the task function in this process, no Spark")
     ap.add_argument("--batch-rows", type=int, default=10_000, help="with --profile: rows per Arrow batch")
@@ -277,7 +282,7 @@ def main() -> None:
     if args.profile:
         profile(args.rows, args.batch_rows, args.top, args.jvm_bits)
     else:
-        spark_rounds(args.rows, args.repeat, args.explain, args.detail)
+        spark_rounds(args.rows, args.repeat, args.explain, args.detail, args.conf)
 
 
 if __name__ == "__main__":
