@@ -13,6 +13,9 @@ sink, in interleaved rounds, best of ``--repeat``; ratios are against the base o
   bits, sort, the columns read), to ``noop`` in the JVM;
 - ``pre-python + read``: the same, then a ``mapInArrow`` that reads its batches and returns
   nothing;
+- ``cer_sql as before``: with the bits by the Window and a run of the matcher per group (what
+  cer_sql did before the tasks computed navigating DEFINEs and pooled small groups); ``cer_sql,
+  bits by the Window``: the Window alone put back;
 - ``cer_sql``: the query.
 
 ``--explain`` prints cer_sql's physical plan first; ``--profile`` runs the task function
@@ -180,15 +183,35 @@ def spark_rounds(n: int, repeat: int, explain: bool, detail: bool, confs: list[s
             finally:
                 mr_bits.local_defines = kept
 
+        def as_before():
+            """cer_sql as before this breakdown's changes: the Window's bits, and each group matched
+            in a run of its own (a pool that flushes every group): both patched on the driver, where
+            the task function is pickled with the names it reads."""
+            from cerql.exec.mr_incremental import GroupPool
+            from cerql.spark import mr_bits, mr_lower
+
+            class OnePerRun(GroupPool):
+                def __init__(self, *args, **kw):
+                    super().__init__(*args, **kw)
+                    self.min_run = 0
+
+            kept = mr_bits.local_defines, mr_lower.GroupPool
+            mr_bits.local_defines, mr_lower.GroupPool = (lambda *args: frozenset()), OnePerRun
+            try:
+                return cerql.cer_sql(spark, QUERY, t=t)
+            finally:
+                mr_bits.local_defines, mr_lower.GroupPool = kept
+
         if explain:
             cerql.cer_sql(spark, QUERY, t=t).explain()
         count = cerql.cer_sql(spark, QUERY, t=t).count()
-        assert window_bits().count() == count
+        assert window_bits().count() == count and as_before().count() == count
         local = len(cerql.run(QUERY, {"t": random_walk(n)}))
         print(f"matches: cer_sql {count:,}, cerql.run {local:,}: {'agree' if count == local else 'DIFFER'}")
         variants = {"base": lambda: noop(base()), "base + read": lambda: noop(base_read()),
                     **({"base + ordinal": lambda: noop(base_ordinal()), "ordinal + read": lambda: noop(ordinal_read()), "ordinal + lag window": lambda: noop(window_lag())} if detail else {}),
                     "pre-python": lambda: noop(pre()), "pre-python + read": lambda: noop(pre_read()),
+                    "cer_sql as before (the Window, a run per group)": lambda: noop(as_before()),
                     "cer_sql, bits by the Window": lambda: noop(window_bits()),
                     "cer_sql": lambda: noop(cerql.cer_sql(spark, QUERY, t=t))}
         for fn in variants.values():  # warm-up: workers, numba cache
