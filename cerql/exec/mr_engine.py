@@ -164,9 +164,20 @@ def run_match_recognize(clause: mr_ast.MatchRecognize, table: pa.Table, text: st
     row_local = {v: c for v, c in defines.items() if v not in history}
     bits = given_bits(rows, bits) if bits is not None else define_bits(rows, part_start, part_end, variables,
                                                                          row_local, text)
+    return match_sorted(clause, rows, bounds, bits, matcher, inputs, partition_keys, order_keys, text)
+
+
+def match_sorted(clause: mr_ast.MatchRecognize, rows: pa.Table, bounds: np.ndarray, bits: np.ndarray,
+                 matcher: Matcher, inputs: list[str], partition_keys: list["Key"], order_keys: list["Key"],
+                 text: str) -> pa.Table:
+    """Steps 4 and 5 over rows already sorted, partition after partition (``bounds``: where
+    each starts, then the end), with their DEFINE bits: the result table. Partition p's
+    matches are numbered from 1 (MATCH_NUMBER)."""
+    part = np.repeat(np.arange(len(bounds) - 1, dtype=np.int64), np.diff(bounds))
+    part_start, part_end = np.repeat(bounds[:-1], np.diff(bounds)), np.repeat(bounds[1:], np.diff(bounds))
+    history = bool(getattr(matcher, "history", frozenset()))
     matches = _match_all(bits, bounds, matcher,
                          lambda p: describe_partition(rows, partition_keys, int(bounds[p])), rows if history else None)
-
     out_rows = output_rows(clause, matches, part, bounds)
     return result_table(clause, rows, part_start, part_end, matches, out_rows, inputs, partition_keys, order_keys,
                         text)
@@ -445,5 +456,5 @@ def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray,
 
 
 __all__ = ["Found", "Key", "Matcher", "PikeMatcher", "collect_matches", "columns_read", "input_columns", "describe_partition", "key_columns",
-           "matcher_for", "output_rows", "partition_ids", "pattern_variables", "result_table", "run_match_recognize",
+           "match_sorted", "matcher_for", "output_rows", "partition_ids", "pattern_variables", "result_table", "run_match_recognize",
            "sort_order", "subset_members"]

@@ -35,7 +35,7 @@ from cerql import mr_functions as mx
 from cerql.errors import ExecutionError
 from cerql.exec.mr_define import define_bits, given_bits
 from cerql.exec.mr_engine import (Found, Matcher, collect_matches, describe_partition, input_columns, key_columns,
-                                  output_rows, pattern_variables, result_table)
+                                  match_sorted, output_rows, pattern_variables, result_table)
 
 MAX_MATCH_ROWS = 10_000_000
 MAX_MATCH_ROWS_CONF = "cerql.matchRecognize.maxMatchRows"
@@ -73,25 +73,43 @@ def match_too_long(limit: int, partition: str | None, hint: str = LIMIT_HINT) ->
         params={"max_rows": limit})
 
 
-def local_bits(clause: mr_ast.MatchRecognize, text: str, matcher: Matcher) -> Callable[[pa.Table], np.ndarray]:
+class LocalBits:
     """The row-local DEFINE bits of the rows held, computed here (exec/mr_define.py), for a
-    caller that has no JVM to compute them (the SQL cell). Right on every row the matcher reads:
-    the rows held start ``reach``'s PREV rows before the first start row tried (or at the
-    group's first row), and a run that is not the last stops ``reach``'s NEXT rows short."""
-    history = set(getattr(matcher, "history", ()))
-    variables = pattern_variables(clause)
-    defines = {mx.canonical(d.variable): d.condition for d in clause.defines
-               if mx.canonical(d.variable) not in history}
+    caller that has no JVM to compute them (the SQL cell) or leaves some DEFINEs to Python
+    (spark/mr_bits.py ``local_defines``). Right on every row the matcher reads: the rows held
+    start ``reach``'s PREV rows before the first start row tried (or at the group's first row),
+    and a run that is not the last stops ``reach``'s NEXT rows short. ``defines``: those
+    computed here (canonical variable -> condition); ``column``: the bits the caller computed
+    for the other variables (each bit of ``defines``' variables set in it), or None."""
 
-    def bits(table: pa.Table) -> np.ndarray:
+    def __init__(self, variables: tuple[str, ...], defines: dict, text: str, column: str | None = None):
+        self.variables, self.defines, self.text, self.column = variables, defines, text, column
+
+    def __call__(self, table: pa.Table, part_start: np.ndarray | None = None,
+                 part_end: np.ndarray | None = None) -> np.ndarray:
+        """The bits of ``table``'s rows: one group, or the groups of ``part_start``/``part_end``
+        (per row, its group's first row and end)."""
         n = table.num_rows
-        return define_bits(table, np.zeros(n, np.int64), np.full(n, n, np.int64), variables, defines, text)
-    return bits
+        if part_start is None:
+            part_start, part_end = np.zeros(n, np.int64), np.full(n, n, np.int64)
+        bits = define_bits(table, part_start, part_end, self.variables, self.defines, self.text)
+        return bits & given_bits(table, self.column) if self.column is not None else bits
+
+
+def local_bits(clause: mr_ast.MatchRecognize, text: str, matcher: Matcher, only: frozenset[str] | None = None,
+               column: str | None = None) -> LocalBits:
+    """:class:`LocalBits` of the row-local DEFINEs (those of ``only``'s variables, canonical,
+    when given; the rest are the caller's, in ``column``)."""
+    history = set(getattr(matcher, "history", ()))
+    defines = {mx.canonical(d.variable): d.condition for d in clause.defines
+               if mx.canonical(d.variable) not in history and (only is None or mx.canonical(d.variable) in only)}
+    return LocalBits(pattern_variables(clause), defines, text, column)
 
 
 class GroupMatcher:
     """One PARTITION BY group's result, batch by batch (module docstring). ``bits``: the column of
-    the DEFINE bits, or a function computing them over the rows held (``local_bits``); ``keys``:
+    the DEFINE bits, or a function computing them over the rows held (``local_bits``; the
+    column its ``column`` names is not an input column either); ``keys``:
     as ``run_match_recognize`` takes them; ``max_rows``: the most rows one undecided match may
     hold (``limit_hint``: the hint of its error). ``feed`` each batch of the group's rows in
     order, then ``finish``; both yield result tables. ``peak``: the most rows held at once."""
@@ -112,6 +130,7 @@ class GroupMatcher:
         self.undecided = 0     # rows the last run left from ``head`` on
         self.fresh = 0         # rows arrived since the last run
         self.peak = 0
+        self.runs = 0          # runs of the matcher so far
         self.described: tuple[str | None] | None = None  # ``_partition``'s answer, once known
 
     def feed(self, table: pa.Table) -> Iterator[pa.Table]:
@@ -131,6 +150,17 @@ class GroupMatcher:
             yield from self._run(final=True)
         self.held, self.held_rows = [], 0
 
+    def whole(self, table: pa.Table | None = None) -> pa.Table | None:
+        """The group's last rows (if any), for a caller that matches several whole groups in one
+        run (:class:`GroupPool`): all the group's rows when no run has started yet (what
+        ``finish`` would match in one run), else None, and ``finish()`` gives the rest."""
+        if table is not None:
+            self._hold(table)
+        if self.runs:
+            return None
+        held, self.held, self.held_rows = self.held, [], 0
+        return pa.concat_tables(held) if len(held) > 1 else held[0] if held else None
+
     def _hold(self, table: pa.Table) -> None:
         if table.num_rows:
             self.held.append(table)
@@ -149,6 +179,7 @@ class GroupMatcher:
     def _run(self, final: bool) -> Iterator[pa.Table]:
         table = pa.concat_tables(self.held).combine_chunks() if len(self.held) > 1 else self.held[0]
         self.held = [table]
+        self.runs += 1
         n = table.num_rows
         begin = self.head - self.base
         usable = n if final else n - self.ahead
@@ -177,7 +208,8 @@ class GroupMatcher:
         self.undecided = n - head
 
     def _output(self, table: pa.Table, starts, ends, labels, unmatched: tuple[int, int, int]) -> pa.Table:
-        inputs = input_columns(table.column_names, self.bits if isinstance(self.bits, str) else None, self.keys)
+        given = self.bits if isinstance(self.bits, str) else getattr(self.bits, "column", None)
+        inputs = input_columns(table.column_names, given, self.keys)
         rows, partition_keys, order_keys = key_columns(self.clause, table, self.text, self.keys)
         n = rows.num_rows
         found = Found(np.asarray(starts, np.int64), np.asarray(ends, np.int64), labels, 0, self.numbered + 1)
@@ -188,5 +220,52 @@ class GroupMatcher:
                             partition_keys, order_keys, self.text)
 
 
-__all__ = ["GroupMatcher", "LIMIT_HINT", "MAX_MATCH_ROWS", "MAX_MATCH_ROWS_CONF", "MIN_RUN", "local_bits",
+class GroupPool:
+    """Whole PARTITION BY groups of a task, each small enough to have been held until it ended
+    (``GroupMatcher.whole``), matched together in one run once they hold ``min_run`` rows, or
+    when ``flush`` is called: the matches and the result of each group are those its own
+    GroupMatcher gives (groups are matched apart, MATCH_NUMBER from 1 in each), but the fixed
+    cost of a run (the matcher's call, the DEFINEs' and the measures' preparation, the result
+    table) is paid once for many groups instead of once per group: a task of 100 groups of
+    10 000 rows spent more on those than on matching (docs/benchmarks.md, "MATCH_RECOGNIZE").
+    Arguments as :class:`GroupMatcher` takes them."""
+
+    def __init__(self, clause: mr_ast.MatchRecognize, text: str, matcher: Matcher, *,
+                 bits: str | Callable[..., np.ndarray], keys: Sequence[str | None] | None = None,
+                 min_run: int = MIN_RUN):
+        self.clause, self.text, self.matcher, self.bits, self.keys = clause, text, matcher, bits, keys
+        self.min_run = min_run
+        self.groups: list[pa.Table] = []
+        self.rows = 0
+
+    def add(self, group: pa.Table) -> Iterator[pa.Table]:
+        """One more whole group; yields the result of the groups held once they are enough."""
+        if group.num_rows:
+            self.groups.append(group)
+            self.rows += group.num_rows
+        if self.rows >= self.min_run:
+            yield from self.flush()
+
+    def flush(self) -> Iterator[pa.Table]:
+        """The result of the groups held, if any."""
+        if not self.groups:
+            return
+        groups, self.groups, self.rows = self.groups, [], 0
+        sizes = np.array([g.num_rows for g in groups], np.int64)
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        table = pa.concat_tables(groups).combine_chunks() if len(groups) > 1 else groups[0]
+        if isinstance(self.bits, str):
+            column, bits = self.bits, given_bits(table, self.bits)
+        else:
+            column = getattr(self.bits, "column", None)
+            bits = self.bits(table, np.repeat(bounds[:-1], sizes), np.repeat(bounds[1:], sizes))
+        inputs = input_columns(table.column_names, column, self.keys)
+        rows, partition_keys, order_keys = key_columns(self.clause, table, self.text, self.keys)
+        result = match_sorted(self.clause, rows, bounds, bits, self.matcher, inputs, partition_keys, order_keys,
+                              self.text)
+        if result.num_rows:
+            yield result
+
+
+__all__ = ["GroupPool", "GroupMatcher", "LIMIT_HINT", "LocalBits", "MAX_MATCH_ROWS", "MAX_MATCH_ROWS_CONF", "MIN_RUN", "local_bits",
            "match_too_long", "reach"]

@@ -13,8 +13,10 @@ Why in the JVM: the DEFINEs then mean what Spark says they mean, with any of Spa
 functions (not only those cerql.expr runs, as for CEQL's predicates), and a row crosses to
 Python with one BIGINT instead of its DEFINEs' inputs.
 
-A row-local DEFINE (planner/mr_analyze.py's ``analysis.row_local``) becomes a Spark boolean
-column: ``PREV(e, n)`` is ``lag(e, n)`` and ``NEXT(e, n)`` is ``lead(e, n)`` OVER (PARTITION BY
+Which DEFINEs: ``local_defines`` leaves to the tasks (Python) the row-local DEFINEs with
+PREV/NEXT that cerql.expr evaluates, which would otherwise need a Window; mr_lower.py hands the
+others to ``with_bits``. A row-local DEFINE (planner/mr_analyze.py's ``analysis.row_local``) of
+those becomes a Spark boolean column: ``PREV(e, n)`` is ``lag(e, n)`` and ``NEXT(e, n)`` is ``lead(e, n)`` OVER (PARTITION BY
 the keys ORDER BY the keys as written, then the input ordinal), the very order the engine
 matches in; RUNNING and qualifiers are dropped (every column is the current row's); NULL is
 false. The seam for history-dependent DEFINEs (FIRST/LAST, aggregates, CLASSIFIER, other
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 from functools import reduce
 
+import numpy as np
+import pyarrow as pa
 from sqlglot import exp
 
 from cerql import mr_ast
@@ -141,6 +145,36 @@ def _define_sql(condition: SqlExpr, spell, navs: dict[tuple[str, int], str]) -> 
     return spark_sql(condition.tree, condition.source, spell, replaced=replaced)
 
 
+def local_defines(schema: pa.Schema, clause: mr_ast.MatchRecognize, row_local: frozenset[str],
+                  text: str) -> frozenset[str]:
+    """The row-local variables (canonical) whose DEFINE navigates (PREV/NEXT) and which
+    cerql.expr evaluates over ``schema`` (the rows' Arrow schema): the tasks compute those bits
+    in Python over the rows they hold (exec/mr_incremental.py ``local_bits``), the columns they
+    read crossing instead. Why: lag/lead need a Window, and Spark's WindowExec, which buffers
+    each PARTITION BY group and runs outside whole-stage code generation, cost more than the
+    columns' crossing (docs/benchmarks.md, "MATCH_RECOGNIZE"); a DEFINE that reads the current
+    row alone is a plain projection in the JVM and stays there. cerql.expr gives Spark's answer
+    or refuses (its module docstring), so the bits are the same either way; a DEFINE it refuses
+    (a function only Spark runs, a type it does not take) keeps the Window."""
+    from cerql.exec.mr_define import evaluate_define
+
+    empty = schema.empty_table()
+    lowered = {c.lower(): c for c in reversed(schema.names)}
+    local = set()
+    for define in clause.defines:
+        variable = mx.canonical(define.variable)
+        condition = define.condition
+        navigates = any(mx.function_name(node) in mx.PHYSICAL for node in mx.walk(condition.tree))
+        if variable not in row_local or not navigates:
+            continue
+        try:
+            evaluate_define(empty, np.zeros(0, np.int64), np.zeros(0, np.int64), condition, lowered, text)
+        except Exception:  # noqa: BLE001 - any refusal or error: the JVM computes it (and reports its errors)
+            continue
+        local.add(variable)
+    return frozenset(local)
+
+
 def _signed(mask: int) -> int:
     """A 64-bit mask as the signed BIGINT Spark holds."""
     return mask - (1 << 64) if mask >= 1 << 63 else mask
@@ -185,4 +219,4 @@ def with_bits(frame, clause: mr_ast.MatchRecognize, row_local: frozenset[str], p
     return frame.withColumn(BITS, bits.cast("long")).drop(*navs.values())
 
 
-__all__ = ["BITS", "KEY", "with_bits", "with_keys"]
+__all__ = ["BITS", "KEY", "local_defines", "with_bits", "with_keys"]

@@ -12,14 +12,17 @@ by name. Output: a lazy DataFrame, the outer query's result (docs/semantics.md,
 3. the PARTITION BY / ORDER BY expressions computed by Spark as hidden columns (a plain column
    is used as it is), ``repartition`` by the PARTITION BY keys (one partition without them),
    the row-local DEFINE bits computed by Spark into one BIGINT column (PREV/NEXT: lag/lead over
-   the partition in the matching order), and ``sortWithinPartitions`` by (PARTITION BY, ORDER
-   BY as written, ordinal) (spark/mr_bits.py);
+   the partition in the matching order), but for the DEFINEs with PREV/NEXT that cerql.expr
+   evaluates, which the tasks compute (``mr_bits.local_defines``: no Window in the JVM), and
+   ``sortWithinPartitions`` by (PARTITION BY, ORDER BY as written, ordinal) (spark/mr_bits.py);
 4. ``mapInArrow`` hands each partition's rows, one PARTITION BY group at a time and batch by
    batch, to the local engine (cerql/exec/mr_incremental.py over cerql/exec/mr_engine.py),
    which takes the keys and bits as Spark computed them and evaluates no DEFINE but the
-   history-dependent ones; its result schema, computed on the driver from those columns'
-   schema, is the DataFrame's; only the columns it reads cross to Python (ONE ROW PER MATCH:
-   those the measures, the history-dependent DEFINEs and the keys name, ``columns_read``);
+   history-dependent ones and those left to it; the groups that end before a run of the
+   matcher started are matched several at a time (``GroupPool``); its result schema, computed
+   on the driver from those columns' schema, is the DataFrame's; only the columns it reads
+   cross to Python (ONE ROW PER MATCH: those the measures, the DEFINEs evaluated in Python and
+   the keys name, ``columns_read``);
 5. the result becomes a temp view of a name unique to the query, and the outer query, with the
    item replaced by that name, runs as Spark SQL over it: SELECT, WHERE, JOIN, GROUP BY, ORDER
    BY, whatever it holds.
@@ -38,9 +41,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 from cerql import mr_ast, row_pattern
+from cerql import mr_functions as mx
 from cerql.errors import AnalysisError, CeqlError, UnsupportedError, start_of
 from cerql.exec.mr_engine import MAX_THREADS, columns_read, input_columns, run_match_recognize
-from cerql.exec.mr_incremental import MAX_MATCH_ROWS, MAX_MATCH_ROWS_CONF, GroupMatcher
+from cerql.exec.mr_incremental import MAX_MATCH_ROWS, MAX_MATCH_ROWS_CONF, GroupMatcher, GroupPool, local_bits
 from cerql.exec.task import key_changes, same_key
 from cerql.planner import front
 from cerql.spark import mr_bits
@@ -81,10 +85,13 @@ def result_schema(planned: front.RowPatternPlanned, source: pa.Schema, keys=None
                                bits=bits, keys=keys).schema
 
 
-def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, keys: list[str | None]):
+def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, keys: list[str | None], bits):
     """The function ``mapInArrow`` runs: the partition's rows (sorted by PARTITION BY, ORDER BY,
     ordinal; the key expressions and DEFINE bits computed, spark/mr_bits.py) cut into PARTITION
-    BY groups, each matched batch by batch as its rows arrive (exec/mr_incremental.py)."""
+    BY groups, each matched batch by batch as its rows arrive (exec/mr_incremental.py), those
+    that end before a run started matched several at a time (``GroupPool``); each group's
+    results come after those of the groups before it. ``bits``: the GroupMatcher's
+    (``row_bits``)."""
     import numpy as np
 
     def group_columns(table: pa.Table) -> list[str]:
@@ -97,13 +104,26 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
         return tuple(table.column(c)[row].as_py() for c in columns)
 
     def group() -> GroupMatcher:
-        return GroupMatcher(clause, text, matcher, bits=mr_bits.BITS, keys=keys, max_rows=max_rows)
+        return GroupMatcher(clause, text, matcher, bits=bits, keys=keys, max_rows=max_rows)
 
     def batches_of(tables):
         for table in tables:
             yield from table.to_batches()
 
     def cerql_match_recognize(batches):  # the name shows in Spark's plan
+        pool = GroupPool(clause, text, matcher, bits=bits, keys=keys)  # the small groups, matched together
+
+        def after_pool(tables):  # a group's own results come after those of the groups before it
+            for table in tables:
+                yield from batches_of(pool.flush())
+                yield from batches_of([table])
+
+        def ended(current, table=None):
+            whole = current.whole(table)
+            if whole is not None:
+                return batches_of(pool.add(whole))
+            return after_pool(current.finish())
+
         current, last = None, None  # the group being matched, its key
         for batch in batches:
             table = pa.Table.from_batches([batch])
@@ -112,19 +132,20 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
             columns = group_columns(table)
             cuts = np.flatnonzero(key_changes(table, columns)).tolist()
             if current is not None and not same_key(key_of(table, columns, 0), last):
-                yield from batches_of(current.finish())
+                yield from ended(current)
                 current = None
             bounds = [0] + cuts + [table.num_rows]
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 current = current or group()
                 if hi < table.num_rows:  # the group ends within the batch
-                    yield from batches_of(current.finish(table.slice(lo, hi - lo)))
+                    yield from ended(current, table.slice(lo, hi - lo))
                     current = None
                 else:
-                    yield from batches_of(current.feed(table.slice(lo, hi - lo)))
+                    yield from after_pool(current.feed(table.slice(lo, hi - lo)))
             last = key_of(table, columns, table.num_rows - 1)
         if current is not None:
-            yield from batches_of(current.finish())
+            yield from ended(current)
+        yield from batches_of(pool.flush())
 
     return cerql_match_recognize
 
@@ -136,8 +157,9 @@ def _column_name(sql) -> str:
     return tree.name
 
 
-def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
-    """(planned, DataFrame) of a MATCH_RECOGNIZE query: everything short of running it."""
+def matcher_input(spark, text: str, tables: Mapping[str, Any]):
+    """``(planned, rows, schema, keys)``: the DataFrame ``mapInArrow`` is given (steps 1-3 and
+    the columns read), the item's result schema (Arrow) and the key columns (``with_keys``)."""
     try:
         planned = front.plan_row_pattern(text)
         query, clause = planned.query, planned.clause
@@ -156,14 +178,42 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
         rows, keys, partition, order = mr_bits.with_keys(rows, clause, text, ORDINAL)
         # the shuffle before the DEFINEs' window, which its partitioning then satisfies
         rows = rows.repartition(*partition) if partition else rows.repartition(1)
-        rows = mr_bits.with_bits(rows, clause, planned.analysis.row_local, partition, order, text)
+        keyed = arrow_schema(rows.schema, text, at, "a PARTITION BY or ORDER BY expression",
+                             "cast it to a simpler type")
+        local = mr_bits.local_defines(keyed, clause, planned.analysis.row_local, text)
+        jvm = planned.analysis.row_local - local  # the DEFINEs whose bits the JVM computes
+        computed = not local or any(mx.canonical(d.variable) in jvm for d in clause.defines)
+        if computed:
+            rows = mr_bits.with_bits(rows, clause, jvm, partition, order, text)
         rows = rows.sortWithinPartitions(*partition, *order)
         source = arrow_schema(rows.schema, text, at, "a PARTITION BY or ORDER BY expression",
                               "cast it to a simpler type")
         schema = result_schema(planned, source, keys)
-        inputs = input_columns([c for c in rows.columns if c != ORDINAL], mr_bits.BITS, keys)
-        hidden = [mr_bits.BITS] + [k for k in keys if k is not None]
-        rows = rows.select(*[quoted(c) for c in columns_read(clause, planned.analysis.row_local, inputs) + hidden])
+        column = mr_bits.BITS if computed else None
+        inputs = input_columns([c for c in rows.columns if c != ORDINAL], column, keys)
+        hidden = [c for c in [column] + keys if c is not None]
+        rows = rows.select(*[quoted(c) for c in columns_read(clause, jvm, inputs) + hidden])
+        bits = row_bits(clause, text, planned, local, column)
+    except CeqlError as err:
+        raise err.with_text(text)
+    return planned, rows, schema, keys, bits
+
+
+def row_bits(clause: mr_ast.MatchRecognize, text: str, planned: front.RowPatternPlanned, local: frozenset[str],
+             column: str | None):
+    """What a task's GroupMatcher takes as ``bits``: the JVM's column when it computed every
+    row-local DEFINE, else a ``local_bits`` of those computed in Python (``local``) with the
+    JVM's column, if any, for the others."""
+    if not local:
+        return column
+    return local_bits(clause, text, row_pattern.matcher(planned), only=local, column=column)
+
+
+def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
+    """(planned, DataFrame) of a MATCH_RECOGNIZE query: everything short of running it."""
+    planned, rows, schema, keys, bits = matcher_input(spark, text, tables)
+    query, clause = planned.query, planned.clause
+    try:
         check_workers(spark)  # before the mapInArrow UDF is built (workers.py)
     except CeqlError as err:
         raise err.with_text(text)
@@ -173,7 +223,7 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
     conf = read_conf(spark, MAX_MATCH_ROWS_CONF)
     threads = read_conf(spark, MAX_THREADS_CONF)
     matcher = row_pattern.matcher(planned, int(threads) if threads else MAX_THREADS)
-    task = _matcher(clause, text, matcher, int(conf) if conf else MAX_MATCH_ROWS, keys)
+    task = _matcher(clause, text, matcher, int(conf) if conf else MAX_MATCH_ROWS, keys, bits)
     matched = rows.mapInArrow(task, spark_schema)
     view = f"__cerql_mr_{uuid.uuid4().hex}"
     matched.createOrReplaceTempView(view)
@@ -201,5 +251,5 @@ def explain_on_spark(spark, text: str, tables: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MAX_MATCH_ROWS_CONF", "explain_on_spark", "lower_match_recognize", "plan_match_recognize",
+__all__ = ["MAX_MATCH_ROWS_CONF", "explain_on_spark", "lower_match_recognize", "matcher_input", "plan_match_recognize",
            "result_schema", "source_frame"]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from cerql.errors import CeqlError
 from cerql.exec import mr_engine
 from cerql.exec.mr_define import define_bits
-from cerql.exec.mr_incremental import GroupMatcher, local_bits, reach
+from cerql.exec.mr_incremental import GroupMatcher, GroupPool, local_bits, reach
 from cerql.planner.mr_analyze import compiled
 from tests.exec.mr_support import clause
 from tests.exec.test_mr_engine_vs_reference import _same, cases
@@ -104,6 +104,75 @@ def test_batch_by_batch_with_history_dependent_defines(case, sizes):
 def test_batch_by_batch_with_the_bits_computed_over_the_rows_held(case, sizes):
     """The SQL cell's way: PREV/NEXT in DEFINEs read only rows held (reach keeps them)."""
     _compare(case, sizes, bits_here=True)
+
+
+def _pooled(c, text, table, min_run: int, bits: str):
+    """Every group handed whole to one GroupPool (as a Spark task hands it the groups that end
+    before a run started), flushed at the end. ``bits``: "column" (the JVM computed them all),
+    "here" (computed over the pooled rows, none given) or "mixed" (the even variables' DEFINEs
+    here, the rest given in the column with the even variables' bits set)."""
+    matcher = _matcher(c, text)
+    groups = _groups(c, text, table, matcher)
+    variables = mr_engine.pattern_variables(c)
+    only = frozenset(v for i, v in enumerate(variables) if i % 2 == 0)
+    if bits == "here":
+        groups = [g.drop_columns([BITS]) for g in groups]
+        spec = local_bits(c, text, matcher)
+    elif bits == "mixed":
+        mask = sum(1 << i for i, v in enumerate(variables) if v in only)
+        groups = [g.set_column(g.schema.get_field_index(BITS), BITS,
+                               pa.array(g.column(BITS).to_numpy() | np.int64(mask))) for g in groups]
+        spec = local_bits(c, text, matcher, only=only, column=BITS)
+    else:
+        spec = BITS
+    pool = GroupPool(c, text, matcher, bits=spec, min_run=min_run)
+    out = [t for g in groups for t in pool.add(g)] + list(pool.flush())
+    return [r for t in out for r in t.to_pylist()]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.one_of(cases(), cases(history=True)), st.integers(1, 20), st.sampled_from(["column", "here", "mixed"]))
+def test_whole_groups_matched_together_give_the_whole_tables_rows(case, min_run, bits):
+    """A GroupPool matches several groups in one run: each group's rows and MATCH_NUMBERs are
+    its own, in the order of the groups, whichever DEFINEs are computed where."""
+    c, text, table = case
+    try:
+        whole = mr_engine.run_match_recognize(c, table, text, _matcher(c, text)).to_pylist()
+    except CeqlError as err:
+        with pytest.raises(CeqlError) as raised:
+            _pooled(c, text, table, min_run, bits)
+        assert raised.value.error_class == err.error_class
+        return
+    got = _pooled(c, text, table, min_run, bits)
+    assert len(got) == len(whole), text
+    for g, e in zip(got, whole):
+        assert g.keys() == e.keys() and all(_same(g[k], e[k]) for k in g), (text, g, e)
+
+
+@pytest.mark.parametrize("bits", ["here", "mixed"])
+def test_pooled_groups_navigate_within_their_own_group(bits):
+    """PREV and NEXT of DEFINEs computed over pooled groups stop at each group's edge: B holds on
+    no first row of a group, C on no last row, whatever the rows of the group beside it."""
+    c, text = clause("B+ | C+", define={"B": "value > PREV(value)", "C": "value < NEXT(value)"},
+                     measures={"n": "count(*)", "first": "FIRST(t)"}, partition_by=("p",), order_by=("t",))
+    table = pa.table({"value": pa.array([0, 1, 2, 9, 9, 3], pa.int64()), "p": pa.array(list("xxxyyz")),
+                      "t": pa.array([1, 2, 3, 1, 2, 1], pa.int64())})
+    whole = mr_engine.run_match_recognize(c, table, text, _matcher(c, text)).to_pylist()
+    assert whole == [{"p": "x", "n": 2, "first": 1}, {"p": "x", "n": 1, "first": 3}]  # C, C then B
+    assert _pooled(c, text, table, 100, bits) == whole
+
+
+def test_whole_gives_a_group_not_run_yet_and_none_once_a_run_started():
+    c, text, table = _long(3_000, "A B+ C", {"A": "value = 0", "B": "value > PREV(value)", "C": "value = 6"})
+    matcher = _matcher(c, text)
+    group = _groups(c, text, table, matcher)[0]
+    held = GroupMatcher(c, text, matcher, bits=BITS, min_run=4_000)
+    assert not list(held.feed(group.slice(0, 1_000)))
+    assert held.whole(group.slice(1_000)).equals(group)
+    ran = GroupMatcher(c, text, matcher, bits=BITS, min_run=500)
+    first = list(ran.feed(group.slice(0, 1_000)))
+    assert ran.whole(group.slice(1_000)) is None
+    assert sum(t.num_rows for t in first + list(ran.finish())) == 3_000 // 7
 
 
 def test_reach_sums_the_offsets_of_each_expression():

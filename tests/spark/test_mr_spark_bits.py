@@ -108,6 +108,29 @@ def test_spark_only_function_in_define_and_partition(spark):
     pd.testing.assert_frame_equal(_sorted(on_spark), _sorted(local), check_dtype=False)
 
 
+def test_navigating_defines_run_in_the_tasks_unless_only_spark_runs_them(spark):
+    """A DEFINE with PREV/NEXT that cerql.expr evaluates is computed in the tasks (no Window in
+    Spark's plan, its columns crossing instead of bits); one with a function only Spark runs
+    keeps the Window; a DEFINE of the current row alone stays a projection in the JVM."""
+    rows = spark.createDataFrame(_rows(seed=3))
+    plain = _query("ONE ROW PER MATCH", "sym", "ts").replace("PATTERN (A? (B | C | D)+) DEFINE",
+                                                              "PATTERN (A? (B | C | D)+) DEFINE A AS price > 1,")
+    spark_only = plain.replace("B AS price < PREV(price)", "B AS price < PREV(price) AND soundex(sym) <> 'B000'")
+    for text, local, window, bits in ((plain, {"B", "C", "D"}, False, True), (spark_only, {"C", "D"}, True, True),
+                                      (_query("ONE ROW PER MATCH", "sym", "ts"), {"B", "C", "D"}, False, False)):
+        planned, frame, _, _, spec = mr_lower.matcher_input(spark, text, {"t": rows})
+        assert set(spec.defines) == local
+        plan = "\n".join(line for line in mr_lower.explain_on_spark(spark, text, {"t": rows}).splitlines()
+                         if "Window" in line or mr_bits.BITS in line)
+        assert ("Window [" in plan) == window, plan
+        assert (mr_bits.BITS in frame.columns) == bits and ("price" in frame.columns)
+        if text is not spark_only:  # which cerql.run refuses (test_spark_only_function_in_define_and_partition)
+            on_spark = cerql.cer_sql(spark, text, t=rows).toPandas()
+            local = cerql.run(text, {"t": _rows(seed=3)})
+            assert len(local) > 3
+            pd.testing.assert_frame_equal(_sorted(on_spark), _sorted(local), check_dtype=False)
+
+
 def test_match_limit_conf_fails_the_run(spark):
     rows = pd.DataFrame({"sym": ["x"] * 20 + ["y"] * 3, "ts": range(23), "price": [1.0] * 23})
     text = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES count(*) AS n "
