@@ -46,7 +46,8 @@ from sqlglot import exp
 from cerql import mr_functions as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, UnsupportedError
-from cerql.exec import aggregate, mr_folds
+from cerql.exec import aggregate, mr_folds, mr_scalar
+from cerql.exec.mr_scalar import FLOAT, INT
 from cerql.exec.mr_measures import aggregate_type
 from cerql.expr import BIGINT_MAX, BIGINT_MIN, ExprError, compile_expr, evaluate, guard
 
@@ -82,6 +83,8 @@ class _Partition:
     n: int
     args: dict[int, "_Argument"] = field(default_factory=dict)
     columns: dict[str, pa.Array] = field(default_factory=dict)  # a condition's column name -> its values
+    lists: dict[str, list] = field(default_factory=dict)       # the same as Python values (exec/mr_scalar.py)
+    scalar: dict[int, tuple | None] = field(default_factory=dict)  # a variable -> its condition's scalar form
 
 
 @dataclass
@@ -339,13 +342,17 @@ class _Condition:
         self.h, self.v, self.expr = history, v, expr
         self.quantities: set[int] = set()
         self.reads: list[Callable] = []   # (regs, row, part) -> pa.Array
+        self.scalars: list[Callable] = []  # per read, (part) -> (kind, (one thread's regs, row) -> value) or None
         self.tree = self._rewrite(expr.tree.copy())
         self._fn = None
         self._columns: tuple | None = None
 
     # -- the rewrite (once)
-    def _field(self, read: Callable) -> exp.Column:
+    def _field(self, read: Callable, scalar: Callable) -> exp.Column:
+        """A new field: ``read`` builds its column for a batch of threads, ``scalar`` (given the
+        partition) its kind and its value for one thread (exec/mr_scalar.py; None: no kind)."""
         self.reads.append(read)
+        self.scalars.append(scalar)
         return exp.column(FIELD.format(len(self.reads) - 1))
 
     def _refuse(self, node, what: str):
@@ -365,7 +372,7 @@ class _Condition:
             self.quantities.add(at)
             names = self.h.variables
             return _replace(node, self._field(lambda regs, row, part: pa.array(
-                [names[r[at]] if r[at] >= 0 else None for r in regs], pa.string())))
+                [names[r[at]] if r[at] >= 0 else None for r in regs], pa.string()), lambda part: None))
         if name in mx.NAVIGATIONS:
             rows, argument = self._navigate(node)
             return _replace(node, self._gathered(argument, rows))
@@ -380,25 +387,24 @@ class _Condition:
         return node
 
     def _last(self, members, n: int) -> Callable:
-        """The rows of ``LAST(X, n)`` per thread (-1: none), as a function of the batch."""
+        """The row of ``LAST(X, n)`` for one thread (-1: none), as a function of its registers,
+        the current row and the partition's size."""
         return self._logical(members, True, n)
 
     def _logical(self, members, from_last: bool, n: int) -> Callable:
         current = members is None or self.v in members   # the current row is X's last
         if current and from_last and n == 0:
-            return lambda regs, row, part: np.full(len(regs), row, np.int64)
+            return lambda r, row, size: row
         kind = "last" if from_last else "first"
         at = self.h.quantity(kind, members, keep=(n if current else n + 1) if from_last else n + 1, expr=self.expr)
         self.quantities.add(at)
 
-        def rows(regs, row, part):
-            out = np.full(len(regs), -1, np.int64)
-            for i, r in enumerate(regs):
-                seen = r[at] + (row,) if current else r[at]
-                if len(seen) > n:
-                    out[i] = seen[-1 - n] if from_last else seen[n]
-            return out
-        return rows
+        def row_of(r, row, size):
+            seen = r[at] + (row,) if current else r[at]
+            if len(seen) > n:
+                return seen[-1 - n] if from_last else seen[n]
+            return -1
+        return row_of
 
     def _navigate(self, node) -> tuple[Callable, exp.Expression]:
         name = mx.function_name(node)
@@ -416,24 +422,45 @@ class _Condition:
             base = self._last(self._set_of(argument), 0)
         step = -n if name == mx.PREV else n
 
-        def rows(regs, row, part):
-            at = base(regs, row, part)
+        def row_of(r, row, size):
+            at = base(r, row, size)
             moved = at + step
-            return np.where((at >= 0) & (moved >= 0) & (moved < part.n), moved, -1)
-        return rows, argument
+            return moved if at >= 0 and 0 <= moved < size else -1
+        return row_of, argument
 
     def _set_of(self, argument: exp.Expression):
         qualifiers = [mx.qualifier(c) for c in argument.find_all(exp.Column) if not mx.is_star(c)]
         return self.h.members(next((q for q in qualifiers if q), None))
 
-    def _gathered(self, argument: exp.Expression, rows: Callable) -> exp.Expression:
-        """``argument`` with each column replaced by a field of its values at ``rows``."""
+    def _gathered(self, argument: exp.Expression, row_of: Callable) -> exp.Expression:
+        """``argument`` with each column replaced by a field of its values at the row ``row_of``
+        gives each thread."""
         tree = argument.copy()
         columns = [tree] if isinstance(tree, exp.Column) else list(tree.find_all(exp.Column))
+
+        def rows(regs, row, part):
+            return np.fromiter((row_of(r, row, part.n) for r in regs), np.int64, len(regs))
+
+        def scalar(part, name, node):
+            values = self._column(part, name, node)
+            kind = _scalar_kind(values.type)
+            if kind is None:
+                return None
+            got = part.lists.get(name)
+            if got is None:
+                got = part.lists[name] = _python_values(values, kind)
+            size = part.n
+
+            def value(r, row):
+                at = row_of(r, row, size)
+                return got[at] if at >= 0 else None
+            return kind, value
+
         for column in columns:
             name = column.name
             new = self._field(lambda regs, row, part, name=name, node=column:
-                              _take(self._column(part, name, node), rows(regs, row, part)))
+                              _take(self._column(part, name, node), rows(regs, row, part)),
+                              lambda part, name=name, node=column: scalar(part, name, node))
             if column is tree:
                 return new
             column.replace(new)
@@ -483,12 +510,62 @@ class _Condition:
                 best = np.array(now, np.int64)
                 return _take(arg.values, best).cast(result)
             return pa.array([_aggregate_value(q.kind, x, arg) for x in now], result)
-        return self._field(values)
+
+        def scalar(part):
+            q = h.quantities[at]
+            arg = part.args.get(at)
+            if q.kind == "count":
+                kind = INT
+            elif arg.fold is not None:
+                return None
+            else:
+                result = aggregate_type(q.kind, arg.values.type)
+                kind = _scalar_kind(result)
+                if kind is None or (q.kind in ("min", "max") and result != arg.values.type):
+                    return None
+            holds = q.holds(v)
+
+            def now(r, row):
+                return _step(q, r[at], row, v, arg) if holds else r[at]
+            if q.kind == "count":
+                return kind, now
+            if q.kind in ("min", "max"):
+                best_values = _python_values(arg.values, kind)
+                return kind, lambda r, row: best_values[b] if (b := now(r, row)) >= 0 else None
+            if kind == FLOAT:
+                return kind, lambda r, row: None if (x := _aggregate_value(q.kind, now(r, row), arg)) is None \
+                    else float(x)
+            return kind, lambda r, row: _aggregate_value(q.kind, now(r, row), arg)
+        return self._field(values, scalar)
 
     # -- evaluation (per batch)
     def evaluate(self, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
         if self._fn is None or self._columns != tuple(part.table.column_names):
             self._fn, self._columns = _compiled(self.tree, self.h.text, self.expr), tuple(part.table.column_names)
+        fast = part.scalar.get(self.v, _UNSET)
+        if fast is _UNSET:
+            fast = part.scalar[self.v] = self._scalar_form(part)
+        if fast is not None:
+            fn, values = fast
+            try:
+                return np.array([fn([value(r, row) for value in values]) is True for r in regs], bool)
+            except Exception:  # noqa: BLE001 - a register that raises (a sum out of range): cerql.expr says how
+                pass
+        return self._evaluate_arrow(regs, row, part)
+
+    def _scalar_form(self, part: _Partition) -> tuple | None:
+        """The condition as a Python function of one thread's field values, and the fields'
+        readers, when exec/mr_scalar.py takes its shape and the fields' types; else None."""
+        if _SCALAR_OFF:
+            return None
+        fields = [scalar(part) for scalar in self.scalars]
+        fn = mr_scalar.compile_condition(self.tree, [f[0] if f else None for f in fields])
+        if fn is None:
+            return None
+        return fn, [f[1] for f in fields]
+
+    def _evaluate_arrow(self, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
+        """``evaluate`` with cerql.expr, over a table of the threads' fields."""
         k = len(regs)
         fields = {FIELD.format(i): read(regs, row, part) for i, read in enumerate(self.reads)}
         table = pa.table(fields) if fields else pa.table({"__cerql_mr_rows": pa.array(np.zeros(k, np.int8))})
@@ -500,6 +577,25 @@ class _Condition:
                                    f"{value.type}, not boolean", "MATCH_RECOGNIZE_DEFINE_NOT_BOOLEAN",
                                    "a DEFINE condition must be true or false for a row, e.g. price > PREV(price)")
         return np.asarray(value.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+_UNSET = object()
+_SCALAR_OFF = False  # tests set it to compare the scalar form with cerql.expr's
+
+
+def _scalar_kind(t: pa.DataType) -> str | None:
+    """A field's kind for exec/mr_scalar.py: signed integers, DOUBLE; else None."""
+    if pa.types.is_signed_integer(t):
+        return INT
+    if pa.types.is_float64(t):
+        return FLOAT
+    return None
+
+
+def _python_values(values: pa.Array, kind: str) -> list:
+    """A column's values as Python numbers (None for NULL), DOUBLEs as floats."""
+    got = values.to_pylist()
+    return [None if x is None else float(x) for x in got] if kind == FLOAT else got
 
 
 def _replace(node: exp.Expression, new: exp.Expression) -> exp.Expression:
