@@ -95,6 +95,7 @@ class _Argument:
     ranks: np.ndarray         # min/max: the order of the values (NaN above every number)
     fold: mr_folds.Fold | None = None   # the other aggregates (exec/mr_folds.py)
     columns: list = field(default_factory=list)  # their arguments' Python values at every row
+    bounds: tuple = (BIGINT_MIN, BIGINT_MAX)       # a sum of integers within these has not left its type
 
 
 class History:
@@ -160,6 +161,18 @@ class History:
             got = self._held[v] = [(i, q) for i, q in enumerate(self.quantities) if q.holds(v)]
         return got
 
+    def may_hold_floats(self, part: _Partition) -> bool:
+        """Whether some register can hold a float (a sum or avg of floats, an avg of integers,
+        another aggregate's fold): then registers that are equal may still differ (0.0, -0.0)."""
+        for i, q in enumerate(self.quantities):
+            if q.kind in mr_folds.KINDS:
+                return True
+            if q.kind in ("sum", "avg") and q.argument is not None:
+                t = part.args[i].values.type
+                if not (pa.types.is_decimal(t) or (q.kind == "sum" and pa.types.is_integer(t))):
+                    return True
+        return False
+
     # -- per partition
     def bind(self, table: pa.Table) -> _Partition:
         """The partition's rows and its aggregate arguments, evaluated once over all its rows."""
@@ -209,7 +222,11 @@ class History:
         if q.kind in ("min", "max") and len(values):
             order = np.asarray(pc.sort_indices(values).to_numpy(), np.int64)
             ranks[order] = np.arange(len(values))
-        return _Argument(values, valid, numbers, ranks)
+        bounds = (BIGINT_MIN, BIGINT_MAX)
+        if pa.types.is_decimal(values.type):
+            top = 10 ** aggregate.decimal_sum_type(values.type).precision
+            bounds = (-top + 1, top - 1)
+        return _Argument(values, valid, numbers, ranks, bounds=bounds)
 
     def _evaluated(self, argument: exp.Expression, q: Quantity, table: pa.Table) -> pa.Array:
         """An aggregate's argument at every row of the partition; PREV/NEXT of columns in it
@@ -248,6 +265,16 @@ class History:
         """Variable ``v``'s condition for each thread (its registers before the row) that maps
         ``row`` to ``v``: a bool per thread (NULL: false)."""
         return self.conditions[v].evaluate(regs, row, part)
+
+    def scalar(self, v: int, part: _Partition) -> Callable | None:
+        """Variable ``v``'s condition as a function of one thread's registers and the row, true or
+        not (NULL: false), when exec/mr_scalar.py takes it; it may raise where a register does
+        (a sum out of range): then ``evaluate_arrow`` of the same threads says how."""
+        return self.conditions[v].scalar(part)
+
+    def evaluate_arrow(self, v: int, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
+        """``evaluate`` with cerql.expr only."""
+        return self.conditions[v].evaluate_arrow(regs, row, part)
 
 
 def _compiled(tree: exp.Expression, text: str, expr: SqlExpr):
@@ -290,18 +317,13 @@ def _step(q: Quantity, reg, row: int, v: int, arg: _Argument | None):
         else:
             total = total + x
         if isinstance(x, int) and not bad:
-            bad = _out_of_range(total, arg.values.type)
+            low, high = arg.bounds
+            bad = not low <= total <= high
         return count + 1, total, bad
     if reg < 0:
         return row
     better = arg.ranks[row] > arg.ranks[reg] if kind == "max" else arg.ranks[row] < arg.ranks[reg]
     return row if better else reg
-
-
-def _out_of_range(total: int, value_type: pa.DataType) -> bool:
-    if pa.types.is_decimal(value_type):
-        return abs(total) >= 10 ** aggregate.decimal_sum_type(value_type).precision
-    return not BIGINT_MIN <= total <= BIGINT_MAX
 
 
 def _aggregate_value(kind: str, reg, arg: _Argument | None):
@@ -540,32 +562,42 @@ class _Condition:
 
     # -- evaluation (per batch)
     def evaluate(self, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
-        if self._fn is None or self._columns != tuple(part.table.column_names):
-            self._fn, self._columns = _compiled(self.tree, self.h.text, self.expr), tuple(part.table.column_names)
-        fast = part.scalar.get(self.v, _UNSET)
-        if fast is _UNSET:
-            fast = part.scalar[self.v] = self._scalar_form(part)
+        fast = self.scalar(part)
         if fast is not None:
-            fn, values = fast
             try:
-                return np.array([fn([value(r, row) for value in values]) is True for r in regs], bool)
+                return np.array([fast(r, row) for r in regs], bool)
             except Exception:  # noqa: BLE001 - a register that raises (a sum out of range): cerql.expr says how
                 pass
-        return self._evaluate_arrow(regs, row, part)
+        return self.evaluate_arrow(regs, row, part)
 
-    def _scalar_form(self, part: _Partition) -> tuple | None:
-        """The condition as a Python function of one thread's field values, and the fields'
-        readers, when exec/mr_scalar.py takes its shape and the fields' types; else None."""
-        if _SCALAR_OFF:
-            return None
+    def _compile(self, part: _Partition) -> None:
+        if self._fn is None or self._columns != tuple(part.table.column_names):
+            self._fn, self._columns = _compiled(self.tree, self.h.text, self.expr), tuple(part.table.column_names)
+
+    def scalar(self, part: _Partition) -> Callable | None:
+        """The condition as a function of one thread's registers and the row (true or not), when
+        exec/mr_scalar.py takes its shape and its fields' types; else None. Once per partition,
+        after cerql.expr compiled it (its errors come first, as before)."""
+        got = part.scalar.get(self.v, _UNSET)
+        if got is _UNSET:
+            self._compile(part)
+            got = part.scalar[self.v] = None if _SCALAR_OFF else self._scalar_form(part)
+        return got
+
+    def _scalar_form(self, part: _Partition) -> Callable | None:
         fields = [scalar(part) for scalar in self.scalars]
         fn = mr_scalar.compile_condition(self.tree, [f[0] if f else None for f in fields])
         if fn is None:
             return None
-        return fn, [f[1] for f in fields]
+        values = [f[1] for f in fields]
+        if len(values) == 1:
+            only = values[0]
+            return lambda r, row: fn([only(r, row)]) is True
+        return lambda r, row: fn([value(r, row) for value in values]) is True
 
-    def _evaluate_arrow(self, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
+    def evaluate_arrow(self, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
         """``evaluate`` with cerql.expr, over a table of the threads' fields."""
+        self._compile(part)
         k = len(regs)
         fields = {FIELD.format(i): read(regs, row, part) for i, read in enumerate(self.reads)}
         table = pa.table(fields) if fields else pa.table({"__cerql_mr_rows": pa.array(np.zeros(k, np.int8))})

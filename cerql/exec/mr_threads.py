@@ -176,12 +176,13 @@ class _Registers:
 
     Keys merge registers that are equal (==), as the matcher always did; an id stands for values
     that behave the same. They differ only where floats are: 0.0 == -0.0, yet a condition may
-    tell them apart (a cast to text), so registers that can hold floats (sums, averages, the
-    folds of exec/mr_folds.py) are told apart by their ``repr``, and a thread keeps its own."""
+    tell them apart (a cast to text), so registers that can hold floats (sums and averages of
+    floats, averages of integers, the folds of exec/mr_folds.py: ``History.may_hold_floats`` of
+    the partition) are told apart by their ``repr``, and a thread keeps its own."""
 
     def __init__(self, m: ThreadMatcher, part, live: tuple = ()):
         self.h, self.part, self.classes = m.conditions, part, m.classes
-        self.exact = any(q.kind not in _INTEGRAL for q in m.conditions.quantities)
+        self.exact = m.conditions.may_hold_floats(part)
         self.values: list[tuple] = []
         self.same: list[int] = []
         self.ids: dict[tuple, int] = {}         # registers -> the first id of the equal ones
@@ -241,7 +242,7 @@ class _Registers:
 
 
 _NEVER = 1 << 62
-_INTEGRAL = ("first", "last", "classifier", "count", "min", "max")  # registers of ints only (rows, counts)
+_UNSET = object()
 _MANY = 64  # live threads from which ``_Run.holds`` uses NumPy
 
 
@@ -261,6 +262,7 @@ class _Run:
             rows = pa.table({"__cerql_mr_rows": pa.array(np.zeros(n, np.int8))})
         self.part = m.conditions.bind(rows)
         self.regs = _Registers(m, self.part)
+        self.scalar: dict = {}  # a variable -> its condition's scalar form, or None (``evaluate``)
         self.inside = m.closures(mr_closures.context(0, False))
         self.cont = m.skip.mode == PAST_LAST_ROW
         self.cut, self.floor, self.steps = -1, begin, 0
@@ -345,7 +347,7 @@ class _Run:
         for v, by_key in groups.items():
             members = list(by_key.values())
             result = self.evaluate(v, [cur[3][ids[0]] for ids in members], p)
-            for ids, good in zip(members, result.tolist()):
+            for ids, good in zip(members, result):
                 for i in ids:
                     ok[i] = good
         return ok
@@ -371,10 +373,20 @@ class _Run:
             ok[ids] = result[inverse.ravel()]
         return ok.tolist()
 
-    def evaluate(self, v: int, held: list[int], p: int) -> np.ndarray:
-        """Variable ``v``'s condition at row ``p`` for each of the registers ``held``."""
+    def evaluate(self, v: int, held: list[int], p: int) -> list:
+        """Variable ``v``'s condition at row ``p`` for each of the registers ``held``: in Python
+        when exec/mr_scalar.py takes it, else (or when a register raises) with cerql.expr."""
         self.steps += len(held)
-        return self.m.conditions.evaluate(v, [self.regs.values[r] for r in held], p, self.part)
+        values, conditions = self.regs.values, self.m.conditions
+        fast = self.scalar.get(v, _UNSET)
+        if fast is _UNSET:
+            fast = self.scalar[v] = conditions.scalar(v, self.part)
+        if fast is not None:
+            try:
+                return [fast(values[r], p) for r in held]
+            except Exception:  # noqa: BLE001 - cerql.expr raises the error, for the same threads
+                pass
+        return conditions.evaluate_arrow(v, [values[r] for r in held], p, self.part).tolist()
 
     def step(self, cur: "Threads", p: int) -> "Threads":
         """The threads after row ``p``: each one that may map it moves on (its registers
