@@ -554,10 +554,19 @@ class _Condition:
             if q.kind in ("min", "max"):
                 best_values = _python_values(arg.values, kind)
                 return kind, lambda r, row: best_values[b] if (b := now(r, row)) >= 0 else None
-            if kind == FLOAT:
-                return kind, lambda r, row: None if (x := _aggregate_value(q.kind, now(r, row), arg)) is None \
-                    else float(x)
-            return kind, lambda r, row: _aggregate_value(q.kind, now(r, row), arg)
+            average = q.kind == "avg"
+
+            def total(r, row):  # _aggregate_value of a sum or avg that is not a DECIMAL
+                reg = now(r, row)
+                count, value, bad = reg
+                if count == 0:
+                    return None
+                if bad:
+                    return _aggregate_value(q.kind, reg, arg)  # raises Spark's overflow error
+                if average:
+                    return value / count
+                return float(value) if kind == FLOAT else value
+            return kind, total
         return self._field(values, scalar)
 
     # -- evaluation (per batch)
@@ -615,10 +624,10 @@ _UNSET = object()
 _SCALAR_OFF = False  # tests set it to compare the scalar form with cerql.expr's
 
 
-def _scalar_kind(t: pa.DataType) -> str | None:
-    """A field's kind for exec/mr_scalar.py: signed integers, DOUBLE; else None."""
+def _scalar_kind(t: pa.DataType) -> int | str | None:
+    """A field's kind for exec/mr_scalar.py: a signed integer's width, DOUBLE; else None."""
     if pa.types.is_signed_integer(t):
-        return INT
+        return t.bit_width
     if pa.types.is_float64(t):
         return FLOAT
     return None

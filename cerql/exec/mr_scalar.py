@@ -1,10 +1,12 @@
 """A history-dependent DEFINE condition as a plain Python function of one thread's values.
 
 Input: a condition as exec/mr_history.py rewrites it (its navigations, aggregates and columns
-replaced by fields ``__cerql_mr_h<i>``), and each field's kind: ``INT`` (a signed integer
-column or aggregate), ``FLOAT`` (a DOUBLE) or None (any other type). Output: a function of a
+replaced by fields ``__cerql_mr_h<i>``), and each field's kind: a signed integer type's width in
+bits (``INT`` is 64), ``FLOAT`` (a DOUBLE) or None (any other type). Output: a function of a
 list of field values (Python ints, floats, None for NULL) that gives the condition's truth
-(None for NULL), or None when the condition has a shape it does not take.
+(None for NULL), or None when the condition has a shape it does not take. It raises
+:class:`Refused` where cerql.expr may raise (an integer overflow, a zero divisor): the caller
+then asks cerql.expr, which raises Spark's error or not, as it decides.
 
 Why: the thread matcher (exec/mr_threads.py) evaluates a condition once per row for the few
 register values its threads hold; through cerql.expr that is an Arrow table and a dozen compute
@@ -12,20 +14,26 @@ calls, about 50-200 µs, for one or two values: most of a query's time when the 
 bounded (docs/benchmarks.md, "MATCH_RECOGNIZE"). The shapes taken here are the common ones, and
 for them this function is cerql.expr's result exactly (Spark's semantics, docs/semantics.md):
 
-- comparisons ``= != < <= > >=`` of numbers: two integers compared exactly (Spark widens them to
-  the wider integer type, which keeps their values); with a DOUBLE on either side both as
-  DOUBLE (an integer converted to the nearest double, as Arrow's cast does), NaN equal to NaN
-  and above every other number, -0.0 equal to 0.0; NULL on either side is NULL;
-- ``AND``, ``OR`` (Kleene's logic), ``NOT``, ``IS [NOT] NULL``, ``coalesce`` of numbers (an
-  integer converted to DOUBLE when some argument is one), parentheses;
-- integer literals (they are INT or BIGINT when they fit, else DECIMAL: not taken), TRUE, FALSE.
+- two numbers meet as Spark (ANSI) brings them together (cerql.expr.coercion): two integers as
+  the wider integer type (which keeps their values); with a DOUBLE on either side both as DOUBLE
+  (an integer converted to the nearest double, as Arrow's cast does; a DECIMAL literal as
+  cerql.expr converts it); an integer with a DECIMAL literal is a DECIMAL: not taken;
+- comparisons ``= != < <= > >=``: NaN equal to NaN and above every other number, -0.0 equal to
+  0.0; NULL on either side is NULL;
+- ``+ - *``: integers exact in the wider type, :class:`Refused` past its range (Spark's
+  ARITHMETIC_OVERFLOW); doubles as IEEE (Python's float operations are IEEE's, no fused
+  multiply-add); ``/``: both as DOUBLE, :class:`Refused` for a zero divisor of a non-NULL
+  dividend (DIVIDE_BY_ZERO);
+- ``AND``, ``OR`` (Kleene's logic), ``NOT``, ``IS [NOT] NULL``, ``coalesce`` of numbers,
+  parentheses; each operand evaluated only where cerql.expr evaluates it (the right side of
+  AND/OR where the left does not decide, a coalesce argument where those before are NULL), so
+  that an operand which would raise is reached exactly when cerql.expr reaches it;
+- number literals, typed by cerql.expr's own function (INT, BIGINT, DECIMAL, DOUBLE), TRUE, FALSE.
 
-None of these can raise, so the order in which the parts are evaluated does not matter (cerql.expr
-evaluates the right side of AND/OR only where the left does not decide). Anything else — other
-types (FLOAT, DECIMAL, strings, times), arithmetic (its overflow errors), functions, CASE, NULL
+Anything else — other types (FLOAT, DECIMAL fields, strings, times), ``%``, functions, CASE, NULL
 literals — makes the caller keep cerql.expr. tests/exec/test_mr_scalar.py checks this function
 against cerql.expr on random trees and values (NULL, NaN, ±0.0, ±inf, integers near 2**53 and
-BIGINT's bounds).
+the integer types' bounds).
 """
 
 from __future__ import annotations
@@ -33,15 +41,27 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+import pyarrow as pa
 from sqlglot import exp
 
-INT, FLOAT, BOOL = "int", "float", "bool"
+from cerql.expr.coercion import _decimal_to_double
+from cerql.expr.errors import ExprError
+from cerql.expr.literals import _literal
+
+INT, FLOAT, BOOL, DECIMAL = 64, "float", "bool", "decimal"  # an integer kind is its width: 8, 16, 32, 64
 FIELD = re.compile(r"__cerql_mr_h(\d+)")
-_INT_LITERAL = re.compile(r"\d+")
-_BIGINT = 2**63
 _COMPARISONS = {exp.EQ: "=", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+_ARITHMETIC = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
 
 Fn = Callable[[list], object]
+
+
+class Refused(Exception):
+    """cerql.expr may raise here (module docstring): the caller evaluates the batch with it."""
+
+
+def _is_int(kind) -> bool:
+    return isinstance(kind, int) and not isinstance(kind, bool)
 
 
 def compile_condition(tree: exp.Expression, kinds: list[str | None]) -> Fn | None:
@@ -54,18 +74,37 @@ def compile_condition(tree: exp.Expression, kinds: list[str | None]) -> Fn | Non
 
 
 def _compile(node: exp.Expression, kinds: list[str | None]) -> tuple[Fn, str] | None:
+    """``node``'s function and kind, or None. A part without fields is computed here, once:
+    cerql.expr computes such a part whether or not a row reaches it (an overflow in
+    ``coalesce(x, 1 + 9223372036854775807)`` raises even where x is not NULL), so one that
+    raises leaves the whole condition to cerql.expr."""
+    got = _compile_node(node, kinds)
+    if got is None or any(isinstance(n, exp.Column) for n in node.walk()):
+        return got
+    try:
+        value = got[0]([])
+    except Refused:
+        return None
+    return (lambda vals: value), got[1]
+
+
+def _compile_node(node: exp.Expression, kinds: list[str | None]) -> tuple[Fn, str] | None:
     if isinstance(node, exp.Paren):
         return _compile(node.this, kinds)
     if isinstance(node, exp.Column):
         return _field(node, kinds)
     if isinstance(node, exp.Literal) or (isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)):
-        return _int_literal(node)
+        return _number_literal(node)
     if isinstance(node, exp.Boolean):
         value = bool(node.this)
         return (lambda vals: value), BOOL
     op = _COMPARISONS.get(type(node))
     if op is not None:
         return _comparison(op, node, kinds)
+    if type(node) in _ARITHMETIC:
+        return _arithmetic(_ARITHMETIC[type(node)], node, kinds)
+    if isinstance(node, exp.Div):
+        return _division(node, kinds)
     if isinstance(node, (exp.And, exp.Or)):
         return _logic(node, kinds)
     if isinstance(node, exp.Not):
@@ -94,29 +133,42 @@ def _field(node: exp.Column, kinds: list[str | None]) -> tuple[Fn, str] | None:
     if match is None:
         return None
     i = int(match.group(1))
-    if i >= len(kinds) or kinds[i] not in (INT, FLOAT):
+    if i >= len(kinds) or not (_is_int(kinds[i]) or kinds[i] == FLOAT):
         return None
     return (lambda vals: vals[i]), kinds[i]
 
 
-def _int_literal(node: exp.Expression) -> tuple[Fn, str] | None:
+def _number_literal(node: exp.Expression) -> tuple[Fn, str] | None:
+    """A number literal as cerql.expr types it (its own function): an INT or BIGINT, a DOUBLE, or
+    a DECIMAL, which is only taken where it meets a DOUBLE (then its value is the double
+    cerql.expr converts it to)."""
     negative = isinstance(node, exp.Neg)
     lit = node.this if negative else node
-    if lit.is_string or not _INT_LITERAL.fullmatch(lit.this):
+    if lit.is_string:
         return None
-    value = -int(lit.this) if negative else int(lit.this)
-    if not -_BIGINT <= value < _BIGINT:  # a DECIMAL literal
+    try:
+        scalar = _literal(lit, negative)
+    except ExprError:
         return None
-    return (lambda vals: value), INT
+    t = scalar.type
+    if pa.types.is_int32(t) or pa.types.is_int64(t):
+        kind, value = t.bit_width, scalar.as_py()
+    elif pa.types.is_float64(t):
+        kind, value = FLOAT, scalar.as_py()
+    elif pa.types.is_decimal(t):
+        kind, value = DECIMAL, _decimal_to_double(scalar.as_py())
+    else:
+        return None
+    return (lambda vals: value), kind
 
 
 def _numbers(node: exp.Expression, kinds) -> tuple[Fn, str] | None:
     got = _compile(node, kinds)
-    return got if got is not None and got[1] in (INT, FLOAT) else None
+    return got if got is not None and (_is_int(got[1]) or got[1] in (FLOAT, DECIMAL)) else None
 
 
-def _as_float(f: Fn, kind: str) -> Fn:
-    if kind == FLOAT:
+def _as_float(f: Fn, kind) -> Fn:
+    if kind in (FLOAT, DECIMAL):  # a DECIMAL literal's function gives its double already
         return f
 
     def converted(vals):
@@ -125,16 +177,24 @@ def _as_float(f: Fn, kind: str) -> Fn:
     return converted
 
 
-def _comparison(op: str, node, kinds) -> tuple[Fn, str] | None:
+def _pair(node, kinds) -> tuple[Fn, Fn, object] | None:
+    """Both operands of ``node`` in the kind they meet in (module docstring), or None."""
     left, right = _numbers(node.this, kinds), _numbers(node.expression, kinds)
     if left is None or right is None:
         return None
-    if left[1] == INT and right[1] == INT:
-        compare = _INT_COMPARE[op]
-        fa, fb = left[0], right[0]
-    else:
-        compare = _FLOAT_COMPARE[op]
-        fa, fb = _as_float(*left), _as_float(*right)
+    if _is_int(left[1]) and _is_int(right[1]):
+        return left[0], right[0], max(left[1], right[1])
+    if left[1] == FLOAT or right[1] == FLOAT:
+        return _as_float(*left), _as_float(*right), FLOAT
+    return None  # a DECIMAL
+
+
+def _comparison(op: str, node, kinds) -> tuple[Fn, str] | None:
+    pair = _pair(node, kinds)
+    if pair is None:
+        return None
+    fa, fb, kind = pair
+    compare = _FLOAT_COMPARE[op] if kind == FLOAT else _INT_COMPARE[op]
 
     def comparison(vals):
         a, b = fa(vals), fb(vals)
@@ -161,6 +221,46 @@ _INT_COMPARE = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, ">": lambda
                 ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
 _FLOAT_COMPARE = {"=": _float_eq, "!=": lambda a, b: not _float_eq(a, b), ">": _float_gt, ">=": _float_ge,
                   "<": lambda a, b: _float_gt(b, a), "<=": lambda a, b: _float_ge(b, a)}
+
+
+def _arithmetic(op: str, node, kinds) -> tuple[Fn, object] | None:
+    pair = _pair(node, kinds)
+    if pair is None:
+        return None
+    fa, fb, kind = pair
+    compute = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}[op]
+    if kind == FLOAT:
+        def floating(vals):
+            a, b = fa(vals), fb(vals)
+            return None if a is None or b is None else compute(a, b)
+        return floating, FLOAT
+    low, high = -(1 << (kind - 1)), (1 << (kind - 1)) - 1
+
+    def integral(vals):
+        a, b = fa(vals), fb(vals)
+        if a is None or b is None:
+            return None
+        x = compute(a, b)
+        if not low <= x <= high:
+            raise Refused  # ARITHMETIC_OVERFLOW, which cerql.expr raises
+        return x
+    return integral, kind
+
+
+def _division(node, kinds) -> tuple[Fn, str] | None:
+    pair = _pair(node, kinds)
+    if pair is None:
+        return None
+    fa, fb = _as_float(pair[0], pair[2]), _as_float(pair[1], pair[2])
+
+    def divide(vals):
+        a, b = fa(vals), fb(vals)
+        if a is None or b is None:
+            return None
+        if b == 0.0:
+            raise Refused  # DIVIDE_BY_ZERO, which cerql.expr raises
+        return a / b
+    return divide, FLOAT
 
 
 def _logic(node, kinds) -> tuple[Fn, str] | None:
@@ -194,7 +294,12 @@ def _coalesce(node: exp.Coalesce, kinds) -> tuple[Fn, str] | None:
     parts = [_numbers(e, kinds) for e in [node.this, *node.expressions]]
     if any(p is None for p in parts):
         return None
-    kind = FLOAT if any(k == FLOAT for _, k in parts) else INT
+    if any(k == FLOAT for _, k in parts):
+        kind = FLOAT
+    elif all(_is_int(k) for _, k in parts):
+        kind = max(k for _, k in parts)
+    else:
+        return None  # a DECIMAL
     fns = [_as_float(*p) if kind == FLOAT else p[0] for p in parts]
 
     def coalesce(vals):
@@ -206,4 +311,4 @@ def _coalesce(node: exp.Coalesce, kinds) -> tuple[Fn, str] | None:
     return coalesce, kind
 
 
-__all__ = ["FLOAT", "INT", "compile_condition"]
+__all__ = ["FLOAT", "INT", "Refused", "compile_condition"]

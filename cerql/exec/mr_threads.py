@@ -256,6 +256,7 @@ class _Run:
         self.m = m
         self.first_row, self.begin, self.final, self.numbered_from = first_row, begin, final, numbered_from
         self.bits = np.asarray(bits, np.uint64)
+        self.rows = self.bits.tolist()  # the row-local bits as Python ints (``holds`` reads one per row)
         self.n = n = len(self.bits)
         self.partition = partition
         if rows is None:
@@ -334,7 +335,7 @@ class _Run:
         if len(cur[0]) >= _MANY:
             return self._holds_many(cur, p)
         m, regs = self.m, self.regs
-        row = int(self.bits[p])
+        row = self.rows[p]
         state_var, reads_class, conditions = m.state_var, m.reads_class, m.conditions.conditions
         ok = [(row >> state_var[s]) & 1 for s in cur[0]]
         groups: dict[int, dict[int, list[int]]] = {}
