@@ -7,7 +7,9 @@ per partition, its sorted rows. Output: :class:`History`, which gives each threa
 to a variable), says which registers the conditions still reachable from an NFA state read (the
 matcher's dedupe key), and evaluates one variable's condition for a batch of threads that all
 want to map the same row to it, vectorized with cerql.expr (docs/semantics.md, "MATCH_RECOGNIZE",
-"The local engine").
+"The local engine"), or gives it as a function of one thread's registers when exec/mr_scalar.py
+takes its shape and its fields' types (``scalar``): each field then also has a reader of one
+thread's value, so that a row costs a few Python calls instead of an Arrow table.
 
 A DEFINE is evaluated when its row is mapped, with RUNNING semantics: it sees the rows mapped so
 far, the current row last. What it reads of them is kept per thread in one register per
