@@ -263,20 +263,13 @@ class History:
         return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
     # -- conditions
-    def evaluate(self, v: int, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
+    def evaluate(self, v: int, regs: list[Registers], row: int, part: _Partition) -> list:
         """Variable ``v``'s condition for each thread (its registers before the row) that maps
-        ``row`` to ``v``: a bool per thread (NULL: false)."""
+        ``row`` to ``v``: a bool per thread (NULL: false). Thread by thread in Python when
+        exec/mr_scalar.py takes the condition and the threads are fewer than ``SCALAR_BATCH``
+        (from there cerql.expr's fixed cost per batch is the smaller); with cerql.expr otherwise,
+        and when a thread's registers or an operation may raise (it decides, for all of them)."""
         return self.conditions[v].evaluate(regs, row, part)
-
-    def scalar(self, v: int, part: _Partition) -> Callable | None:
-        """Variable ``v``'s condition as a function of one thread's registers and the row, true or
-        not (NULL: false), when exec/mr_scalar.py takes it; it may raise where a register does
-        (a sum out of range): then ``evaluate_arrow`` of the same threads says how."""
-        return self.conditions[v].scalar(part)
-
-    def evaluate_arrow(self, v: int, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
-        """``evaluate`` with cerql.expr only."""
-        return self.conditions[v].evaluate_arrow(regs, row, part)
 
 
 def _compiled(tree: exp.Expression, text: str, expr: SqlExpr):
@@ -410,15 +403,14 @@ class _Condition:
             self._rewrite(child)
         return node
 
-    def _last(self, members, n: int) -> Callable:
-        """The row of ``LAST(X, n)`` for one thread (-1: none), as a function of its registers,
-        the current row and the partition's size."""
+    def _last(self, members, n: int) -> "_Rows":
+        """The rows of ``LAST(X, n)`` (-1: none), per thread and for one thread."""
         return self._logical(members, True, n)
 
-    def _logical(self, members, from_last: bool, n: int) -> Callable:
+    def _logical(self, members, from_last: bool, n: int) -> "_Rows":
         current = members is None or self.v in members   # the current row is X's last
         if current and from_last and n == 0:
-            return lambda r, row, size: row
+            return _Rows(lambda regs, row, size: np.full(len(regs), row, np.int64), lambda r, row, size: row)
         kind = "last" if from_last else "first"
         at = self.h.quantity(kind, members, keep=(n if current else n + 1) if from_last else n + 1, expr=self.expr)
         self.quantities.add(at)
@@ -428,9 +420,17 @@ class _Condition:
             if len(seen) > n:
                 return seen[-1 - n] if from_last else seen[n]
             return -1
-        return row_of
 
-    def _navigate(self, node) -> tuple[Callable, exp.Expression]:
+        def rows(regs, row, size):
+            out = np.full(len(regs), -1, np.int64)
+            for i, r in enumerate(regs):
+                seen = r[at] + (row,) if current else r[at]
+                if len(seen) > n:
+                    out[i] = seen[-1 - n] if from_last else seen[n]
+            return out
+        return _Rows(rows, row_of)
+
+    def _navigate(self, node) -> tuple["_Rows", exp.Expression]:
         name = mx.function_name(node)
         args = mx.arguments(node)
         n = mx.navigation_offset(node)
@@ -447,23 +447,28 @@ class _Condition:
         step = -n if name == mx.PREV else n
 
         def row_of(r, row, size):
-            at = base(r, row, size)
+            at = base.one(r, row, size)
             moved = at + step
             return moved if at >= 0 and 0 <= moved < size else -1
-        return row_of, argument
+
+        def rows(regs, row, size):
+            at = base.many(regs, row, size)
+            moved = at + step
+            return np.where((at >= 0) & (moved >= 0) & (moved < size), moved, -1)
+        return _Rows(rows, row_of), argument
 
     def _set_of(self, argument: exp.Expression):
         qualifiers = [mx.qualifier(c) for c in argument.find_all(exp.Column) if not mx.is_star(c)]
         return self.h.members(next((q for q in qualifiers if q), None))
 
-    def _gathered(self, argument: exp.Expression, row_of: Callable) -> exp.Expression:
-        """``argument`` with each column replaced by a field of its values at the row ``row_of``
-        gives each thread."""
+    def _gathered(self, argument: exp.Expression, at: "_Rows") -> exp.Expression:
+        """``argument`` with each column replaced by a field of its values at the rows ``at``."""
         tree = argument.copy()
         columns = [tree] if isinstance(tree, exp.Column) else list(tree.find_all(exp.Column))
+        row_of = at.one
 
         def rows(regs, row, part):
-            return np.fromiter((row_of(r, row, part.n) for r in regs), np.int64, len(regs))
+            return at.many(regs, row, part.n)
 
         def scalar(part, name, node):
             values = self._column(part, name, node)
@@ -572,14 +577,14 @@ class _Condition:
         return self._field(values, scalar)
 
     # -- evaluation (per batch)
-    def evaluate(self, regs: list[Registers], row: int, part: _Partition) -> np.ndarray:
-        fast = self.scalar(part)
+    def evaluate(self, regs: list[Registers], row: int, part: _Partition) -> list:
+        fast = self.scalar(part) if len(regs) < SCALAR_BATCH else None
         if fast is not None:
             try:
-                return np.array([fast(r, row) for r in regs], bool)
-            except Exception:  # noqa: BLE001 - a register that raises (a sum out of range): cerql.expr says how
+                return [fast(r, row) for r in regs]
+            except Exception:  # noqa: BLE001 - a register or an operation that may raise: cerql.expr decides
                 pass
-        return self.evaluate_arrow(regs, row, part)
+        return self.evaluate_arrow(regs, row, part).tolist()
 
     def _compile(self, part: _Partition) -> None:
         if self._fn is None or self._columns != tuple(part.table.column_names):
@@ -622,6 +627,16 @@ class _Condition:
         return np.asarray(value.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """The rows a navigation reads (-1: none), given the registers, the current row and the
+    partition's size: ``many`` for a batch of threads (a NumPy array), ``one`` for one thread."""
+
+    many: Callable
+    one: Callable
+
+
+SCALAR_BATCH = 64  # threads from which cerql.expr (a fixed cost per batch) is faster than Python per thread
 _UNSET = object()
 _SCALAR_OFF = False  # tests set it to compare the scalar form with cerql.expr's
 

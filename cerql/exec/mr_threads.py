@@ -23,7 +23,7 @@ and equal registers are hashed once per step), plus one
 evaluation per history-dependent variable that some thread wants to map the row to, over the
 threads' distinct registers: thread by thread in plain Python when exec/mr_scalar.py takes the
 condition (comparisons, logic, coalesce, arithmetic over integer and DOUBLE fields: about 1 µs a
-thread), else vectorized with cerql.expr over a small Arrow table (50-200 µs, mostly fixed), as
+thread) and they are fewer than 64 (``mr_history.SCALAR_BATCH``), else vectorized with cerql.expr over a small Arrow table (50-200 µs, mostly fixed), as
 also when a register or an operation may raise (cerql.expr decides then, for the same threads). With
 bounded registers the rest is this loop's bookkeeping, about 5-10 µs a row for a few threads
 (docs/benchmarks.md, family 7). The live threads are
@@ -247,7 +247,6 @@ class _Registers:
 
 
 _NEVER = 1 << 62
-_UNSET = object()
 _MANY = 64  # live threads from which ``_Run.holds`` uses NumPy
 
 
@@ -268,7 +267,6 @@ class _Run:
             rows = pa.table({"__cerql_mr_rows": pa.array(np.zeros(n, np.int8))})
         self.part = m.conditions.bind(rows)
         self.regs = _Registers(m, self.part)
-        self.scalar: dict = {}  # a variable -> its condition's scalar form, or None (``evaluate``)
         self.inside = m.closures(mr_closures.context(0, False))
         self.cont = m.skip.mode == PAST_LAST_ROW
         self.cut, self.floor, self.steps = -1, begin, 0
@@ -380,19 +378,10 @@ class _Run:
         return ok.tolist()
 
     def evaluate(self, v: int, held: list[int], p: int) -> list:
-        """Variable ``v``'s condition at row ``p`` for each of the registers ``held``: in Python
-        when exec/mr_scalar.py takes it, else (or when a register raises) with cerql.expr."""
+        """Variable ``v``'s condition at row ``p`` for each of the registers ``held``."""
         self.steps += len(held)
-        values, conditions = self.regs.values, self.m.conditions
-        fast = self.scalar.get(v, _UNSET)
-        if fast is _UNSET:
-            fast = self.scalar[v] = conditions.scalar(v, self.part)
-        if fast is not None:
-            try:
-                return [fast(values[r], p) for r in held]
-            except Exception:  # noqa: BLE001 - cerql.expr raises the error, for the same threads
-                pass
-        return conditions.evaluate_arrow(v, [values[r] for r in held], p, self.part).tolist()
+        values = self.regs.values
+        return self.m.conditions.evaluate(v, [values[r] for r in held], p, self.part)
 
     def step(self, cur: "Threads", p: int) -> "Threads":
         """The threads after row ``p``: each one that may map it moves on (its registers
