@@ -263,9 +263,10 @@ class History:
         return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
     # -- conditions
-    def evaluate(self, v: int, regs: list[Registers], row: int, part: _Partition) -> list:
+    def evaluate(self, v: int, regs: list[Registers], row: int, part: _Partition) -> list | np.ndarray:
         """Variable ``v``'s condition for each thread (its registers before the row) that maps
-        ``row`` to ``v``: a bool per thread (NULL: false). Thread by thread in Python when
+        ``row`` to ``v``: a bool per thread (NULL: false), a list from Python, a NumPy array from
+        cerql.expr (each is what its caller's next step is quickest with). Thread by thread in Python when
         exec/mr_scalar.py takes the condition and the threads are fewer than ``SCALAR_BATCH``
         (from there cerql.expr's fixed cost per batch is the smaller); with cerql.expr otherwise,
         and when a thread's registers or an operation may raise (it decides, for all of them)."""
@@ -577,14 +578,14 @@ class _Condition:
         return self._field(values, scalar)
 
     # -- evaluation (per batch)
-    def evaluate(self, regs: list[Registers], row: int, part: _Partition) -> list:
+    def evaluate(self, regs: list[Registers], row: int, part: _Partition) -> list | np.ndarray:
         fast = self.scalar(part) if len(regs) < SCALAR_BATCH else None
         if fast is not None:
             try:
                 return [fast(r, row) for r in regs]
             except Exception:  # noqa: BLE001 - a register or an operation that may raise: cerql.expr decides
                 pass
-        return self.evaluate_arrow(regs, row, part).tolist()
+        return self.evaluate_arrow(regs, row, part)
 
     def _compile(self, part: _Partition) -> None:
         if self._fn is None or self._columns != tuple(part.table.column_names):

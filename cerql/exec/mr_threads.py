@@ -377,7 +377,7 @@ class _Run:
             ok[ids] = result[inverse.ravel()]
         return ok.tolist()
 
-    def evaluate(self, v: int, held: list[int], p: int) -> list:
+    def evaluate(self, v: int, held: list[int], p: int) -> list | np.ndarray:
         """Variable ``v``'s condition at row ``p`` for each of the registers ``held``."""
         self.steps += len(held)
         values = self.regs.values

@@ -184,10 +184,10 @@ NS = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from([2**62, 2**63 - 1,
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(DEFINES), st.lists(st.tuples(PRICES, XS, NS), min_size=1, max_size=30))
-def test_the_thread_matcher_gives_the_same_matches_without_the_scalar_form(monkeypatch_case, rows):
+def test_the_thread_matcher_gives_the_same_matches_without_the_scalar_form(case, rows):
     import cerql
 
-    pattern, define = monkeypatch_case
+    pattern, define = case
     table = pa.table({"ts": list(range(len(rows))), "price": pa.array([r[0] for r in rows], pa.int64()),
                       "x": pa.array([r[1] for r in rows], pa.float64()),
                       "n": pa.array([r[2] for r in rows], pa.int64())})
