@@ -19,17 +19,16 @@ the kept one does. So the preference order is the kernel's and the reference's, 
 
 Cost: per row, one step per live thread and per state its epsilon moves visit (a short list
 precomputed per state, exec/mr_closures.py; registers are numbered, so a dedupe key is two ints
-and equal registers are hashed once per step), plus one
-evaluation per history-dependent variable that some thread wants to map the row to, over the
-threads' distinct registers: thread by thread in plain Python when exec/mr_scalar.py takes the
-condition (comparisons, logic, coalesce, arithmetic over integer and DOUBLE fields: about 1 µs a
-thread) and they are fewer than 64 (``mr_history.SCALAR_BATCH``), else vectorized with cerql.expr over a small Arrow table (50-200 µs, mostly fixed), as
-also when a register or an operation may raise (cerql.expr decides then, for the same threads). With
-bounded registers the rest is this loop's bookkeeping, about 5-10 µs a row for a few threads
-(docs/benchmarks.md, family 7). The live threads are
-at most (NFA states) x (distinct register values): bounded when the registers are (``LAST(x,
-n)`` of the variable being defined, CLASSIFIER, a FIRST/LAST of rows the match only just mapped),
-then the work is linear in the rows; when they are not (``FIRST(A.x)`` of every start row, a
+and equal registers are hashed once per step), plus one evaluation per history-dependent
+variable that some thread wants to map the row to, over the threads' distinct registers: thread
+by thread in plain Python when exec/mr_scalar.py takes the condition (comparisons, logic,
+coalesce, arithmetic over integer and DOUBLE fields: about 1 µs a thread) and they are fewer
+than 64 (``mr_history.SCALAR_BATCH``); else, and where a register or an operation may raise,
+vectorized with cerql.expr over a small Arrow table (50-200 µs, mostly fixed). With bounded
+registers and a condition of those shapes, the time is then mostly this loop's bookkeeping,
+6-8 µs a row for a few live threads (docs/benchmarks.md, family 7). The live threads are at
+most (NFA states) x (distinct register values): bounded when the registers are (``LAST(x, n)``
+of the variable being defined, CLASSIFIER, a FIRST/LAST of rows the match only just mapped), then the work is linear in the rows; when they are not (``FIRST(A.x)`` of every start row, a
 running sum), threads with different histories are kept apart and checked one by one, and
 ``max_threads`` (the Spark conf ``cerql.matchRecognize.maxThreads``, default 100 000) bounds the
 live threads of a partition: past it the query fails with MATCH_RECOGNIZE_TOO_MANY_THREADS
