@@ -44,9 +44,9 @@ from typing import Callable
 import pyarrow as pa
 from sqlglot import exp
 
-from cerql.expr.coercion import _decimal_to_double
+from cerql.expr.coercion import decimal_to_double
 from cerql.expr.errors import ExprError
-from cerql.expr.literals import _literal
+from cerql.expr.literals import literal_scalar
 
 INT, FLOAT, BOOL, DECIMAL = 64, "float", "bool", "decimal"  # an integer kind is its width: 8, 16, 32, 64
 FIELD = re.compile(r"__cerql_mr_h(\d+)")
@@ -147,7 +147,7 @@ def _number_literal(node: exp.Expression) -> tuple[Fn, str] | None:
     if lit.is_string:
         return None
     try:
-        scalar = _literal(lit, negative)
+        scalar = literal_scalar(lit, negative)
     except ExprError:
         return None
     t = scalar.type
@@ -156,7 +156,7 @@ def _number_literal(node: exp.Expression) -> tuple[Fn, str] | None:
     elif pa.types.is_float64(t):
         kind, value = FLOAT, scalar.as_py()
     elif pa.types.is_decimal(t):
-        kind, value = DECIMAL, _decimal_to_double(scalar.as_py())
+        kind, value = DECIMAL, decimal_to_double(scalar.as_py())
     else:
         return None
     return (lambda vals: value), kind

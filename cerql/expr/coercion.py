@@ -30,11 +30,11 @@ def _to_float64(value: Value) -> Value:
     if pa.types.is_float64(kind):
         return value
     if _is_dec(kind):
-        return _map_values(value, _decimal_to_double, pa.float64())
+        return _map_values(value, decimal_to_double, pa.float64())
     return pc.cast(value, pa.float64(), safe=False)
 
 
-def _decimal_to_double(d: Decimal) -> float:
+def decimal_to_double(d: Decimal) -> float:
     sign, digits, exponent = d.as_tuple()
     unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
     if len(digits) <= 18 and exponent <= 0:

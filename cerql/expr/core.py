@@ -18,10 +18,10 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from cerql.expr import casts, comparisons, conditionals, literals, numeric, strings, times
-from cerql.expr.coercion import _decimal_to_double
+from cerql.expr.coercion import decimal_to_double
 from cerql.expr.errors import ExprError, _unsupported
 from cerql.expr.kinds import Compiled, Handler, Value, _is_dec
-from cerql.expr.literals import _literal
+from cerql.expr.literals import literal_scalar
 from cerql.expr.rows import _Env
 from cerql.expr.session import _ZONE, SESSION_TIME_ZONE
 
@@ -46,9 +46,9 @@ def compile_expr(node: exp.Expression, resolve: Callable[[exp.Column], str], tim
     if negative:
         bare = bare.this
     if isinstance(bare, exp.Literal) and not bare.is_string:
-        value = _literal(bare, negative)
+        value = literal_scalar(bare, negative)
         if _is_dec(value.type):
-            value = pa.scalar(_decimal_to_double(value.as_py()), pa.float64())
+            value = pa.scalar(decimal_to_double(value.as_py()), pa.float64())
         return lambda t: value
     fn = _Compiler(resolve)(node)
     zone = time_zone or SESSION_TIME_ZONE

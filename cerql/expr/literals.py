@@ -53,7 +53,7 @@ def _number_literal(text: str, negative: bool = False) -> pa.Scalar:
     return pa.scalar(float(sign + text), pa.float64())
 
 
-def _literal(node: exp.Literal, negative: bool = False) -> pa.Scalar:
+def literal_scalar(node: exp.Literal, negative: bool = False) -> pa.Scalar:
     if node.is_string:
         return pa.scalar(node.this, pa.string())
     try:
@@ -184,7 +184,7 @@ def _string_literal(node: exp.Expression, what: str) -> str:
 
 
 def _compile_literal(node: exp.Literal, c):
-    value = _literal(node)
+    value = literal_scalar(node)
     return lambda env: value
 
 

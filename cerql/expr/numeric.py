@@ -23,7 +23,7 @@ from cerql.expr.coercion import _as_duration, _common, _decimal_fit, _has_nan, _
 from cerql.expr.errors import ExprError, _by_zero, _mismatch, _out_of_range, _overflow_error, _refuse_type, _unsupported
 from cerql.expr.kinds import (MAX_PRECISION, Handler, Value, _decimal_op_type, _is_dec, _is_float, _is_int, _is_num,
                               _is_temporal, _is_time, _null_as)
-from cerql.expr.literals import _int_literal, _literal, _operand_digits
+from cerql.expr.literals import _int_literal, literal_scalar, _operand_digits
 from cerql.expr.rows import (_ARITH_FN, _BAD, _bad_rows, _checked, _Env, _map_checked, _map_values, _np_valid,
                              _pairs, _ScalarPairs)
 from cerql.expr.times import _time_arith
@@ -341,7 +341,7 @@ _ARITH_OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
 def _compile_negation(node, c):
     """Unary minus; of a number literal, the negative literal (``-2147483648`` is an INT)."""
     if isinstance(node.this, exp.Literal) and not node.this.is_string:
-        value = _literal(node.this, negative=True)
+        value = literal_scalar(node.this, negative=True)
         return lambda env: value
     inner = c(node.this)
     return lambda env: _negate(node, inner(env), env)
