@@ -41,6 +41,7 @@ from cerql.errors import AnalysisError, UnsupportedError
 from cerql.exec import aggregate, mr_folds
 from cerql.exec.mr_measures import aggregate_type
 from cerql.expr import ExprError, compile_expr, evaluate
+from cerql.expr.literals import literal_scalar
 
 HINT = "run the query on Spark, where the query around MATCH_RECOGNIZE is Spark SQL: spark.cer_sql(query)"
 # The aggregates whose value depends on the order of the rows they read (Spark's order of the
@@ -57,7 +58,21 @@ def refuse(what: str) -> UnsupportedError:
 
 
 def evaluated(node: exp.Expression, table: pa.Table, resolve) -> pa.Array:
-    """``node``'s values over ``table`` (cerql/expr), its errors as CeqlErrors."""
+    """``node``'s values over ``table`` (cerql/expr), its errors as CeqlErrors. A number literal
+    that is the whole expression (``sum(1.5)``, ``SELECT 1.5``) is typed as Spark types it (a
+    DECIMAL for ``1.5``): cerql.expr reads a bare decimal literal as a DOUBLE, for CEQL's
+    register checks (its ``compile_expr``), which the query around the item does not have."""
+    bare = node
+    while isinstance(bare, exp.Paren):
+        bare = bare.this
+    negative = isinstance(bare, exp.Neg)
+    bare = bare.this if negative else bare
+    if isinstance(bare, exp.Literal) and not bare.is_string:
+        try:
+            value = literal_scalar(bare, negative)
+        except ExprError as err:
+            raise err.cls(err.message, error_class=err.error_class, hint=err.hint) from None
+        return pa.array([value.as_py()] * table.num_rows, value.type)
     try:
         return evaluate(compile_expr(node, resolve), table)
     except ExprError as err:

@@ -217,3 +217,14 @@ def test_a_query_sqlglot_does_not_read_is_refused():
     with pytest.raises(UnsupportedError) as err:
         run_outer("SELECT avg(drop) FROM __mr", "__mr", pa.table({"drop": [1.0]}))
     assert err.value.error_class == "LOCAL_OUTER_QUERY"
+
+
+def test_a_bare_decimal_literal_is_a_decimal_as_on_spark():
+    # Spark types 1.5 as DECIMAL(2,1): sum(1.5) is DECIMAL(12,1), avg(1.5) DECIMAL(6,5) (checked
+    # against Spark 4), a SELECT item 1.5 DECIMAL(2,1); not cerql.expr's DOUBLE of a bare literal
+    got = over("SELECT sum(1.5) AS s, avg(1.5) AS a, min(-2.50) AS m, 1.5 AS k FROM __mr")
+    assert got.schema.types == [pa.decimal128(12, 1), pa.decimal128(6, 5), pa.decimal128(3, 2), pa.decimal128(2, 1)]
+    assert got.to_pylist() == [{"s": Decimal(TICKS.num_rows) * Decimal("1.5"), "a": Decimal("1.50000"),
+                                "m": Decimal("-2.50"), "k": Decimal("1.5")}]
+    plain = over("SELECT (0.25) AS k, n FROM __mr LIMIT 1")
+    assert plain.schema.types[0] == pa.decimal128(2, 2) and plain.column("k").to_pylist() == [Decimal("0.25")]

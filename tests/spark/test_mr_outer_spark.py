@@ -77,6 +77,8 @@ QUERIES = [
     ("SELECT count(*), count(cls), count(DISTINCT mno) FROM " + ALL_ROWS, False),
     ("SELECT mno, count(*) AS c FROM " + ALL_ROWS + " WHERE mno IS NOT NULL GROUP BY sym, mno ORDER BY c DESC, mno "
      "LIMIT 3", False),  # ties in c and mno across symbols: compared as multisets of what both keep
+    ("SELECT sym, 1.5 AS k, sum(1.5) AS s, avg(1.5) AS a, min(-2.50) AS m FROM {item} GROUP BY sym", False),
+    ("SELECT (0.25) AS k, n FROM {item}", False),  # a bare decimal literal is a DECIMAL, as Spark types it
 ]
 
 
