@@ -200,6 +200,10 @@ def run_grouped(tree: exp.Select, table: pa.Table, resolve) -> Grouped:
     scope.shadowing = {i.alias.lower() for i in items if isinstance(i, exp.Alias) and not (
         isinstance(i.this, exp.Column) and i.this.name.lower() == i.alias.lower())}
     having = tree.args.get("having")
+    order = tree.args.get("order")
+    if having is not None and order is not None and any(has_aggregate(o.this) for o in order.expressions):
+        # Spark 4 fails on this one (UNSUPPORTED_EXPR_FOR_OPERATOR) where it could answer
+        raise refuse("An aggregate in ORDER BY with HAVING")
     keep = pa.array(np.ones(selected.num_rows, bool))
     if having is not None:
         keep = _true(scope.values(having.this, aliases), "HAVING")
