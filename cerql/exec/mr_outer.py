@@ -91,7 +91,8 @@ def _check_stars(tree: exp.Select, alias: str | None):
                                 hint=f"the result is named {alias or 'nothing'}")
 
 
-def _projection(tree: exp.Select, table: pa.Table, resolve) -> pa.Table:
+def _projection(tree: exp.Select, table: pa.Table, resolve, source: str) -> pa.Table:
+    """The SELECT list's columns, named as Spark names them (``output_name``)."""
     names, columns = [], []
     for item in tree.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
@@ -99,7 +100,7 @@ def _projection(tree: exp.Select, table: pa.Table, resolve) -> pa.Table:
             columns += table.columns
             continue
         node = item.this if isinstance(item, exp.Alias) else item
-        names.append(output_name(item))
+        names.append(output_name(item, source))
         columns.append(evaluated(node, table, resolve))
     return pa.table(columns, names=names)
 
@@ -190,12 +191,12 @@ def run_outer(outer_sql: str, placeholder: str, result: pa.Table) -> pa.Table:
         result = result.filter(pa.array(evaluate_predicate(compile_expr(where.this, resolve), result)))
     order = tree.args.get("order")
     if is_aggregate_query(tree):
-        grouped = run_grouped(tree, result, resolve)
+        grouped = run_grouped(tree, result, resolve, outer_sql)
         selected, key_values = grouped.selected, grouped.order_key
     else:
         if order is not None and any(has_aggregate(k) for k in order.expressions):
             raise refuse("An aggregate in the ORDER BY of a query without one in its SELECT list")
-        selected = _projection(tree, result, resolve)
+        selected = _projection(tree, result, resolve, outer_sql)
         key_values = lambda node: evaluated(node, result, resolve)  # noqa: E731
     if tree.args.get("distinct") is not None:
         selected = _distinct(selected)

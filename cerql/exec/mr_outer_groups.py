@@ -40,6 +40,7 @@ from cerql import mr_functions as mx
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.exec import aggregate, mr_folds
 from cerql.exec.mr_measures import aggregate_type
+from cerql.exec.spark_names import spark_name
 from cerql.expr import ExprError, compile_expr, evaluate
 from cerql.expr.literals import literal_scalar
 
@@ -93,29 +94,13 @@ def is_aggregate_query(tree: exp.Select) -> bool:
     return bool(tree.args.get("group") or tree.args.get("having")) or any(has_aggregate(i) for i in tree.expressions)
 
 
-def output_name(item: exp.Expression) -> str:
-    """The name of a SELECT item's column: its alias, its column's name, Spark's name of a
-    count/sum/avg/min/max of columns (``count(1)`` for ``count(*)``), else the item's text."""
+def output_name(item: exp.Expression, source: str | None = None) -> str:
+    """The name of a SELECT item's column read from the text ``source``: its alias, its column's
+    name as written, else Spark's automatic name (exec/spark_names.py), or the item's text where
+    that module does not know Spark's."""
     if isinstance(item, (exp.Alias, exp.Column)):
         return item.alias_or_name
-    if isinstance(item, (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)) and not item.args.get("expressions"):
-        shown = [_argument_name(a) for a in mx.aggregate_arguments(item)]
-        if all(shown) and (isinstance(item, exp.Count) or "1" not in shown):
-            distinct = "DISTINCT " if mx.is_distinct(item) else ""
-            return f"{type(item).__name__.lower()}({distinct}{', '.join(shown)})"
-    return item.sql("spark")
-
-
-def _argument_name(node: exp.Expression) -> str | None:
-    """How Spark names an aggregate's argument in the column's name: a column by its name (no
-    qualifier), ``*`` as 1, an integer as written; None for the rest."""
-    if isinstance(node, exp.Star):
-        return "1"
-    if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-        return node.name
-    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
-        return node.this
-    return None
+    return spark_name(item, source) or item.sql("spark")
 
 
 # -- groups of rows
@@ -185,13 +170,14 @@ class Grouped:
     order_key: Callable[[exp.Expression], pa.Array]
 
 
-def run_grouped(tree: exp.Select, table: pa.Table, resolve) -> Grouped:
-    """The aggregate query ``tree`` over ``table`` (the rows its WHERE keeps; module docstring)."""
+def run_grouped(tree: exp.Select, table: pa.Table, resolve, source: str | None = None) -> Grouped:
+    """The aggregate query ``tree`` (read from the text ``source``) over ``table`` (the rows its
+    WHERE keeps; module docstring)."""
     items = _expanded(tree.expressions, table)
     keys = grouping(tree.args.get("group"), items, table)
     values = [evaluated(k, table, resolve) for k in keys]
     scope = _Scope(table, resolve, group_rows(values, table.num_rows), keys, values)
-    names = [output_name(item) for item in items]
+    names = [output_name(item, source) for item in items]
     columns = [scope.values(item.this if isinstance(item, exp.Alias) else item, None) for item in items]
     selected = pa.table(columns, names=names)
     aliases: dict[str, str] = {}

@@ -140,3 +140,40 @@ def test_what_the_local_engine_refuses_spark_runs(outer):
     with pytest.raises(cerql.CeqlError) as err:
         cerql.run(outer.format(item=ITEM), {"t": _table()})
     assert err.value.error_class == "LOCAL_OUTER_QUERY" and "spark.cer_sql" in err.value.hint
+
+
+# Unaliased SELECT items of the query around the item: the local engine names each column as
+# Spark does (exec/spark_names.py), a plain SELECT list and an aggregate one alike.
+UNALIASED_SCALAR = [
+    "N", "m.sym", "M.Start", "`n`", "mno", "cls", "1", "1.5", "-1.5", "1.50", "'a'", "NULL", "TRUE", "false",
+    "DATE '2020-01-01'", "n + 1", "(n + 1) * 2", "n % 2", "mod(n, 2)", "n - 1", "n / 2", "n div 2", "-n",
+    "-(n + 1)", "1 + 2", "start + fall", "total * 2", "m.n + m.q",
+    "n > 1", "n >= 1", "n = 1", "n == 1", "n <> 1", "n != 1", "n <=> 1", "n IS DISTINCT FROM 1",
+    "NOT n > 1", "n > 1 AND n < 5 AND q < 6", "n > 1 OR sym IS NULL", "sym IS NULL", "sym IS NOT NULL",
+    "n IN (1, 2)", "n NOT IN (1, 2)", "sym IN ('x', 'y')", "n BETWEEN 1 AND 3", "n NOT BETWEEN 1 AND 3",
+    "sym LIKE 'x%'", "sym NOT LIKE 'x%'", "sym || 'b'", "concat(sym, 'b')", "coalesce(sym, 'z')",
+    "COALESCE(q, 0)", "nvl(sym, 'z')", "ifnull(sym, 'z')", "if(n > 1, 1, 0)",
+    "CASE WHEN n > 1 THEN 'a' ELSE 'b' END", "CASE WHEN n > 1 THEN 1 END", "CASE n WHEN 1 THEN 'a' ELSE 'b' END",
+    "CAST(n AS STRING)", "CAST(total AS DECIMAL(10,1))", "try_cast(n AS INT)", "abs(fall)", "ABS(fall)",
+    "round(fall, 1)", "round(fall)", "upper(sym)", "ucase(sym)", "lower(cls)", "length(sym)", "nullif(n, 1)",
+    "greatest(n, q)", "least(n, q)",
+]
+UNALIASED_AGGREGATE = [
+    "count(*)", "count(1)", "COUNT(NULL)", "count(n)", "COUNT(n)", "count(DISTINCT sym)", "sum(1)", "sum(n)",
+    "SUM(DISTINCT n)", "sum(1.5)", "avg(n)", "min(n > 1)", "max(m.sym)", "stddev(q)", "std(q)",
+    "stddev_samp(q)", "stddev_pop(q)", "variance(q)", "var_samp(q)", "var_pop(q)", "median(fall)",
+    "percentile(q, 0.25)", "bool_or(n > 2)", "bool_and(n > 2)", "every(n > 2)", "some(n > 2)", "bit_xor(qty0)",
+    "bit_and(qty0)", "bit_or(qty0)", "try_sum(total)", "try_avg(total)", "regr_count(q, n)", "count_if(n > 1)",
+    "count(1) FILTER (WHERE n > 1)", "sum(q) FILTER (WHERE n > 1)", "count(DISTINCT n) FILTER (WHERE n > 1)",
+    "sum(n) + 1", "count(*) * 2", "max(n) - min(n)", "corr(q, n)", "covar_pop(q, n)", "covar_samp(q, n)",
+    "skewness(q)", "kurtosis(q)", "sym", "upper(sym)", "max(fall) > 1", "coalesce(sum(q), 0)",
+]
+
+
+@pytest.mark.parametrize("outer", [f"SELECT {e} FROM {{item}}" for e in UNALIASED_SCALAR]
+                         + [f"SELECT {e} FROM {{item}} GROUP BY sym" for e in UNALIASED_AGGREGATE])
+def test_unaliased_items_are_named_as_spark_names_them(ticks, outer):
+    table, frame = ticks
+    query = outer.format(item=ITEM)
+    ours = cerql.run(query, {"t": table}, output="arrow")
+    assert ours.column_names == cerql.cer_sql(frame.sparkSession, query, t=frame).columns
