@@ -513,18 +513,25 @@ def family_flink(vshape_sizes: list[int], adv_sizes: list[int], repeat: int, cac
         records.append({"family": "flink", "query": kind, "rows": len(df), "engine": "cerql.run", **mine})
 
 
-def family_spark(n: int, repeat: int, records: list) -> None:
-    print(f"\n## 5. spark.cer_sql, family 1, {n:,} rows, local[2], noop sink; "
-          "base: repartition + sort of the same rows")
+def local_session(app: str):
+    """The Spark session of the MATCH_RECOGNIZE Spark benchmarks (this one, spark_mr_breakdown.py,
+    spark_mr_floor.py): local[2], UI off, 8 shuffle partitions, this interpreter for the workers."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("cerql-bench-mr")
+    spark = (SparkSession.builder.master("local[2]").appName(app)
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "8").config("spark.driver.memory", "2g")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def family_spark(n: int, repeat: int, records: list) -> None:
+    print(f"\n## 5. spark.cer_sql, family 1, {n:,} rows, local[2], noop sink; "
+          "base: repartition + sort of the same rows")
+    spark = local_session("cerql-bench-mr")
     try:
         df = random_walk(n)
         t = spark.createDataFrame(df).cache()

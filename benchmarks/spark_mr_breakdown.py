@@ -43,7 +43,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cerql  # noqa: E402
-from bench_match_recognize import VSHAPE, random_walk  # noqa: E402
+from bench_match_recognize import VSHAPE, local_session, random_walk  # noqa: E402
 
 QUERY = VSHAPE.format(skip="PAST LAST ROW", never="")
 
@@ -113,15 +113,7 @@ def pre_python(spark, t):
 
 
 def spark_rounds(n: int, repeat: int, explain: bool, detail: bool, confs: list[str]) -> None:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[2]").appName("cerql-mr-breakdown")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "8").config("spark.driver.memory", "2g")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session("cerql-mr-breakdown")
     for conf in confs:
         key, value = conf.split("=", 1)
         spark.conf.set(key, value)

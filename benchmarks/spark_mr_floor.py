@@ -13,44 +13,71 @@ DataFrame, local[2], 8 shuffle partitions, to the ``noop`` sink:
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/spark_mr_floor.py
 """
-import os, sys, time
-sys.path.insert(0, "/work/main/benchmarks")
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-from bench_match_recognize import random_walk, VSHAPE
-from pyspark.sql import SparkSession
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
 import pyarrow as pa
-import cerql
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cerql  # noqa: E402
+from bench_match_recognize import VSHAPE, local_session, random_walk  # noqa: E402
+
 QUERY = VSHAPE.format(skip="PAST LAST ROW", never="")
-spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", "8").config("spark.driver.memory", "2g").getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
-df = random_walk(1_000_000)
-t = spark.createDataFrame(df).cache(); t.count()
-res = cerql.run(QUERY, {"t": df})
-out = pa.Table.from_pandas(res, preserve_index=False)
-cer = cerql.cer_sql(spark, QUERY, t=t)
-schema = cer.schema
-out = out.cast(pa.schema([pa.field(f.name, out.schema.field(f.name).type) for f in schema]))
-per = out.num_rows // 3
-def noop(f): f.write.format("noop").mode("overwrite").save()
-def base(): return t.repartition("sym").sortWithinPartitions("sym", "ts")
+
+
 def read_only(batches):
+    """Reads every batch's buffers and returns nothing."""
     for b in batches:
-        for c in b.columns: c.buffers()
+        for c in b.columns:
+            c.buffers()
     return iter(())
-def read_emit(batches):
-    for b in batches:
-        for c in b.columns: c.buffers()
-    yield from out.slice(0, per).to_batches(max_chunksize=10000)
-def v_read(): r = base().select("sym", "ts", "price"); noop(r.mapInArrow(read_only, r.schema))
-def v_emit(): r = base().select("sym", "ts", "price"); noop(r.mapInArrow(read_emit, schema))
-def v_cer(): noop(cerql.cer_sql(spark, QUERY, t=t))
-def v_base(): noop(base())
-fns = {"base": v_base, "read": v_read, "read+emit": v_emit, "cer": v_cer}
-for f in fns.values(): f()
-best = {k: 9e9 for k in fns}
-for r in range(6):
-    for k, f in fns.items():
-        t0 = time.perf_counter(); f(); best[k] = min(best[k], time.perf_counter() - t0)
-print({k: round(v, 3) for k, v in best.items()}, {k: round(v / best["base"], 2) for k, v in best.items()})
-print(os.getloadavg(), schema.simpleString())
+
+
+def main() -> None:
+    spark = local_session("cerql-mr-floor")
+    df = random_walk(1_000_000)
+    t = spark.createDataFrame(df).cache()
+    t.count()
+    schema = cerql.cer_sql(spark, QUERY, t=t).schema
+    result = pa.Table.from_pandas(cerql.run(QUERY, {"t": df}), preserve_index=False)
+    result = result.cast(pa.schema([pa.field(f.name, result.schema.field(f.name).type) for f in schema]))
+    share = result.slice(0, result.num_rows // 3)  # AQE makes three tasks of the 8 partitions
+
+    def noop(frame) -> None:
+        frame.write.format("noop").mode("overwrite").save()
+
+    def base():
+        return t.repartition("sym").sortWithinPartitions("sym", "ts")
+
+    def read_emit(batches):
+        for batch in batches:
+            for column in batch.columns:
+                column.buffers()
+        yield from share.to_batches(max_chunksize=10_000)
+
+    def crossing(fn, out_schema):
+        rows = base().select("sym", "ts", "price")
+        noop(rows.mapInArrow(fn, out_schema or rows.schema))
+
+    variants = {"base": lambda: noop(base()), "read": lambda: crossing(read_only, None),
+                "read+emit": lambda: crossing(read_emit, schema), "cer": lambda: noop(cerql.cer_sql(spark, QUERY, t=t))}
+    for fn in variants.values():
+        fn()
+    best = {name: float("inf") for name in variants}
+    for _ in range(6):
+        for name, fn in variants.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    print(f"load average {os.getloadavg()[0]:.1f}; best of 6, wall seconds")
+    for name, seconds in best.items():
+        print(f"{name:>10} {seconds:6.3f} s  x base {seconds / best['base']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
