@@ -256,7 +256,7 @@ def profile(n: int, batch_rows: int, top: int, jvm_bits: bool) -> None:
     schema = pa.schema([("sym", pa.int64()), ("ts", pa.int64()), ("price", pa.float64())])
     local = frozenset() if jvm_bits else mr_bits.local_defines(schema, planned.clause, planned.analysis.row_local,
                                                                 QUERY)
-    bits = mr_lower.row_bits(planned.clause, QUERY, planned, local, None if local else mr_bits.BITS)
+    bits = mr_lower.row_bits(planned.clause, QUERY, local, None if local else mr_bits.BITS)
     columns = ["sym", "ts", "price"] if local else ["sym", "ts", mr_bits.BITS]
     tasks = [[b.select(columns) for b in batches] for batches in task_batches(n, batch_rows)]
     print(f"DEFINEs computed in Python: {sorted(local) or 'none'}; columns crossing: {columns}")

@@ -174,7 +174,7 @@ def match_sorted(clause: mr_ast.MatchRecognize, rows: pa.Table, bounds: np.ndarr
     each starts, then the end), with their DEFINE bits: the result table. Partition p's
     matches are numbered from 1 (MATCH_NUMBER)."""
     part = np.repeat(np.arange(len(bounds) - 1, dtype=np.int64), np.diff(bounds))
-    part_start, part_end = np.repeat(bounds[:-1], np.diff(bounds)), np.repeat(bounds[1:], np.diff(bounds))
+    part_start, part_end = row_spans(bounds)
     history = bool(getattr(matcher, "history", frozenset()))
     matches = _match_all(bits, bounds, matcher,
                          lambda p: describe_partition(rows, partition_keys, int(bounds[p])), rows if history else None)
@@ -350,8 +350,14 @@ def _partition_bounds(part: np.ndarray):
     n = len(part)
     cuts = np.flatnonzero(np.diff(part)) + 1 if n else np.zeros(0, np.int64)
     bounds = np.concatenate([[0], cuts, [n]]).astype(np.int64) if n else np.zeros(1, np.int64)
+    return (*row_spans(bounds), bounds)
+
+
+def row_spans(bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, its partition's first row and end, from the partitions' ``bounds`` (where each
+    starts, then the end)."""
     sizes = np.diff(bounds)
-    return np.repeat(bounds[:-1], sizes), np.repeat(bounds[1:], sizes), bounds
+    return np.repeat(bounds[:-1], sizes), np.repeat(bounds[1:], sizes)
 
 
 def describe_partition(rows: pa.Table, keys: list[Key], at: int) -> str | None:
@@ -456,5 +462,5 @@ def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray,
 
 
 __all__ = ["Found", "Key", "Matcher", "PikeMatcher", "collect_matches", "columns_read", "input_columns", "describe_partition", "key_columns",
-           "match_sorted", "matcher_for", "output_rows", "partition_ids", "pattern_variables", "result_table", "run_match_recognize",
+           "match_sorted", "matcher_for", "output_rows", "partition_ids", "pattern_variables", "result_table", "row_spans", "run_match_recognize",
            "sort_order", "subset_members"]

@@ -35,7 +35,7 @@ from cerql import mr_functions as mx
 from cerql.errors import ExecutionError
 from cerql.exec.mr_define import define_bits, given_bits
 from cerql.exec.mr_engine import (Found, Matcher, collect_matches, describe_partition, input_columns, key_columns,
-                                  match_sorted, output_rows, pattern_variables, result_table)
+                                  match_sorted, output_rows, pattern_variables, result_table, row_spans)
 
 MAX_MATCH_ROWS = 10_000_000
 MAX_MATCH_ROWS_CONF = "cerql.matchRecognize.maxMatchRows"
@@ -96,14 +96,29 @@ class LocalBits:
         return bits & given_bits(table, self.column) if self.column is not None else bits
 
 
-def local_bits(clause: mr_ast.MatchRecognize, text: str, matcher: Matcher, only: frozenset[str] | None = None,
-               column: str | None = None) -> LocalBits:
-    """:class:`LocalBits` of the row-local DEFINEs (those of ``only``'s variables, canonical,
-    when given; the rest are the caller's, in ``column``)."""
+def local_bits(clause: mr_ast.MatchRecognize, text: str, matcher: Matcher | None,
+               only: frozenset[str] | None = None, column: str | None = None) -> LocalBits:
+    """:class:`LocalBits` of the row-local DEFINEs: those the matcher does not check itself, or
+    those of ``only``'s variables (canonical, row-local) when given, without a matcher; the rest
+    are the caller's, in ``column``."""
     history = set(getattr(matcher, "history", ()))
     defines = {mx.canonical(d.variable): d.condition for d in clause.defines
                if mx.canonical(d.variable) not in history and (only is None or mx.canonical(d.variable) in only)}
     return LocalBits(pattern_variables(clause), defines, text, column)
+
+
+def bits_column(bits: str | Callable[..., np.ndarray]) -> str | None:
+    """The column of the DEFINE bits the caller computed, given ``bits`` as GroupMatcher and
+    GroupPool take it (a column's name, or a :class:`LocalBits` with its ``column``)."""
+    return bits if isinstance(bits, str) else getattr(bits, "column", None)
+
+
+def bits_of(bits: str | Callable[..., np.ndarray], table: pa.Table, part_start: np.ndarray | None = None,
+            part_end: np.ndarray | None = None) -> np.ndarray:
+    """The DEFINE bits of ``table``'s rows, given ``bits`` as GroupMatcher and GroupPool take it:
+    read from its column, or computed over the rows (one group, or those of ``part_start`` /
+    ``part_end``)."""
+    return given_bits(table, bits) if isinstance(bits, str) else bits(table, part_start, part_end)
 
 
 class GroupMatcher:
@@ -187,7 +202,7 @@ class GroupMatcher:
         if usable <= begin:
             self.undecided = n - begin
             return
-        bits = (given_bits(table, self.bits) if isinstance(self.bits, str) else self.bits(table))[:usable]
+        bits = bits_of(self.bits, table)[:usable]
         where = dict(first_row=0 if self.base == 0 else -1, begin=begin, final=final, numbered_from=self.numbered)
         if self.history:
             starts, ends, labels, head = self.matcher.match(bits, self._partition(), rows=table, **where)
@@ -208,8 +223,7 @@ class GroupMatcher:
         self.undecided = n - head
 
     def _output(self, table: pa.Table, starts, ends, labels, unmatched: tuple[int, int, int]) -> pa.Table:
-        given = self.bits if isinstance(self.bits, str) else getattr(self.bits, "column", None)
-        inputs = input_columns(table.column_names, given, self.keys)
+        inputs = input_columns(table.column_names, bits_column(self.bits), self.keys)
         rows, partition_keys, order_keys = key_columns(self.clause, table, self.text, self.keys)
         n = rows.num_rows
         found = Found(np.asarray(starts, np.int64), np.asarray(ends, np.int64), labels, 0, self.numbered + 1)
@@ -254,12 +268,8 @@ class GroupPool:
         sizes = np.array([g.num_rows for g in groups], np.int64)
         bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         table = pa.concat_tables(groups).combine_chunks() if len(groups) > 1 else groups[0]
-        if isinstance(self.bits, str):
-            column, bits = self.bits, given_bits(table, self.bits)
-        else:
-            column = getattr(self.bits, "column", None)
-            bits = self.bits(table, np.repeat(bounds[:-1], sizes), np.repeat(bounds[1:], sizes))
-        inputs = input_columns(table.column_names, column, self.keys)
+        bits = bits_of(self.bits, table, *row_spans(bounds))
+        inputs = input_columns(table.column_names, bits_column(self.bits), self.keys)
         rows, partition_keys, order_keys = key_columns(self.clause, table, self.text, self.keys)
         result = match_sorted(self.clause, rows, bounds, bits, self.matcher, inputs, partition_keys, order_keys,
                               self.text)
@@ -267,5 +277,6 @@ class GroupPool:
             yield result
 
 
-__all__ = ["GroupPool", "GroupMatcher", "LIMIT_HINT", "LocalBits", "MAX_MATCH_ROWS", "MAX_MATCH_ROWS_CONF", "MIN_RUN", "local_bits",
+__all__ = ["GroupPool", "GroupMatcher", "LIMIT_HINT", "LocalBits", "MAX_MATCH_ROWS", "MAX_MATCH_ROWS_CONF", "MIN_RUN", "bits_column", "bits_of",
+           "local_bits",
            "match_too_long", "reach"]

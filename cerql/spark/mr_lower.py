@@ -193,20 +193,19 @@ def matcher_input(spark, text: str, tables: Mapping[str, Any]):
         inputs = input_columns([c for c in rows.columns if c != ORDINAL], column, keys)
         hidden = [c for c in [column] + keys if c is not None]
         rows = rows.select(*[quoted(c) for c in columns_read(clause, jvm, inputs) + hidden])
-        bits = row_bits(clause, text, planned, local, column)
+        bits = row_bits(clause, text, local, column)
     except CeqlError as err:
         raise err.with_text(text)
     return planned, rows, schema, keys, bits
 
 
-def row_bits(clause: mr_ast.MatchRecognize, text: str, planned: front.RowPatternPlanned, local: frozenset[str],
-             column: str | None):
+def row_bits(clause: mr_ast.MatchRecognize, text: str, local: frozenset[str], column: str | None):
     """What a task's GroupMatcher takes as ``bits``: the JVM's column when it computed every
     row-local DEFINE, else a ``local_bits`` of those computed in Python (``local``) with the
     JVM's column, if any, for the others."""
     if not local:
         return column
-    return local_bits(clause, text, row_pattern.matcher(planned), only=local, column=column)
+    return local_bits(clause, text, None, only=local, column=column)  # no matcher built for it
 
 
 def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
