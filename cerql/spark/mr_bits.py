@@ -46,6 +46,12 @@ BITS = "__cerql_mr_bits"
 NAV = "__cerql_mr_nav{}"
 
 
+def by_lower_name(names) -> dict[str, str]:
+    """Each column name by its lower case: the first column of a name, as Spark resolves an
+    unqualified name case-insensitively."""
+    return {c.lower(): c for c in reversed(names)}
+
+
 def _window_class(frame):
     if is_connect(frame):
         from pyspark.sql.connect.window import Window
@@ -89,7 +95,7 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str):
     from cerql.spark.compat import functions_for
 
     F = functions_for(frame)
-    lowered = {c.lower(): c for c in reversed(frame.columns)}
+    lowered = by_lower_name(frame.columns)
     spell = speller({c: c for c in frame.columns})
     items = list(clause.partition_by) + [k.expr for k in clause.order_by]
     keys, columns = [], []
@@ -159,7 +165,7 @@ def local_defines(schema: pa.Schema, clause: mr_ast.MatchRecognize, row_local: f
     from cerql.exec.mr_define import evaluate_define
 
     empty = schema.empty_table()
-    lowered = {c.lower(): c for c in reversed(schema.names)}
+    lowered = by_lower_name(schema.names)
     local = set()
     for define in clause.defines:
         variable = mx.canonical(define.variable)
@@ -188,7 +194,7 @@ def with_bits(frame, clause: mr_ast.MatchRecognize, row_local: frozenset[str], p
 
     F = functions_for(frame)
     window = _window_class(frame).partitionBy(*partition).orderBy(*order)
-    lowered = {c.lower(): c for c in reversed(frame.columns)}
+    lowered = by_lower_name(frame.columns)
     spell = speller({c: c for c in frame.columns})
     variables = tuple(dict.fromkeys(mx.canonical(v) for v in clause.variables))
     defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
