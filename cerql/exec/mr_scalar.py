@@ -268,26 +268,20 @@ def _logic(node, kinds) -> tuple[Fn, str] | None:
     if left is None or right is None or left[1] != BOOL or right[1] != BOOL:
         return None
     fa, fb = left[0], right[0]
-    if isinstance(node, exp.And):
-        def conjunction(vals):
-            a = fa(vals)
-            if a is False:
-                return False
-            b = fb(vals)
-            if b is False:
-                return False
-            return None if a is None or b is None else True
-        return conjunction, BOOL
+    # three-valued AND and OR: a side equal to ``decides`` (False for AND, True for OR) is the
+    # answer, the right side unread when the left one decides, as cerql.expr does; else NULL if
+    # either side is, else the other value
+    decides = not isinstance(node, exp.And)
 
-    def disjunction(vals):
+    def junction(vals):
         a = fa(vals)
-        if a is True:
-            return True
+        if a is decides:
+            return decides
         b = fb(vals)
-        if b is True:
-            return True
-        return None if a is None or b is None else False
-    return disjunction, BOOL
+        if b is decides:
+            return decides
+        return None if a is None or b is None else not decides
+    return junction, BOOL
 
 
 def _coalesce(node: exp.Coalesce, kinds) -> tuple[Fn, str] | None:

@@ -90,6 +90,18 @@ def test_the_scalar_form_is_cerql_expr(text, rows):
         assert same(got, want[0]), (text, r, got, want)
 
 
+@pytest.mark.parametrize("op", ["AND", "OR"])
+@pytest.mark.parametrize("negated", [False, True])
+def test_and_or_follow_three_valued_logic(op, negated):
+    # every pair of TRUE, FALSE and NULL operands (``x = 1`` over 1, 2 and NULL), bare and under
+    # NOT, where a NULL answer and a FALSE one part ways
+    text = f"{F.format(0)} = 1 {op} {F.format(1)} = 1"
+    tree = sqlglot.parse_one(f"NOT ({text})" if negated else text, read="spark")
+    fn = compile_condition(tree, KINDS)
+    rows = [(a, b, 0.0, 0.0) for a in (1, 2, None) for b in (1, 2, None)]
+    assert [fn(list(r)) for r in rows] == expr_truth(tree, rows)
+
+
 def same_number(a, b) -> bool:
     return a is b or (type(a) is type(b) and (a == b or (a != a and b != b)) and repr(a) == repr(b))
 
