@@ -63,9 +63,7 @@ def evaluated(node: exp.Expression, table: pa.Table, resolve) -> pa.Array:
     that is the whole expression (``sum(1.5)``, ``SELECT 1.5``) is typed as Spark types it (a
     DECIMAL for ``1.5``): cerql.expr reads a bare decimal literal as a DOUBLE, for CEQL's
     register checks (its ``compile_expr``), which the query around the item does not have."""
-    bare = node
-    while isinstance(bare, exp.Paren):
-        bare = bare.this
+    bare = node.unnest()
     negative = isinstance(bare, exp.Neg)
     bare = bare.this if negative else bare
     if isinstance(bare, exp.Literal) and not bare.is_string:

@@ -41,20 +41,14 @@ class _Unknown(Exception):
 
 def spark_name(item: exp.Expression, source: str | None = None) -> str | None:
     """Spark's name of the unaliased SELECT item ``item`` read from ``source``; None if unknown."""
-    node = _bare(item)
-    if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(_bare(node.this), exp.Column) \
+    node = item.unnest()
+    if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this.unnest(), exp.Column) \
             and not _is_typed_literal(node):
-        node = _bare(node.this)  # Spark: a CAST of a column is named as the column
+        node = node.this.unnest()  # Spark: a CAST of a column is named as the column
     try:
         return _name(node, source)
     except _Unknown:
         return None
-
-
-def _bare(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
 
 
 def _is_typed_literal(node: exp.Expression) -> bool:
@@ -64,7 +58,7 @@ def _is_typed_literal(node: exp.Expression) -> bool:
 
 
 def _name(node: exp.Expression, source: str | None) -> str:
-    node = _bare(node)
+    node = node.unnest()
     kind = type(node)
     if kind in _BINARY and not node.meta:  # an operator; ``mod(n, 2)`` is a call
         return f"({_name(node.this, source)} {_BINARY[kind]} {_name(node.expression, source)})"
@@ -89,7 +83,7 @@ def _operator(node: exp.Expression, source: str | None) -> str:
     if isinstance(node, exp.NullSafeNEQ):
         return f"(NOT ({_name(node.this, source)} <=> {_name(node.expression, source)}))"
     if isinstance(node, exp.Not):
-        inner = _bare(node.this)
+        inner = node.this.unnest()
         if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
             return f"({_name(inner.this, source)} IS NOT NULL)"
         return f"(NOT {_name(inner, source)})"
