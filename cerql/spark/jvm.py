@@ -1,0 +1,150 @@
+"""cerql's JVM side: the Java sources under cerql/spark/java, compiled once and loaded into a session.
+
+Why: a MATCH_RECOGNIZE whose rows cross to Python pays for the crossing alone about half of what
+Spark's own shuffle and sort cost (docs/benchmarks.md); matched inside the JVM, in a
+``Dataset.mapPartitions`` beside Spark's operators, the rows never leave it. The Java code is the
+engine (the Pike matcher, written for cerql, docs/architecture.md), so it ships as source: it is
+compiled on first use with the JDK's ``javac`` against the jars of the installed pyspark, into a
+jar cached under ``CERQL_CACHE_DIR`` (default ``~/.cache/cerql``), keyed by the sources and the
+Spark version, and added to a session with ``SparkContext.addJar`` (so a cluster's executors
+fetch it too). Where there is no ``javac`` (a JRE only), :func:`compiled_jar` says why and the
+callers keep to the Python path: the answer is the same, only slower.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import zipfile
+from functools import lru_cache
+from pathlib import Path
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+_LOCK = threading.Lock()
+_LOADED: dict[int, object] = {}  # id of the JVM SparkContext -> the driver's class loader of the jar
+
+
+class JvmUnavailable(RuntimeError):
+    """cerql's Java code cannot be compiled or loaded here (no javac, a Spark Connect session)."""
+
+
+def java_sources() -> list[Path]:
+    """The .java files shipped with cerql, in a stable order."""
+    return sorted(JAVA_DIR.rglob("*.java"))
+
+
+def spark_jars() -> list[Path]:
+    """The jars of the installed pyspark: the classpath the sources compile against."""
+    import pyspark
+
+    return sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("CERQL_CACHE_DIR") or Path.home() / ".cache" / "cerql")
+
+
+def _javac() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "javac").exists():
+        return str(Path(home) / "bin" / "javac")
+    return shutil.which("javac")
+
+
+def _digest(sources: list[Path]) -> str:
+    import pyspark
+
+    h = hashlib.sha256(pyspark.__version__.encode())
+    for path in sources:
+        h.update(path.relative_to(JAVA_DIR).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
+def compiled_jar() -> Path:
+    """The jar of cerql's Java classes, compiled now if the cache does not hold it yet.
+    Raises :class:`JvmUnavailable` (with the reason) when it cannot be built."""
+    sources = java_sources()
+    jar = cache_root() / f"cerql-jvm-{_digest(sources)}.jar"
+    if jar.exists():
+        return jar
+    javac = _javac()
+    if javac is None:
+        raise JvmUnavailable("no javac (a JDK) on PATH or in JAVA_HOME")
+    with _LOCK, tempfile.TemporaryDirectory(prefix="cerql-javac-") as tmp:
+        classes = Path(tmp) / "classes"
+        classpath = os.pathsep.join(str(p) for p in spark_jars())
+        done = subprocess.run([javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-cp", classpath,
+                               "-d", str(classes), *map(str, sources)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise JvmUnavailable(f"javac failed:\n{done.stderr.strip()}")
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        part = jar.with_suffix(f".{os.getpid()}.part")
+        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+            for f in sorted(classes.rglob("*.class")):
+                z.write(f, f.relative_to(classes).as_posix())
+        os.replace(part, jar)  # atomic: a concurrent build writes the same bytes
+    return jar
+
+
+def class_loader(spark):
+    """The driver's loader of cerql's classes for ``spark`` (a classic session), the jar added to
+    its SparkContext once, so that tasks load the same classes."""
+    from cerql.spark.compat import is_connect
+
+    if is_connect(spark):
+        raise JvmUnavailable("a Spark Connect session: the client has no JVM to load cerql's classes into")
+    jsc = spark.sparkContext._jsc
+    key = id(spark.sparkContext)
+    with _LOCK:
+        loader = _LOADED.get(key)
+        if loader is None:
+            jar = compiled_jar()
+            jvm = spark.sparkContext._jvm
+            jsc.sc().addJar(str(jar))
+            urls = spark.sparkContext._gateway.new_array(jvm.java.net.URL, 1)
+            urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
+            parent = jsc.sc().getClass().getClassLoader()
+            loader = jvm.java.net.URLClassLoader(urls, parent)
+            _LOADED[key] = loader
+    return loader
+
+
+def new_instance(spark, class_name: str, *args):
+    """``new class_name(args...)`` of one of cerql's classes, in the driver's JVM."""
+    jvm = spark.sparkContext._jvm
+    cls = jvm.java.lang.Class.forName(class_name, True, class_loader(spark))
+    return _construct(spark, cls, args)
+
+
+def _construct(spark, cls, args):
+    gateway = spark.sparkContext._gateway
+    for ctor in cls.getConstructors():
+        if ctor.getParameterCount() == len(args):
+            values = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
+            for i, a in enumerate(args):
+                values[i] = a
+            return ctor.newInstance(values)
+    raise JvmUnavailable(f"{cls.getName()} has no constructor of {len(args)} arguments")
+
+
+def static_call(spark, class_name: str, method: str, *args):
+    """``class_name.method(args...)``, a static method of one of cerql's classes."""
+    gateway = spark.sparkContext._gateway
+    cls = gateway.jvm.java.lang.Class.forName(class_name, True, class_loader(spark))
+    for m in cls.getMethods():
+        if m.getName() == method and m.getParameterCount() == len(args):
+            values = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
+            for i, a in enumerate(args):
+                values[i] = a
+            return m.invoke(None, values)
+    raise JvmUnavailable(f"{class_name} has no static {method} of {len(args)} arguments")
+
+
+__all__ = ["JAVA_DIR", "JvmUnavailable", "class_loader", "compiled_jar", "java_sources", "new_instance",
+           "spark_jars", "static_call"]
