@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entrant: class_loader holds it while compiled_jar builds the jar
 _LOADED: dict[int, object] = {}  # id of the JVM SparkContext -> the driver's class loader of the jar
 
 
