@@ -1,0 +1,591 @@
+package io.cerql.mr;
+
+import java.io.Serializable;
+import java.util.ArrayDeque;
+
+/**
+ * The MATCH_RECOGNIZE matcher for row-local DEFINEs inside Spark's JVM: a Pike VM over one ordered
+ * partition, fed a row at a time, for AFTER MATCH SKIP PAST LAST ROW.
+ *
+ * <p>It follows the semantics of cerql/exec/kernel/pike.py (its module docstring says why they
+ * are right): threads in priority order (earlier start first, then preference order); at each
+ * position only the first thread to reach an NFA state is kept; an ACCEPT cuts the less preferred
+ * threads of its start and, PAST LAST ROW, the threads after it of the starts before the match's
+ * end; a state already reached from which ACCEPT is reachable without a row ({@code nullable})
+ * still gives a later start its match there; a start row's match is final once none of its
+ * threads is left, and matches are handed out in start order as soon as they are final. The NFA
+ * and its tables are cerql/mr_plan.py's, encoded by cerql/spark/mr_jvm_nfa.py.
+ *
+ * <p>Two differences, both for a stream of rows of unknown length. Threads carry registers (the
+ * first or last value of a column over the rows of some variables, a count, a classifier) instead
+ * of a path: what a match's measures need, in constant memory per thread. And the epsilon closure
+ * at a position is run when the next row arrives or the partition ends, since only then is it
+ * known whether {@code $} holds there; a thread that consumed a row waits in the "stepped" list
+ * until then. The closures of one position still run in the kernel's order (the stepped threads
+ * in priority order, then the new start), so every decision is the kernel's; a match ending
+ * before row p is known when row p arrives (or the partition ends).
+ *
+ * <p>Start rows are kept, in order, only while they can still matter (threads left, or a match
+ * waiting for an earlier start to be decided): memory follows the live threads and pending matches,
+ * not the partition.
+ */
+public final class PikeMatcher implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    // state kinds (cerql/mr_plan.py)
+    static final int CONSUME = 0;
+    static final int SPLIT = 1;
+    static final int ANCHOR_START = 2;
+    static final int ANCHOR_END = 3;
+    static final int ACCEPT = 4;
+    // anchors that hold at a position: bits of the nullable column (cerql/mr_plan.py)
+    private static final int AT_START = 1;
+    private static final int AT_END = 2;
+
+    /** Register kinds (cerql/spark/mr_jvm_nfa.py, Register). */
+    public static final int FIRST = 0;
+    public static final int LAST = 1;
+    public static final int COUNT = 2;
+    public static final int CLASSIFIER = 3;
+
+    // the NFA
+    private final int nStates;
+    private final int nVars;
+    private final int startState;
+    private final int[] kind;
+    private final int[] var;       // CONSUME: the variable of the state's label; else -1
+    private final int[] nullable;  // bit a: ACCEPT reachable without a row where anchors a hold
+    private final int[] outStart;  // successors of s: out[outStart[s] .. outStart[s + 1]]
+    private final int[] out;
+    // the registers
+    private final int nReg;
+    private final int[] regKind;
+    private final long[] regMask;
+    private final int[] regColumn;
+
+    /** The matcher's state within a partition: built on the first begin() (also after the matcher
+     *  was shipped to an executor). */
+    private transient Work w;
+
+    /** Threads: an NFA state, the slot of the thread's start row, and its registers (register r
+     *  of thread i at i * nReg + r: {@code val} the value, {@code num} a count, a flag or a
+     *  variable + 1). */
+    private static final class Threads {
+        int n;
+        final int[] state;
+        final int[] slot;
+        final Object[] val;
+        final long[] num;
+
+        Threads(int capacity, int nReg) {
+            state = new int[capacity];
+            slot = new int[capacity];
+            val = new Object[capacity * nReg];
+            num = new long[capacity * nReg];
+        }
+    }
+
+    /** Everything that changes while a partition runs. */
+    private static final class Work {
+        Threads ready;            // CONSUME threads waiting for the row at position p
+        Threads stepped;          // threads that consumed row p - 1, their closure not yet followed
+        final long[] visited;     // the closure round that last reached each state
+        final int[] stack;        // the depth-first walk of a closure
+        long gen;                 // the current closure round
+        long p;                   // the next row of the partition
+        long cut;                 // in this round, threads after this point with a start below it are cut
+        boolean open;             // begin() was called, end() not yet
+        // start rows, by slot: the row, its live threads, its best match so far and its registers
+        long[] slotStart = new long[0];
+        int[] slotCnt = new int[0];
+        long[] slotEnd = new long[0];
+        Object[] slotVal = new Object[0];
+        long[] slotNum = new long[0];
+        int[] free = new int[0];  // the free slots
+        int nFree;
+        // the slots of the start rows still undecided, in start order (a ring)
+        int[] ring = new int[16];
+        int ringHead;
+        int ringSize;
+        final ArrayDeque<Object[]> done = new ArrayDeque<>();
+        final Object[] noVal;     // the registers of a new start: no row seen
+        final long[] noNum;
+
+        Work(int nStates, int nOut, int nReg) {
+            noVal = new Object[nReg];
+            noNum = new long[nReg];
+            ready = new Threads(nStates, nReg);
+            stepped = new Threads(nStates, nReg);
+            visited = new long[nStates];
+            stack = new int[nOut + 1];
+        }
+    }
+
+    /**
+     * @param nfa       the NFA, as cerql/spark/mr_jvm_nfa.py's nfa_spec writes it
+     * @param registers the registers, as its register_spec writes them
+     */
+    public PikeMatcher(String nfa, String registers) {
+        Tokens t = new Tokens(nfa);
+        nStates = t.nextInt();
+        nVars = t.nextInt();
+        startState = t.nextInt();
+        if (nStates <= 0 || nVars < 0 || nVars > 64 || startState < 0 || startState >= nStates) {
+            throw new IllegalArgumentException("bad NFA header: " + nStates + " states, " + nVars + " variables");
+        }
+        kind = new int[nStates];
+        var = new int[nStates];
+        nullable = new int[nStates];
+        outStart = new int[nStates + 1];
+        int[] succ = new int[16];
+        int nOut = 0;
+        for (int s = 0; s < nStates; s++) {
+            kind[s] = t.nextInt();
+            int label = t.nextInt();
+            nullable[s] = t.nextInt();
+            int k = t.nextInt();
+            if (kind[s] == CONSUME && (label < 0 || nVars == 0)) {
+                throw new IllegalArgumentException("state " + s + ": CONSUME without a label");
+            }
+            var[s] = kind[s] == CONSUME ? label % nVars : -1;
+            outStart[s] = nOut;
+            for (int i = 0; i < k; i++) {
+                if (nOut == succ.length) {
+                    succ = java.util.Arrays.copyOf(succ, 2 * succ.length);
+                }
+                succ[nOut++] = t.nextInt();
+            }
+            checkState(s, k);
+        }
+        outStart[nStates] = nOut;
+        out = java.util.Arrays.copyOf(succ, nOut);
+        for (int x : out) {
+            if (x < 0 || x >= nStates) {
+                throw new IllegalArgumentException("successor " + x + " out of range");
+            }
+        }
+        t.end();
+        Tokens r = new Tokens(registers);
+        nReg = r.done() ? 0 : r.nextInt();
+        regKind = new int[nReg];
+        regMask = new long[nReg];
+        regColumn = new int[nReg];
+        for (int i = 0; i < nReg; i++) {
+            regKind[i] = r.nextInt();
+            regMask[i] = r.nextLong();
+            regColumn[i] = r.nextInt();
+            if (regKind[i] < FIRST || regKind[i] > CLASSIFIER || regKind[i] <= LAST && regColumn[i] < 0) {
+                throw new IllegalArgumentException("bad register " + i);
+            }
+        }
+        r.end();
+    }
+
+    private void checkState(int s, int nOut) {
+        int k = kind[s];
+        boolean ok = k == ACCEPT ? nOut == 0 : k == SPLIT ? nOut >= 1 : k >= CONSUME && k <= ACCEPT && nOut == 1;
+        if (!ok) {
+            throw new IllegalArgumentException("state " + s + ": kind " + k + " with " + nOut + " successors");
+        }
+    }
+
+    /** A partition starts: the next row is its first ({@code ^} holds before it). */
+    public void begin() {
+        if (w == null) {
+            w = new Work(nStates, out.length, nReg);
+        }
+        w.ready.n = 0;
+        w.stepped.n = 0;
+        w.p = 0;
+        w.cut = -1;
+        w.ringSize = 0;
+        w.ringHead = 0;
+        w.nFree = w.slotStart.length;
+        for (int i = 0; i < w.nFree; i++) {
+            w.free[i] = i;
+        }
+        w.open = true;
+    }
+
+    /**
+     * The partition's next row.
+     *
+     * @param bits   bit v set when the row satisfies variable v's DEFINE
+     * @param values the row's values that the registers read (by their column)
+     */
+    public void row(long bits, Object[] values) {
+        Work k = open();
+        round(k, false);
+        step(k, bits, values);
+        k.p++;
+        decide(k);
+    }
+
+    /** The partition ended after the rows given ({@code $} holds after the last): every pending
+     *  start is decided. */
+    public void end() {
+        Work k = open();
+        round(k, true);
+        for (int i = 0; i < k.ready.n; i++) {  // threads waiting for a row past the end die
+            k.slotCnt[k.ready.slot[i]]--;
+        }
+        k.ready.n = 0;
+        decide(k);
+        if (k.ringSize != 0) {
+            throw new IllegalStateException("a start row is left undecided at the partition's end");
+        }
+        k.open = false;
+    }
+
+    /** Whether a finished match waits to be taken. */
+    public boolean hasMatch() {
+        return w != null && !w.done.isEmpty();
+    }
+
+    /** The next finished match: {@code {Long start, Long end (exclusive), reg0, reg1, ...}}, rows
+     *  counted from the partition's first; null when there is none. */
+    public Object[] nextMatch() {
+        return w == null ? null : w.done.poll();
+    }
+
+    private Work open() {
+        if (w == null || !w.open) {
+            throw new IllegalStateException("begin() a partition first");
+        }
+        return w;
+    }
+
+    /** The epsilon closures at position p, in priority order: the threads that consumed row p - 1,
+     *  then, before a row, a new start at p. PAST LAST ROW always begins it (the kernel's floor
+     *  never rises past p here): a match found in this round ends at p, past its start. */
+    private void round(Work k, boolean atEnd) {
+        k.gen++;
+        k.cut = -1;
+        k.ready.n = 0;
+        int anchors = (k.p == 0 ? AT_START : 0) | (atEnd ? AT_END : 0);
+        Threads st = k.stepped;
+        for (int i = 0; i < st.n; i++) {
+            int slot = st.slot[i];
+            k.slotCnt[slot]--;
+            if (k.slotStart[slot] < k.cut) {
+                continue;
+            }
+            closure(k, out[outStart[st.state[i]]], slot, st.val, st.num, i * nReg, anchors);
+        }
+        st.n = 0;
+        if (!atEnd) {
+            int slot = newSlot(k, k.p);
+            closure(k, startState, slot, k.noVal, k.noNum, 0, anchors);
+            if (k.slotCnt[slot] == 0 && k.slotEnd[slot] < 0) {
+                k.free[k.nFree++] = slot;  // no thread and no match: decided at once, nothing to keep
+            } else {
+                ringPush(k, slot);
+            }
+        }
+    }
+
+    /** Follow the epsilon moves from {@code root} at position p depth-first in preference order:
+     *  the CONSUME states reached first in this round become threads (with the registers at
+     *  {@code src[off..]}), an ACCEPT reached records the match. A state another thread reached
+     *  in this round is not entered again: its successors were reached too; but when ACCEPT is
+     *  reachable from it without a row, this start's match ends here too (pike.py, _closure). */
+    private void closure(Work k, int root, int slot, Object[] val, long[] num, int off, int anchors) {
+        int[] stack = k.stack;
+        int sp = 0;
+        stack[sp++] = root;
+        while (sp > 0) {
+            int s = stack[--sp];
+            if (k.visited[s] == k.gen) {
+                if ((nullable[s] >> anchors & 1) != 0) {
+                    accept(k, slot, val, num, off);
+                    return;
+                }
+                continue;
+            }
+            k.visited[s] = k.gen;
+            switch (kind[s]) {
+                case CONSUME:
+                    addThread(k.ready, s, slot, val, num, off);
+                    k.slotCnt[slot]++;
+                    break;
+                case ACCEPT:
+                    accept(k, slot, val, num, off);
+                    return;
+                case ANCHOR_START:
+                    if ((anchors & AT_START) != 0) {
+                        stack[sp++] = out[outStart[s]];
+                    }
+                    break;
+                case ANCHOR_END:
+                    if ((anchors & AT_END) != 0) {
+                        stack[sp++] = out[outStart[s]];
+                    }
+                    break;
+                default:  // SPLIT: the preferred successor on top
+                    for (int e = outStart[s + 1] - 1; e >= outStart[s]; e--) {
+                        stack[sp++] = out[e];
+                    }
+            }
+        }
+    }
+
+    private void addThread(Threads t, int state, int slot, Object[] val, long[] num, int off) {
+        int i = t.n++;
+        t.state[i] = state;
+        t.slot[i] = slot;
+        System.arraycopy(val, off, t.val, i * nReg, nReg);
+        System.arraycopy(num, off, t.num, i * nReg, nReg);
+    }
+
+    /** A thread reached ACCEPT at position p: the best match of its start so far (the threads
+     *  before it still alive are preferred, the ones after it are cut). PAST LAST ROW: the next
+     *  search starts where it ends, so the threads after it of the starts before its end are cut
+     *  too (the ones before it are of its start or earlier ones). */
+    private void accept(Work k, int slot, Object[] val, long[] num, int off) {
+        long start = k.slotStart[slot];
+        k.slotEnd[slot] = k.p;
+        System.arraycopy(val, off, k.slotVal, slot * nReg, nReg);
+        System.arraycopy(num, off, k.slotNum, slot * nReg, nReg);
+        long resume = k.p > start ? k.p : start + 1;
+        if (resume > k.cut) {
+            k.cut = resume;
+        }
+    }
+
+    /** Row p: the ready threads whose variable the row satisfies take it (their registers see it)
+     *  and wait in the stepped list, in the same order; the others die. */
+    private void step(Work k, long bits, Object[] values) {
+        Threads t = k.ready;
+        int kept = 0;
+        for (int i = 0; i < t.n; i++) {
+            int s = t.state[i];
+            if ((bits >>> var[s] & 1L) == 0) {
+                k.slotCnt[t.slot[i]]--;
+                continue;
+            }
+            if (kept != i) {
+                t.state[kept] = s;
+                t.slot[kept] = t.slot[i];
+                System.arraycopy(t.val, i * nReg, t.val, kept * nReg, nReg);
+                System.arraycopy(t.num, i * nReg, t.num, kept * nReg, nReg);
+            }
+            see(t.val, t.num, kept * nReg, var[s], values);
+            kept++;
+        }
+        t.n = kept;
+        k.ready = k.stepped;
+        k.stepped = t;
+    }
+
+    /** The registers at {@code val/num[off..]} take a row of variable v. */
+    private void see(Object[] val, long[] num, int off, int v, Object[] values) {
+        for (int r = 0; r < nReg; r++) {
+            if ((regMask[r] >>> v & 1L) == 0) {
+                continue;
+            }
+            int i = off + r;
+            switch (regKind[r]) {
+                case FIRST:
+                    if (num[i] == 0) {
+                        val[i] = values[regColumn[r]];
+                        num[i] = 1;
+                    }
+                    break;
+                case LAST:
+                    val[i] = values[regColumn[r]];
+                    num[i] = 1;
+                    break;
+                case COUNT:
+                    num[i]++;
+                    break;
+                default:  // CLASSIFIER
+                    num[i] = v + 1;
+            }
+        }
+    }
+
+    /** The start rows whose threads are all gone are decided, in order: a match is handed out,
+     *  and the starts inside it are skipped (PAST LAST ROW; after an empty match, the next row). */
+    private void decide(Work k) {
+        while (k.ringSize > 0) {
+            int slot = k.ring[k.ringHead];
+            if (k.slotCnt[slot] != 0) {
+                return;
+            }
+            ringPop(k);
+            long s = k.slotStart[slot];
+            long e = k.slotEnd[slot];
+            k.free[k.nFree++] = slot;
+            if (e < 0) {
+                continue;
+            }
+            k.done.add(match(k, slot, s, e));
+            long resume = e > s ? e : s + 1;
+            while (k.ringSize > 0 && k.slotStart[k.ring[k.ringHead]] < resume) {
+                int x = ringPop(k);
+                if (k.slotCnt[x] != 0) {  // the accept that ended the match cut them (pike.py)
+                    throw new IllegalStateException("a start inside a match still has threads");
+                }
+                k.free[k.nFree++] = x;
+            }
+        }
+    }
+
+    private Object[] match(Work k, int slot, long s, long e) {
+        Object[] m = new Object[2 + nReg];
+        m[0] = s;
+        m[1] = e;
+        int off = slot * nReg;
+        for (int r = 0; r < nReg; r++) {
+            long n = k.slotNum[off + r];
+            switch (regKind[r]) {
+                case COUNT:
+                    m[2 + r] = n;
+                    break;
+                case CLASSIFIER:
+                    m[2 + r] = n == 0 ? null : Integer.valueOf((int) n - 1);
+                    break;
+                default:  // FIRST, LAST
+                    m[2 + r] = n == 0 ? null : k.slotVal[off + r];
+            }
+            k.slotVal[off + r] = null;  // the slot is free: let the value go
+        }
+        return m;
+    }
+
+    // ------------------------------------------------------------------ start slots and their ring
+
+    private int newSlot(Work k, long start) {
+        if (k.nFree == 0) {
+            growSlots(k);
+        }
+        int slot = k.free[--k.nFree];
+        k.slotStart[slot] = start;
+        k.slotCnt[slot] = 0;
+        k.slotEnd[slot] = -1;
+        return slot;
+    }
+
+    private void growSlots(Work k) {
+        int old = k.slotStart.length;
+        int cap = Math.max(16, 2 * old);
+        k.slotStart = java.util.Arrays.copyOf(k.slotStart, cap);
+        k.slotCnt = java.util.Arrays.copyOf(k.slotCnt, cap);
+        k.slotEnd = java.util.Arrays.copyOf(k.slotEnd, cap);
+        k.slotVal = java.util.Arrays.copyOf(k.slotVal, cap * nReg);
+        k.slotNum = java.util.Arrays.copyOf(k.slotNum, cap * nReg);
+        k.free = java.util.Arrays.copyOf(k.free, cap);
+        for (int i = old; i < cap; i++) {
+            k.free[k.nFree++] = i;
+        }
+    }
+
+    private void ringPush(Work k, int slot) {
+        if (k.ringSize == k.ring.length) {
+            dropDead(k);
+            if (2 * k.ringSize > k.ring.length) {
+                int[] bigger = new int[2 * k.ring.length];
+                for (int i = 0; i < k.ringSize; i++) {
+                    bigger[i] = k.ring[(k.ringHead + i) & (k.ring.length - 1)];
+                }
+                k.ring = bigger;
+                k.ringHead = 0;
+            }
+        }
+        k.ring[(k.ringHead + k.ringSize++) & (k.ring.length - 1)] = slot;
+    }
+
+    private int ringPop(Work k) {
+        int slot = k.ring[k.ringHead];
+        k.ringHead = (k.ringHead + 1) & (k.ring.length - 1);
+        k.ringSize--;
+        return slot;
+    }
+
+    /** Forget the starts whose threads died without a match: an earlier start still running
+     *  keeps them in the ring, but they decide nothing (the ring stays as large as the live
+     *  threads and pending matches, not the partition). */
+    private void dropDead(Work k) {
+        int mask = k.ring.length - 1;
+        int kept = 0;
+        for (int i = 0; i < k.ringSize; i++) {
+            int slot = k.ring[(k.ringHead + i) & mask];
+            if (k.slotCnt[slot] == 0 && k.slotEnd[slot] < 0) {
+                k.free[k.nFree++] = slot;
+            } else {
+                k.ring[(k.ringHead + kept++) & mask] = slot;
+            }
+        }
+        k.ringSize = kept;
+    }
+
+    // ------------------------------------------------------------------ parsing and the test entry
+
+    /** Whitespace-separated integers. */
+    private static final class Tokens {
+        private final String[] items;
+        private int i;
+
+        Tokens(String text) {
+            String s = text == null ? "" : text.trim();
+            items = s.isEmpty() ? new String[0] : s.split("\\s+");
+        }
+
+        boolean done() {
+            return i == items.length;
+        }
+
+        long nextLong() {
+            if (done()) {
+                throw new IllegalArgumentException("too few numbers");
+            }
+            String s = items[i++];
+            return s.startsWith("-") ? Long.parseLong(s) : Long.parseUnsignedLong(s);
+        }
+
+        int nextInt() {
+            return Math.toIntExact(nextLong());
+        }
+
+        void end() {
+            if (!done()) {
+                throw new IllegalArgumentException("extra numbers from " + items[i]);
+            }
+        }
+    }
+
+    /**
+     * Every match of several partitions, for tests (one call instead of one per row): {@code bits}
+     * a long per row, {@code partitionLengths} the partitions' row counts in order; a row's values
+     * are {@code {Long rowIndexWithinPartition}}. Returns a line per match,
+     * "partition start end reg0 reg1 ..." (partitions numbered from 0, null as "null").
+     */
+    public static String matchAll(String nfa, String registers, String bits, String partitionLengths) {
+        PikeMatcher m = new PikeMatcher(nfa, registers);
+        Tokens b = new Tokens(bits);
+        Tokens lengths = new Tokens(partitionLengths);
+        StringBuilder text = new StringBuilder();
+        for (int part = 0; !lengths.done(); part++) {
+            long n = lengths.nextLong();
+            m.begin();
+            for (long i = 0; i < n; i++) {
+                m.row(b.nextLong(), new Object[] {i});
+                drain(m, part, text);
+            }
+            m.end();
+            drain(m, part, text);
+        }
+        b.end();
+        return text.toString();
+    }
+
+    private static void drain(PikeMatcher m, int part, StringBuilder text) {
+        while (m.hasMatch()) {
+            text.append(part);
+            for (Object x : m.nextMatch()) {
+                text.append(' ').append(x);
+            }
+            text.append('\n');
+        }
+    }
+}
