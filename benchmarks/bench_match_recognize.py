@@ -73,6 +73,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 import cerql
+from cerql.spark.mr_jvm import JVM_CONF
 
 PARTITIONS = 100
 SLOW = 2.0  # seconds: a run this long is not repeated (its noise is small against it)
@@ -544,14 +545,23 @@ def family_spark(n: int, repeat: int, records: list) -> None:
         count = cerql.cer_sql(spark, query, t=t).count()  # warm-up: workers, numba cache; and the count
         local = run_count(query, df)
         print(f"matches: cer_sql {count:,}, cerql.run {local:,}: agree {agree(count, local)}")
+        def in_python():  # the same query with the JVM matcher off (spark/mr_jvm.py)
+            spark.conf.set(JVM_CONF, "false")
+            try:
+                noop(cerql.cer_sql(spark, query, t=t))
+            finally:
+                spark.conf.unset(JVM_CONF)
+
         got = rounds({"base": lambda: noop(t.repartition("sym").sortWithinPartitions("sym", "ts")),
-                      "cer_sql": lambda: noop(cerql.cer_sql(spark, query, t=t))}, repeat)
-        base, mine = got["base"], got["cer_sql"]
+                      "cer_sql": lambda: noop(cerql.cer_sql(spark, query, t=t)),
+                      "cer_sql in Python": in_python}, repeat)
+        base, mine, python = got["base"], got["cer_sql"], got["cer_sql in Python"]
         print(f"base {base['seconds']:.2f} s, cer_sql {mine['seconds']:.2f} s: "
-              f"x base {mine['seconds'] / base['seconds']:.2f}, "
-              f"{n / mine['seconds']:.3g} rows/s")
+              f"x base {mine['seconds'] / base['seconds']:.2f} (throughput {base['seconds'] / mine['seconds']:.2f}), "
+              f"{n / mine['seconds']:.3g} rows/s; in Python {python['seconds']:.2f} s: "
+              f"x base {python['seconds'] / base['seconds']:.2f}")
         records.append({"family": "spark", "rows": n, "engine": "cer_sql", "seconds": mine["seconds"], "count": count,
-                        "base_seconds": base["seconds"]})
+                        "base_seconds": base["seconds"], "python_seconds": python["seconds"]})
     finally:
         spark.stop()
 

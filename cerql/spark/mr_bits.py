@@ -123,7 +123,7 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str):
     return frame, keys, partition, order + [F.col(ordinal)]
 
 
-def _define_sql(condition: SqlExpr, spell, navs: dict[tuple[str, int], str]) -> str:
+def define_sql(condition: SqlExpr, spell, navs: dict[tuple[str, int], str]) -> str:
     """The DEFINE as Spark SQL over the frame's columns, each PREV/NEXT replaced by a hidden
     column (``navs``: (argument's SQL, signed shift) -> its name, filled here)."""
     def collect(node: exp.Expression, replaced: dict[int, str]) -> None:
@@ -149,6 +149,29 @@ def _define_sql(condition: SqlExpr, spell, navs: dict[tuple[str, int], str]) -> 
     replaced: dict[int, str] = {}
     collect(condition.tree, replaced)
     return spark_sql(condition.tree, condition.source, spell, replaced=replaced)
+
+
+def check_define(frame, condition: SqlExpr, lowered: dict[str, str], text: str) -> None:
+    """A DEFINE reads only the input's columns and Spark's built-in functions."""
+    _check_columns(condition, lowered, text)
+    _check_builtins(frame.sparkSession, condition, text)
+
+
+def define_column(frame, condition: SqlExpr, sql: str, navs: dict[tuple[str, int], str], text: str):
+    """The DEFINE's Spark SQL (``define_sql``) as a boolean Column of ``frame``, which holds the
+    navigations' columns (``navs``): Spark's analysis errors, and a condition that is not
+    boolean, are CeqlErrors at the condition."""
+    from cerql.spark.compat import functions_for
+
+    column = functions_for(frame).expr(sql)
+    shown = {name: f"{'PREV' if shift < 0 else 'NEXT'}({argument}, {abs(shift)})"
+             for (argument, shift), name in navs.items()}
+    kind = expressions.analyzed_type(frame, column, condition, text, shown, "the DEFINE condition")
+    if kind.typeName() not in ("boolean", "void"):
+        raise AnalysisError.at(text, mx.node_offset(condition), f"DEFINE condition '{condition.text}' is "
+                               f"{kind.simpleString()}, not boolean", "MATCH_RECOGNIZE_DEFINE_NOT_BOOLEAN",
+                               "a DEFINE condition must be true or false for a row, e.g. price > PREV(price)")
+    return column
 
 
 def local_defines(schema: pa.Schema, clause: mr_ast.MatchRecognize, row_local: frozenset[str],
@@ -205,24 +228,17 @@ def with_bits(frame, clause: mr_ast.MatchRecognize, row_local: frozenset[str], p
         if condition is None or variable not in row_local:  # no DEFINE, or the matcher's to evaluate
             always |= 1 << v
             continue
-        _check_columns(condition, lowered, text)
-        _check_builtins(frame.sparkSession, condition, text)
-        sql = _define_sql(condition, spell, navs)
+        check_define(frame, condition, lowered, text)
+        sql = define_sql(condition, spell, navs)
         for (argument, shift), name in navs.items():
             if name not in frame.columns:
                 move = F.lag if shift < 0 else F.lead
                 frame = frame.withColumn(name, move(F.expr(argument), abs(shift)).over(window))
-        column = F.expr(sql)
-        shown = {name: f"{'PREV' if shift < 0 else 'NEXT'}({argument}, {abs(shift)})"
-                 for (argument, shift), name in navs.items()}
-        kind = expressions.analyzed_type(frame, column, condition, text, shown, "the DEFINE condition")
-        if kind.typeName() not in ("boolean", "void"):
-            raise AnalysisError.at(text, mx.node_offset(condition), f"DEFINE condition '{condition.text}' is "
-                                   f"{kind.simpleString()}, not boolean", "MATCH_RECOGNIZE_DEFINE_NOT_BOOLEAN",
-                                   "a DEFINE condition must be true or false for a row, e.g. price > PREV(price)")
+        column = define_column(frame, condition, sql, navs, text)
         terms.append(F.when(F.coalesce(column, F.lit(False)), F.lit(_signed(1 << v))).otherwise(F.lit(0)).cast("long"))
     bits = reduce(lambda a, b: a.bitwiseOR(b), terms, F.lit(_signed(always)).cast("long"))
     return frame.withColumn(BITS, bits.cast("long")).drop(*navs.values())
 
 
-__all__ = ["BITS", "KEY", "local_defines", "with_bits", "with_keys"]
+__all__ = ["BITS", "KEY", "NAV", "by_lower_name", "check_define", "define_column", "define_sql", "local_defines",
+           "with_bits", "with_keys"]

@@ -15,7 +15,11 @@ by name. Output: a lazy DataFrame, the outer query's result (docs/semantics.md,
    the partition in the matching order), but for the DEFINEs with PREV/NEXT that cerql.expr
    evaluates, which the tasks compute (``mr_bits.local_defines``: no Window in the JVM), and
    ``sortWithinPartitions`` by (PARTITION BY, ORDER BY as written, ordinal) (spark/mr_bits.py);
-4. ``mapInArrow`` hands each partition's rows, one PARTITION BY group at a time and batch by
+4. the query matched in the JVM when spark/mr_jvm.py takes it (its docstring: ONE ROW PER MATCH,
+   PAST LAST ROW, row-local DEFINEs, measures of FIRST/LAST/COUNT/CLASSIFIER/MATCH_NUMBER):
+   cerql's Java matcher in a ``mapPartitions`` after the sort, the DEFINEs Spark's expressions
+   evaluated there (no bits column, no Window); else
+   ``mapInArrow`` hands each partition's rows, one PARTITION BY group at a time and batch by
    batch, to the local engine (cerql/exec/mr_incremental.py over cerql/exec/mr_engine.py),
    which takes the keys and bits as Spark computed them and evaluates no DEFINE but the
    history-dependent ones and those left to it; the groups that end before a run of the
@@ -47,7 +51,7 @@ from cerql.exec.mr_engine import MAX_THREADS, columns_read, input_columns, run_m
 from cerql.exec.mr_incremental import MAX_MATCH_ROWS, MAX_MATCH_ROWS_CONF, GroupMatcher, GroupPool, local_bits
 from cerql.exec.task import key_changes, same_key
 from cerql.planner import front
-from cerql.spark import mr_bits
+from cerql.spark import mr_bits, mr_jvm
 from cerql.spark.compat import functions_for, plan_lines, read_conf
 from cerql.spark.lower import arrow_schema, quoted, spark_type
 from cerql.spark.workers import check_workers
@@ -157,27 +161,39 @@ def _column_name(sql) -> str:
     return tree.name
 
 
-def matcher_input(spark, text: str, tables: Mapping[str, Any]):
+def _at(clause: mr_ast.MatchRecognize) -> int:
+    return start_of(clause.span) if clause.span is not None else 0
+
+
+def shuffled_rows(spark, planned: front.RowPatternPlanned, tables: Mapping[str, Any]):
+    """``(rows, keys, partition, order)``: steps 1-3 up to the shuffle (the source, its input
+    ordinal, the key columns, ``repartition``), with ``mr_bits.with_keys``'s keys and sort."""
+    query, clause, text = planned.query, planned.clause, planned.text
+    frame = source_frame(spark, query, tables)
+    F = functions_for(frame)
+    at = _at(clause)
+    if frame.isStreaming:
+        raise UnsupportedError.at(text, at, f"'{clause.source}' is a stream: MATCH_RECOGNIZE runs over tables",
+                                  "MATCH_RECOGNIZE_OVER_STREAM",
+                                  "write the query in CEQL, which runs over streams with a window (SELECT * FROM "
+                                  "s WHERE A AS a ; B+ AS b PARTITION BY [k] WITHIN 1 MINUTE), or run "
+                                  "MATCH_RECOGNIZE over a table of the stream's rows")
+    arrow_schema(frame.schema, text, at, f"'{clause.source}'",
+                 "cast it or leave it out with a subquery or DataFrame.select")
+    rows = frame.withColumn(ORDINAL, F.monotonically_increasing_id())
+    rows, keys, partition, order = mr_bits.with_keys(rows, clause, text, ORDINAL)
+    # the shuffle before the DEFINEs' window, which its partitioning then satisfies
+    rows = rows.repartition(*partition) if partition else rows.repartition(1)
+    return rows, keys, partition, order
+
+
+def matcher_input(spark, text: str, tables: Mapping[str, Any], planned: front.RowPatternPlanned | None = None):
     """``(planned, rows, schema, keys)``: the DataFrame ``mapInArrow`` is given (steps 1-3 and
     the columns read), the item's result schema (Arrow) and the key columns (``with_keys``)."""
     try:
-        planned = front.plan_row_pattern(text)
-        query, clause = planned.query, planned.clause
-        frame = source_frame(spark, query, tables)
-        F = functions_for(frame)
-        at = start_of(clause.span) if clause.span is not None else 0
-        if frame.isStreaming:
-            raise UnsupportedError.at(text, at, f"'{clause.source}' is a stream: MATCH_RECOGNIZE runs over tables",
-                                      "MATCH_RECOGNIZE_OVER_STREAM",
-                                      "write the query in CEQL, which runs over streams with a window (SELECT * FROM "
-                                      "s WHERE A AS a ; B+ AS b PARTITION BY [k] WITHIN 1 MINUTE), or run "
-                                      "MATCH_RECOGNIZE over a table of the stream's rows")
-        arrow_schema(frame.schema, text, at, f"'{clause.source}'",
-                     "cast it or leave it out with a subquery or DataFrame.select")
-        rows = frame.withColumn(ORDINAL, F.monotonically_increasing_id())
-        rows, keys, partition, order = mr_bits.with_keys(rows, clause, text, ORDINAL)
-        # the shuffle before the DEFINEs' window, which its partitioning then satisfies
-        rows = rows.repartition(*partition) if partition else rows.repartition(1)
+        planned = planned or front.plan_row_pattern(text)
+        rows, keys, partition, order = shuffled_rows(spark, planned, tables)
+        clause, at = planned.clause, _at(planned.clause)
         keyed = arrow_schema(rows.schema, text, at, "a PARTITION BY or ORDER BY expression",
                              "cast it to a simpler type")
         local = mr_bits.local_defines(keyed, clause, planned.analysis.row_local, text)
@@ -208,10 +224,44 @@ def row_bits(clause: mr_ast.MatchRecognize, text: str, local: frozenset[str], co
     return local_bits(clause, text, None, only=local, column=column)  # no matcher built for it
 
 
+def jvm_matched(spark, planned: front.RowPatternPlanned, tables: Mapping[str, Any]):
+    """The item's result matched in the JVM (spark/mr_jvm.py): steps 1-3 without the bits,
+    then cerql's Java matcher in place of step 4."""
+    text = planned.text
+    try:
+        rows, keys, partition, order = shuffled_rows(spark, planned, tables)
+        source = arrow_schema(rows.schema, text, _at(planned.clause), "a PARTITION BY or ORDER BY expression",
+                              "cast it to a simpler type")
+        # the schema as the tasks would see it with the bits computed (DEFINEs are Spark's here)
+        schema = result_schema(planned, source.append(pa.field(mr_bits.BITS, pa.int64())), keys)
+        conf = read_conf(spark, MAX_MATCH_ROWS_CONF)
+        return mr_jvm.match_on_jvm(spark, planned, rows, keys, partition, order, schema, text,
+                                   int(conf) if conf else MAX_MATCH_ROWS)
+    except CeqlError as err:
+        raise err.with_text(text)
+
+
 def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
     """(planned, DataFrame) of a MATCH_RECOGNIZE query: everything short of running it."""
-    planned, rows, schema, keys, bits = matcher_input(spark, text, tables)
-    query, clause = planned.query, planned.clause
+    try:
+        planned = front.plan_row_pattern(text)
+    except CeqlError as err:
+        raise err.with_text(text)
+    query = planned.query
+    if mr_jvm.why_not(spark, planned) is None:
+        matched = jvm_matched(spark, planned, tables)
+    else:
+        matched = python_matched(spark, planned, tables)
+    view = f"__cerql_mr_{uuid.uuid4().hex}"
+    matched.createOrReplaceTempView(view)
+    return planned, spark.sql(query.outer_sql.replace(query.placeholder, view))
+
+
+def python_matched(spark, planned: front.RowPatternPlanned, tables: Mapping[str, Any]):
+    """The item's result matched by the local engine in Python workers (steps 1-4)."""
+    text = planned.text
+    planned, rows, schema, keys, bits = matcher_input(spark, text, tables, planned)
+    clause = planned.clause
     try:
         check_workers(spark)  # before the mapInArrow UDF is built (workers.py)
     except CeqlError as err:
@@ -223,15 +273,21 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
     threads = read_conf(spark, MAX_THREADS_CONF)
     matcher = row_pattern.matcher(planned, int(threads) if threads else MAX_THREADS)
     task = _matcher(clause, text, matcher, int(conf) if conf else MAX_MATCH_ROWS, keys, bits)
-    matched = rows.mapInArrow(task, spark_schema)
-    view = f"__cerql_mr_{uuid.uuid4().hex}"
-    matched.createOrReplaceTempView(view)
-    return planned, spark.sql(query.outer_sql.replace(query.placeholder, view))
+    return rows.mapInArrow(task, spark_schema)
 
 
 def lower_match_recognize(spark, text: str, tables: Mapping[str, Any]):
     """The query's lazy DataFrame (steps 1-5 of the module docstring)."""
     return plan_match_recognize(spark, text, tables)[1]
+
+
+def _matched_by(spark, planned: front.RowPatternPlanned) -> str:
+    why = mr_jvm.why_not(spark, planned)
+    if why is None:
+        return ("  mapPartitions: cerql's Java matcher over each PARTITION BY group, in the JVM (DEFINEs and "
+                "measures Spark's own expressions; cerql/spark/mr_jvm.py)")
+    return (f"  mapInArrow: the local engine over each PARTITION BY group (cerql/exec/mr_engine.py); not in the JVM: "
+            f"{why}")
 
 
 def explain_on_spark(spark, text: str, tables: Mapping[str, Any]) -> str:
@@ -244,7 +300,7 @@ def explain_on_spark(spark, text: str, tables: Mapping[str, Any]) -> str:
              f"  partition by: {', '.join(e.text for e in clause.partition_by) or '(none: one partition)'}",
              f"  order by: {', '.join(k.expr.text + (' DESC' if k.descending else '') for k in clause.order_by)}, "
              "then the input's order",
-             "  mapInArrow: the local engine over each PARTITION BY group (cerql/exec/mr_engine.py)"]
+             _matched_by(spark, planned)]
     lines.append("spark plan:")
     lines += ["  " + line for line in plan_lines(df)]
     return "\n".join(lines)

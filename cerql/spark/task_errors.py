@@ -2,7 +2,9 @@
 
 A CeqlError raised in a Python worker reaches the driver as a ``PythonException`` whose text is the
 worker's traceback. :func:`task_error` rebuilds the CeqlError from that text, so ``cer_sql``
-callers, the CLI and the demo report the same class, message and hint as the local engine.
+callers, the CLI and the demo report the same class, message and hint as the local engine. The
+JVM matcher (spark/mr_jvm.py) fails a task with the same last line, on a line of its own, in its
+Java exception's message, and is read back the same way.
 """
 
 from __future__ import annotations

@@ -74,6 +74,12 @@ def test_match_recognize_on_the_cluster_equals_the_local_engine(seen):
     assert len(want) > 5 and seen["fit"]["mr"] == want
 
 
+def test_match_recognize_in_the_executors_jvm_equals_the_local_engine(seen):
+    assert "cerql's Java matcher" in seen["fit"]["mr_jvm_explained"]
+    want = local(driver.MR_JVM, ticks=driver.ticks())
+    assert len(want) >= 3 and seen["fit"]["mr_jvm"] == want
+
+
 def test_sql_cell_on_the_cluster_equals_the_local_engine(seen):
     assert seen["fit"]["cell"] == local(driver.CEQL, s=driver.trades())
 

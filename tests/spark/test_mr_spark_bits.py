@@ -17,6 +17,7 @@ from cerql.exec.mr_define import define_bits
 from cerql.planner import front
 from cerql.spark import mr_bits, mr_lower
 from cerql.spark.task_errors import task_error
+from cerql.spark.mr_jvm import JVM_CONF
 
 pytestmark = pytest.mark.spark
 
@@ -131,7 +132,11 @@ def test_navigating_defines_run_in_the_tasks_unless_only_spark_runs_them(spark):
             pd.testing.assert_frame_equal(_sorted(on_spark), _sorted(local), check_dtype=False)
 
 
-def test_match_limit_conf_fails_the_run(spark):
+@pytest.mark.parametrize("jvm", ["true", "false"])
+def test_match_limit_conf_fails_the_run(spark, jvm):
+    """The same limit and error whether the JVM matches (it holds the matches found behind the
+    first undecided start) or Python does (it holds the rows from there on)."""
+    spark.conf.set(JVM_CONF, jvm)
     rows = pd.DataFrame({"sym": ["x"] * 20 + ["y"] * 3, "ts": range(23), "price": [1.0] * 23})
     text = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES count(*) AS n "
             "PATTERN (A+) DEFINE A AS price > 0) AS m")
@@ -157,6 +162,7 @@ def test_match_limit_conf_fails_the_run(spark):
     finally:
         spark.conf.unset(mr_lower.MAX_MATCH_ROWS_CONF)
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.conf.unset(JVM_CONF)
 
 
 @pytest.mark.parametrize("batch_rows", [1, 4, 10_000])

@@ -237,6 +237,13 @@ public final class PikeMatcher implements Serializable {
         k.open = false;
     }
 
+    /** The first start row whose match is not known yet (the next row when every start is
+     *  decided): a caller bounds how far behind the rows it lets that fall. */
+    public long undecidedFrom() {
+        Work k = open();
+        return k.ringSize > 0 ? k.slotStart[k.ring[k.ringHead]] : k.p;
+    }
+
     /** Whether a finished match waits to be taken. */
     public boolean hasMatch() {
         return w != null && !w.done.isEmpty();

@@ -1,0 +1,300 @@
+package io.cerql.mr;
+
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.catalyst.CatalystTypeConverters$;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.BasePredicate;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Predicate$;
+import org.apache.spark.sql.catalyst.optimizer.ReplaceExpressions$;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.types.StructType;
+import scala.Function1;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * ONE ROW PER MATCH, AFTER MATCH SKIP PAST LAST ROW, over the rows of one Spark partition sorted
+ * by (PARTITION BY, ORDER BY, input ordinal): a PARTITION BY group after another, each through a
+ * {@link PikeMatcher}; one output row per match, as soon as the match is final.
+ *
+ * <p>Input row: the group's keys (columns {@code 0 .. keys-1}), then the DEFINEs' inputs (the
+ * "block": the columns the conditions read and the arguments of their PREV/NEXT, each computed
+ * by Spark beforehand), then whatever else the registers read. A DEFINE is Spark's own
+ * expression (bound on the driver, {@link #defines}) over the block of the current row followed by
+ * one value per navigation: block column {@code navColumn[n]} of the row {@code navShift[n]}
+ * rows away in the group (NULL outside it), so PREV and NEXT cost a few rows kept, not a Window.
+ * NULL is false. The bits of a row are known once {@code ahead} rows after it have come (or its
+ * group has ended): only {@code back + ahead + 1} rows are held, and the matcher's registers
+ * carry the values the measures need, so memory does not grow with the group.
+ *
+ * <p>Output row: the keys, the match number in its group (from 1), then the registers.
+ */
+public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, Row> {
+  private static final long serialVersionUID = 1L;
+
+  private final String nfa;
+  private final String registers;
+  private final int keys;
+  private final int blockStart;
+  private final int blockWidth;
+  private final int[] navColumn;
+  private final int[] navShift;
+  private final int back;
+  private final int ahead;
+  private final int[] valueColumns;
+  private final long always;
+  private final Expression[] defines;
+  private final Seq<Attribute> defineInput;
+  private final StructType input;
+  private final long maxRows;
+  private final String[] keyNames;
+  private final String tooLong;
+
+  /**
+   * @param layout whitespace-separated integers: keys, blockStart, blockWidth, always (the bits
+   *     of the variables without DEFINE), the number of navigations then (column, shift) per
+   *     navigation, the number of value columns then each
+   * @param definesAndInput what {@link #defines} returned
+   * @param input the schema of the input rows
+   * @param maxRows how far the first undecided start row may fall behind the rows matched
+   * @param keyNames the PARTITION BY items as written, separated by NUL, for the error
+   * @param tooLong that error as a Python worker's last traceback line ends (cerql/spark/task_errors.py
+   *     reads it back), the partition written {@code \u0001}
+   */
+  public MatchRecognizeFunction(String nfa, String registers, String layout, Object[] definesAndInput,
+      StructType input, long maxRows, String keyNames, String tooLong) {
+    this.maxRows = maxRows;
+    this.keyNames = keyNames.isEmpty() ? new String[0] : keyNames.split("\u0000", -1);
+    this.tooLong = tooLong;
+    this.nfa = nfa;
+    this.registers = registers;
+    long[] v = Arrays.stream(layout.trim().split("\\s+")).mapToLong(Long::parseLong).toArray();
+    int i = 0;
+    keys = (int) v[i++];
+    blockStart = (int) v[i++];
+    blockWidth = (int) v[i++];
+    always = v[i++];
+    int navs = (int) v[i++];
+    navColumn = new int[navs];
+    navShift = new int[navs];
+    int b = 0, a = 0;
+    for (int n = 0; n < navs; n++) {
+      navColumn[n] = (int) v[i++];
+      navShift[n] = (int) v[i++];
+      b = Math.max(b, -navShift[n]);
+      a = Math.max(a, navShift[n]);
+    }
+    back = b;
+    ahead = a;
+    valueColumns = new int[(int) v[i++]];
+    for (int n = 0; n < valueColumns.length; n++) valueColumns[n] = (int) v[i++];
+    defines = (Expression[]) definesAndInput[0];
+    @SuppressWarnings("unchecked")
+    Seq<Attribute> attrs = (Seq<Attribute>) definesAndInput[1];
+    defineInput = attrs;
+    this.input = input;
+  }
+
+  /**
+   * The DEFINE conditions of {@code probe}, a projection of one condition per variable (the
+   * literal {@code TRUE} for a variable without one, whose bit {@code always} sets) over a
+   * relation whose columns are the block and then the navigations: {@code [Expression[]
+   * conditions, Seq<Attribute> their input]}. Analyzed by Spark, with its runtime replacements made, as the optimizer would.
+   */
+  public static Object[] defines(Dataset<?> probe) {
+    LogicalPlan plan = ReplaceExpressions$.MODULE$.apply(probe.queryExecution().analyzed());
+    if (!(plan instanceof Project)) {
+      throw new IllegalArgumentException("the DEFINE probe is not a projection: " + plan);
+    }
+    Project project = (Project) plan;
+    List<NamedExpression> list = CollectionConverters.asJava(project.projectList());
+    Expression[] out = new Expression[list.size()];
+    for (int n = 0; n < out.length; n++) {
+      Expression e = (Expression) list.get(n);
+      if (e instanceof Alias) e = ((Alias) e).child();
+      out[n] = e;
+    }
+    return new Object[] {out, project.child().output()};
+  }
+
+  @Override
+  public Iterator<Row> call(Iterator<Row> rows) {
+    return new Matches(rows);
+  }
+
+  /** A value as Python's repr writes it, for the few kinds a key is in an error message. */
+  static String pythonRepr(Object value) {
+    if (value == null) return "None";
+    if (value instanceof Boolean) return (Boolean) value ? "True" : "False";
+    if (value instanceof String) {
+      return "'" + ((String) value).replace("\\", "\\\\").replace("'", "\\'") + "'";
+    }
+    return String.valueOf(value);
+  }
+
+  /** Key equality as Spark groups: NaN equals NaN, -0.0 equals 0.0, NULL equals NULL. */
+  static boolean sameKey(Object a, Object b) {
+    if (a == b) return true;
+    if (a == null || b == null) return false;
+    if (a instanceof Double && b instanceof Double) {
+      double x = (Double) a, y = (Double) b;
+      return x == y || (x != x && y != y);
+    }
+    if (a instanceof Float && b instanceof Float) {
+      float x = (Float) a, y = (Float) b;
+      return x == y || (x != x && y != y);
+    }
+    if (a instanceof byte[] && b instanceof byte[]) return Arrays.equals((byte[]) a, (byte[]) b);
+    return a.equals(b);
+  }
+
+  /** The iterator of one task's output: the input's groups matched one after another. */
+  private final class Matches implements Iterator<Row> {
+    private final Iterator<Row> in;
+    private final PikeMatcher matcher = new PikeMatcher(nfa, registers);
+    private final BasePredicate[] predicates = new BasePredicate[defines.length];
+    private final Function1<Object, Object>[] toCatalyst;
+    private final int size = back + ahead + 1;
+    private final Object[][] blocks = new Object[size][];
+    private final Object[][] values = new Object[size][];
+    private final GenericInternalRow window;
+    private final ArrayDeque<Row> ready = new ArrayDeque<>();
+    private Object[] group;  // the keys of the current group, null before the first row
+    private long received;   // rows of the group received
+    private long evaluated;  // rows of the group handed to the matcher
+    private long matchNumber;
+
+    @SuppressWarnings("unchecked")
+    Matches(Iterator<Row> in) {
+      this.in = in;
+      int partition = TaskContext.get() == null ? 0 : TaskContext.getPartitionId();
+      for (int v = 0; v < defines.length; v++) {
+        if ((always & (1L << v)) == 0) {
+          predicates[v] = Predicate$.MODULE$.create(defines[v], defineInput);
+          predicates[v].initialize(partition);
+        }
+      }
+      toCatalyst = new Function1[blockWidth];
+      for (int c = 0; c < blockWidth; c++) {
+        toCatalyst[c] = CatalystTypeConverters$.MODULE$.createToCatalystConverter(
+            input.fields()[blockStart + c].dataType());
+      }
+      window = new GenericInternalRow(blockWidth + navColumn.length);
+    }
+
+    @Override
+    public boolean hasNext() {
+      while (ready.isEmpty()) {
+        if (in.hasNext()) {
+          take(in.next());
+        } else if (group != null) {
+          endGroup();
+          group = null;
+        } else {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    @Override
+    public Row next() {
+      if (!hasNext()) throw new NoSuchElementException();
+      return ready.poll();
+    }
+
+    private void take(Row row) {
+      Object[] key = new Object[keys];
+      for (int k = 0; k < keys; k++) key[k] = row.get(k);
+      if (group == null || !sameGroup(key)) {
+        if (group != null) endGroup();
+        group = key;
+        received = 0;
+        evaluated = 0;
+        matchNumber = 0;
+        matcher.begin();
+      }
+      int slot = (int) (received % size);
+      Object[] block = new Object[blockWidth];
+      for (int c = 0; c < blockWidth; c++) block[c] = toCatalyst[c].apply(row.get(blockStart + c));
+      Object[] vals = new Object[valueColumns.length];
+      for (int c = 0; c < valueColumns.length; c++) vals[c] = row.get(valueColumns[c]);
+      blocks[slot] = block;
+      values[slot] = vals;
+      received++;
+      while (evaluated + ahead < received) evaluate();
+    }
+
+    private boolean sameGroup(Object[] key) {
+      for (int k = 0; k < keys; k++) {
+        if (!sameKey(group[k], key[k])) return false;
+      }
+      return true;
+    }
+
+    private void endGroup() {
+      while (evaluated < received) evaluate();
+      matcher.end();
+      drain();
+    }
+
+    /** Hands row {@code evaluated} of the group, with its DEFINE bits, to the matcher. */
+    private void evaluate() {
+      long i = evaluated++;
+      int slot = (int) (i % size);
+      long bits = always;
+      if (predicates.length > 0) {
+        Object[] block = blocks[slot];
+        for (int c = 0; c < blockWidth; c++) window.update(c, block[c]);
+        for (int n = 0; n < navColumn.length; n++) {
+          long j = i + navShift[n];
+          Object value = j >= 0 && j < received ? blocks[(int) (j % size)][navColumn[n]] : null;
+          window.update(blockWidth + n, value);
+        }
+        for (int v = 0; v < predicates.length; v++) {
+          if (predicates[v] != null && predicates[v].eval(window)) bits |= 1L << v;
+        }
+      }
+      matcher.row(bits, values[slot]);
+      drain();
+      if (i + 1 - matcher.undecidedFrom() > maxRows) {
+        throw new IllegalStateException("\n" + tooLong.replace("\u0001", describe()));
+      }
+    }
+
+    /** The group's keys as the local engine writes them in an error ({@code sym='x'}). */
+    private String describe() {
+      StringBuilder text = new StringBuilder();
+      for (int k = 0; k < keys; k++) {
+        if (k > 0) text.append(", ");
+        text.append(k < keyNames.length ? keyNames[k] : "?").append('=').append(pythonRepr(group[k]));
+      }
+      return text.toString();
+    }
+
+    private void drain() {
+      while (matcher.hasMatch()) {
+        Object[] match = matcher.nextMatch();
+        Object[] out = new Object[keys + 1 + match.length - 2];
+        System.arraycopy(group, 0, out, 0, keys);
+        out[keys] = ++matchNumber;
+        System.arraycopy(match, 2, out, keys + 1, match.length - 2);
+        ready.add(RowFactory.create(out));
+      }
+    }
+  }
+}

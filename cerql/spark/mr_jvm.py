@@ -1,0 +1,264 @@
+"""MATCH_RECOGNIZE matched inside Spark's JVM: the common case without crossing to Python.
+
+Input: the planned query, the rows after the shuffle (spark/mr_lower.py: the key columns, the
+input ordinal), the sort keys and the item's result schema. Output: the item's result as a lazy
+DataFrame, from ``Dataset.mapPartitions`` with cerql's Java matcher
+(``io.cerql.mr.MatchRecognizeFunction`` over ``PikeMatcher``, compiled by spark/jvm.py), or a
+reason why this query is left to the Python path (:func:`why_not`).
+
+Why: rows handed to a Python worker cost, for the crossing alone, about half of what Spark's own
+shuffle and sort of them cost (docs/benchmarks.md, "MATCH_RECOGNIZE"); in the JVM the matcher
+runs where the sort left the rows. What it takes (everything else goes to Python, with the same
+answer; docs/semantics.md, "On Spark"):
+
+- ONE ROW PER MATCH and AFTER MATCH SKIP PAST LAST ROW;
+- row-local DEFINEs (the current row, PREV/NEXT at constant offsets): Spark's own expressions,
+  bound on the driver and evaluated by the task over the current row and the few rows around it
+  (``MatchRecognizeFunction``), so they mean what they mean in Spark SQL;
+- measures built, with any Spark SQL around them, from ``FIRST(v.c)``, ``LAST(v.c)``, ``v.c``
+  and ``c`` (the last row's), ``COUNT(*)``, ``COUNT(v.*)``, ``CLASSIFIER()``, ``MATCH_NUMBER()``
+  (RUNNING and FINAL alike: one row per match is the match's last row). Each becomes a register
+  of the matcher; Spark computes the measure over the registers after the match.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from cerql import mr_ast
+from cerql import mr_functions as mx
+from cerql.exec.mr_incremental import match_too_long
+from cerql.planner import front
+from cerql.spark import jvm, mr_bits
+from cerql.spark.compat import functions_for, is_connect, read_conf
+from cerql.spark.lower import quoted, spark_sql, spark_type, speller
+from cerql.spark.mr_jvm_nfa import CLASSIFIER, COUNT, FIRST, LAST, Register, nfa_spec, register_spec
+
+JVM_CONF = "cerql.matchRecognize.jvm"  # "false": always match in Python (docs/semantics.md, "On Spark")
+FUNCTION = "io.cerql.mr.MatchRecognizeFunction"
+MATCH = "__cerql_mr_match"
+REGISTER = "__cerql_mr_r{}"
+KEY_OUT = "__cerql_mr_k{}"
+ARG = "__cerql_mr_arg{}"
+
+
+class _NotHere(Exception):
+    """What the JVM matcher does not take in this query (the reason, for ``cerql.explain``)."""
+
+
+class _Measures:
+    """The registers the measures read, and each measure as Spark SQL over them."""
+
+    def __init__(self, clause: mr_ast.MatchRecognize, variables: tuple[str, ...], lowered: dict[str, str]):
+        self.variables = variables
+        self.subsets = {mx.canonical(s.name): tuple(mx.canonical(v) for v in s.variables) for s in clause.subsets}
+        self.lowered = lowered
+        self.registers: list[Register] = []
+        self.columns: list[str] = []  # the input columns the registers read, in order
+
+    def mask(self, name: str | None) -> int:
+        if name is None:
+            return (1 << len(self.variables)) - 1
+        key = mx.canonical(name)
+        names = self.subsets.get(key, (key,))
+        if any(n not in self.variables for n in names):
+            raise _NotHere(f"'{name}' is not a pattern variable")
+        return sum(1 << self.variables.index(n) for n in names)
+
+    def register(self, kind: int, mask: int, column: str | None = None) -> str:
+        index = -1
+        if column is not None:
+            real = self.lowered.get(column.lower())
+            if real is None:
+                raise _NotHere(f"unknown column '{column}'")  # the local engine's check reports it
+            if real not in self.columns:
+                self.columns.append(real)
+            index = self.columns.index(real)
+        reg = Register(kind, mask, index)
+        if reg not in self.registers:
+            self.registers.append(reg)
+        return quoted(REGISTER.format(self.registers.index(reg)))
+
+    def sql(self, measure: mr_ast.Measure) -> str:
+        replaced: dict[int, str] = {}
+        self._visit(measure.expr.tree, measure.expr.source, replaced)
+        return spark_sql(measure.expr.tree, measure.expr.source, lambda n: n, replaced=replaced)
+
+    def _visit(self, node: exp.Expression, source: str, replaced: dict[int, str]) -> None:
+        name = mx.function_name(node)
+        if name in (mx.RUNNING, mx.FINAL):
+            inner = mx.arguments(node)[0]
+            self._visit(inner, source, replaced)
+            replaced[id(node)] = "(" + spark_sql(inner, source, lambda n: n, replaced=replaced) + ")"
+        elif name in mx.LOGICAL:
+            args = mx.arguments(node)
+            column = args[0].unnest() if args else None
+            if mx.navigation_offset(node) != 0 or not isinstance(column, exp.Column) or mx.is_star(column):
+                raise _NotHere(f"{name} with an offset or over an expression")
+            replaced[id(node)] = self.register(FIRST if name == mx.FIRST else LAST,
+                                               self.mask(mx.qualifier(column)), column.name)
+        elif name == mx.CLASSIFIER:
+            args = mx.arguments(node)
+            reg = self.register(CLASSIFIER, self.mask(args[0].name if args else None))
+            cases = " ".join(f"WHEN {v} THEN '" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
+                             for v, name in enumerate(self.variables))
+            replaced[id(node)] = f"(CASE {reg} {cases} END)"  # NULL for an empty match
+        elif name == mx.MATCH_NUMBER:
+            replaced[id(node)] = quoted(MATCH)
+        elif name is not None:
+            raise _NotHere(f"{name} in a measure")
+        elif mx.is_aggregate(node):
+            args = mx.aggregate_arguments(node) if mx.aggregate_kind(node) == "count" else None
+            if not args or len(args) != 1 or not mx.is_star(args[0]) or mx.is_distinct(node) or node.args.get("filter"):
+                raise _NotHere("an aggregate other than COUNT(*) or COUNT(v.*) in a measure")
+            star = args[0]
+            replaced[id(node)] = self.register(COUNT, self.mask(star.table or None if isinstance(star, exp.Column)
+                                                                 else None))
+        elif isinstance(node, exp.Column) and not mx.is_star(node):
+            replaced[id(node)] = self.register(LAST, self.mask(mx.qualifier(node)), node.name)
+        else:
+            for child in node.iter_expressions():
+                self._visit(child, source, replaced)
+
+
+def why_not(spark, planned: front.RowPatternPlanned) -> str | None:
+    """Why this query is matched in Python, not in the JVM; None when the JVM takes it."""
+    clause = planned.clause
+    setting = (read_conf(spark, JVM_CONF) or "true").strip().lower()
+    if setting == "false":
+        return f"{JVM_CONF} is false"
+    if is_connect(spark):
+        return "a Spark Connect session"
+    if clause.rows_per_match.mode != mr_ast.ONE_ROW:
+        return "ALL ROWS PER MATCH"
+    if clause.after_match.mode != mr_ast.PAST_LAST_ROW:
+        return f"AFTER MATCH SKIP {clause.after_match.mode}"
+    defined = {mx.canonical(d.variable) for d in clause.defines}
+    if not defined <= planned.analysis.row_local:
+        return "a DEFINE reads the match's history (FIRST/LAST, an aggregate, CLASSIFIER, another variable)"
+    if len(planned.nfa.variables) > 63:
+        return "more than 63 pattern variables"
+    try:
+        for measure in clause.measures:
+            _Measures(clause, planned.nfa.variables, _AnyColumn()).sql(measure)
+        jvm.compiled_jar()
+    except _NotHere as why:
+        return str(why)
+    except jvm.JvmUnavailable as why:
+        return f"cerql's Java matcher is unavailable: {why}"
+    return None
+
+
+class _AnyColumn(dict):
+    """A column map that takes every name (the shape check of ``why_not`` runs before the schema)."""
+
+    def get(self, key, default=None):
+        return key
+
+
+def _block(rows, clause: mr_ast.MatchRecognize, variables: tuple[str, ...], text: str):
+    """``(rows, block, navs, shifts, conditions)``: ``rows`` with a column per PREV/NEXT argument;
+    the block's columns (those the DEFINEs read, then the arguments); ``navs`` as
+    ``mr_bits.define_sql`` fills it; per navigation, its column's name in the DEFINEs, its
+    argument's index in the block and its shift; per variable, its condition as Spark SQL over
+    the block and those names, None without DEFINE."""
+    F = functions_for(rows)
+    lowered = mr_bits.by_lower_name(rows.columns)
+    spell = speller({c: c for c in rows.columns})
+    defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
+    navs: dict[tuple[str, int], str] = {}
+    conditions, read = [], []
+    for variable in variables:
+        condition = defines.get(variable)
+        if condition is not None:
+            mr_bits.check_define(rows, condition, lowered, text)
+            for column in condition.tree.find_all(exp.Column):
+                if not mx.is_star(column) and lowered[column.name.lower()] not in read:
+                    read.append(lowered[column.name.lower()])
+        conditions.append(None if condition is None else mr_bits.define_sql(condition, spell, navs))
+    arguments = list(dict.fromkeys(argument for argument, _ in navs))
+    for k, argument in enumerate(arguments):
+        rows = rows.withColumn(ARG.format(k), F.expr(argument))
+    block = read + [ARG.format(k) for k in range(len(arguments))]
+    shifts = [(name, len(read) + arguments.index(argument), shift) for (argument, shift), name in navs.items()]
+    return rows, block, navs, shifts, conditions
+
+
+def _bound_defines(rows, block: list[str], navs: dict[tuple[str, int], str], shifts, conditions: list[str | None],
+                   clause: mr_ast.MatchRecognize, variables: tuple[str, ...], text: str):
+    """The DEFINEs bound by Spark (``MatchRecognizeFunction.defines``) over a relation of the
+    block's columns and one column per navigation, each of its argument's type, with the checks
+    and errors of the Window's bits (``mr_bits.define_column``); ``TRUE`` for a variable
+    without DEFINE (the function sets its bit without evaluating it)."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    fields = [rows.schema[c] for c in block]
+    fields += [StructField(name, fields[index].dataType, True) for name, index, _ in shifts]
+    # a last column no DEFINE reads (analyzed_type needs one): bound past the task's window row, unread
+    fields.append(StructField("__cerql_mr_probe", IntegerType(), True))
+    relation = rows.sparkSession.createDataFrame([], StructType(fields))
+    by_variable = {mx.canonical(d.variable): d.condition for d in clause.defines}
+    columns = []
+    for variable, sql in zip(variables, conditions):
+        if sql is None:
+            columns.append(functions_for(rows).lit(True))
+        else:
+            columns.append(mr_bits.define_column(relation, by_variable[variable], sql, navs, text).cast("boolean"))
+    return jvm.static_call(rows.sparkSession, FUNCTION, "defines", relation.select(*columns)._jdf)
+
+
+def _key_names(clause: mr_ast.MatchRecognize, keys: list[str | None], columns: list[str]) -> list[str]:
+    lowered = mr_bits.by_lower_name(columns)
+    return [keys[i] or lowered[sql.tree.unnest().name.lower()] for i, sql in enumerate(clause.partition_by)]
+
+
+def _too_long(clause: mr_ast.MatchRecognize, max_rows: int) -> str:
+    """MATCH_RECOGNIZE_MATCH_TOO_LONG as a Python worker's traceback ends with it, so that
+    spark/task_errors.py rebuilds the same CeqlError from the Java task's failure; the partition
+    is ``\x01``, which the task replaces."""
+    err = match_too_long(max_rows, "\x01" if clause.partition_by else None)
+    return f"cerql.errors.{type(err).__name__}: {err}"
+
+
+def match_on_jvm(spark, planned: front.RowPatternPlanned, rows, keys: list[str | None], partition: list,
+                 order: list, schema: pa.Schema, text: str, max_rows: int):
+    """The item's result (``schema``) matched in the JVM: ``rows`` are the shuffled rows with
+    their key columns (spark/mr_lower.py), ``partition`` and ``order`` the sort; ``max_rows`` how
+    far behind the first undecided start row may fall (``cerql.matchRecognize.maxMatchRows``:
+    the task holds the matches found after it, which wait for it)."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    F = functions_for(rows)
+    clause, nfa = planned.clause, planned.nfa
+    rows, block, navs, shifts, conditions = _block(rows, clause, nfa.variables, text)
+    measures = _Measures(clause, nfa.variables, mr_bits.by_lower_name(rows.columns))
+    sqls = [measures.sql(m) for m in clause.measures]
+    key_names = _key_names(clause, keys, rows.columns)
+    columns = key_names + block + measures.columns
+    ordered = rows.sortWithinPartitions(*partition, *order).select(*[F.col(quoted(c)) for c in columns])
+    always = sum(1 << v for v, c in enumerate(conditions) if c is None)
+    layout = [len(key_names), len(key_names), len(block), always, len(shifts)]
+    for _, index, shift in shifts:
+        layout += [index, shift]
+    first_value = len(key_names) + len(block)
+    layout += [len(measures.columns)] + [first_value + i for i in range(len(measures.columns))]
+    defines = _bound_defines(rows, block, navs, shifts, conditions, clause, nfa.variables, text)
+    function = jvm.new_instance(spark, FUNCTION, nfa_spec(nfa), register_spec(measures.registers),
+                                " ".join(map(str, layout)), defines, ordered._jdf.schema(), max_rows,
+                                "\0".join(sql.text for sql in clause.partition_by), _too_long(clause, max_rows))
+    fields = [StructField(KEY_OUT.format(i), rows.schema[c].dataType, True) for i, c in enumerate(key_names)]
+    fields.append(StructField(MATCH, LongType(), True))  # nullable, as every column the Python path gives
+    for i, reg in enumerate(measures.registers):
+        kind = (rows.schema[measures.columns[reg.column]].dataType if reg.kind in (FIRST, LAST)
+                else LongType() if reg.kind == COUNT else IntegerType())
+        fields.append(StructField(REGISTER.format(i), kind, True))
+    out = StructType(fields)
+    encoder = spark._jvm.org.apache.spark.sql.Encoders.row(spark._jsparkSession.parseDataType(out.json()))
+    matched = DataFrame(ordered._jdf.mapPartitions(function, encoder), spark)
+    items = [F.col(KEY_OUT.format(i)) for i in range(len(key_names))] + [F.expr(s) for s in sqls]
+    return matched.select(*[item.cast(spark_type(f.type)).alias(f.name) for item, f in zip(items, schema)])
+
+
+__all__ = ["JVM_CONF", "match_on_jvm", "why_not"]

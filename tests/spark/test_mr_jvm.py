@@ -1,0 +1,184 @@
+"""MATCH_RECOGNIZE matched in Spark's JVM (cerql/spark/mr_jvm.py, io.cerql.mr.MatchRecognizeFunction):
+the same rows, names and types as the local engine, and as the Python path on Spark, on random
+queries of what it takes (ONE ROW PER MATCH, PAST LAST ROW, row-local DEFINEs, measures of
+FIRST/LAST/COUNT/CLASSIFIER/MATCH_NUMBER); the queries it does not take run in Python, and
+``cerql.explain`` says which and why (docs/semantics.md, "On Spark")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cerql
+from cerql.errors import CeqlError
+from cerql.spark.mr_jvm import JVM_CONF
+from tests.spark.compare import plain
+
+pytestmark = pytest.mark.spark
+
+
+def _rows(df) -> list[tuple]:
+    return sorted((tuple(plain(v) for v in r) for r in df.collect()), key=repr)
+
+
+def _local(query: str, tables: dict) -> list[tuple]:
+    table = cerql.run(query, tables, output="arrow")  # NULLs as NULLs, not pandas' NaN
+    return sorted((tuple(plain(v) for v in r.values()) for r in table.to_pylist()), key=repr)
+
+
+def _with_conf(spark, value: str, run):
+    spark.conf.set(JVM_CONF, value)
+    try:
+        return run()
+    finally:
+        spark.conf.unset(JVM_CONF)
+
+
+def _data(seed: int, n: int = 40) -> pd.DataFrame:
+    """Rows of two keys and a NULL one, ties on ``t``, a NULL now and then in ``s``."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "k": rng.choice(["a", "b", None], n),
+        "t": rng.integers(0, 12, n),
+        "x": rng.integers(0, 6, n),
+        "y": rng.normal(size=n).round(2),
+        "s": rng.choice(["p", "q", "r", None], n, p=[0.3, 0.3, 0.3, 0.1]),
+    })
+
+
+VSHAPE = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY t MEASURES FIRST(A.t) AS first_t, "
+          "LAST(C.t) AS last_t, COUNT(*) AS n, COUNT(B.*) AS nb, CLASSIFIER() AS cls, MATCH_NUMBER() AS m, "
+          "LAST(C.x) - FIRST(A.x) AS gain, s AS last_s ONE ROW PER MATCH "
+          "PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x))")
+
+
+def test_explain_says_the_jvm_matches(spark):
+    t = spark.createDataFrame(_data(1))
+    shown = cerql.explain(VSHAPE, spark, t=t)
+    assert "cerql's Java matcher" in shown and "MapInArrow" not in shown
+    off = _with_conf(spark, "false", lambda: cerql.explain(VSHAPE, spark, t=t))
+    assert "MapInArrow" in off and f"not in the JVM: {JVM_CONF} is false" in off
+
+
+@pytest.mark.parametrize("change, why", [
+    ("ONE ROW PER MATCH", "ALL ROWS PER MATCH"),
+    ("PATTERN", "AFTER MATCH SKIP TO NEXT ROW"),
+    ("COUNT(B.*)", "an aggregate other than COUNT(*)"),
+    ("FIRST(A.t)", "FIRST with an offset"),
+    ("C AS x > PREV(x)", "a DEFINE reads the match's history"),
+])
+def test_what_the_jvm_does_not_take_runs_in_python(spark, change, why):
+    query = VSHAPE.replace(change, {
+        "ONE ROW PER MATCH": "ALL ROWS PER MATCH",
+        "PATTERN": "AFTER MATCH SKIP TO NEXT ROW PATTERN",
+        "COUNT(B.*)": "sum(B.x)",
+        "FIRST(A.t)": "FIRST(A.t, 1)",
+        "C AS x > PREV(x)": "C AS x > FIRST(A.x)",
+    }[change])
+    data = _data(2)
+    t = spark.createDataFrame(data)
+    shown = cerql.explain(query, spark, t=t)
+    assert "MapInArrow" in shown and why in shown
+    assert _rows(cerql.cer_sql(spark, query, t=t)) == _local(query, {"t": data})
+
+
+def test_vshape_equals_local_and_the_python_path(spark):
+    data = _data(3, 400)
+    t = spark.createDataFrame(data)
+    jvm = cerql.cer_sql(spark, VSHAPE, t=t)
+    python = _with_conf(spark, "false", lambda: cerql.cer_sql(spark, VSHAPE, t=t))
+    assert jvm.schema == python.schema
+    assert _rows(jvm) == _rows(python) == _local(VSHAPE, {"t": data})
+    assert len(_rows(jvm)) > 10
+
+
+def test_keys_null_nan_and_signed_zero_group_as_spark_groups(spark):
+    """Rows 0, 1, 7 (0.0, -0.0, 0.0) are one group, 2-3 (NaN) another, 4-5 (NULL) a third."""
+    t = spark.createDataFrame(pd.DataFrame({"t": range(8), "x": range(1, 9)})).selectExpr(
+        "CASE WHEN t = 1 THEN -0.0D WHEN t IN (2, 3) THEN double('NaN') WHEN t IN (4, 5) THEN NULL "
+        "WHEN t = 6 THEN 1.0D ELSE 0.0D END AS k", "t", "x")
+    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY t MEASURES COUNT(*) AS n, "
+             "FIRST(x) AS f ONE ROW PER MATCH PATTERN (A+) DEFINE A AS x > 0)")
+    got = _rows(cerql.cer_sql(spark, query, t=t))
+    assert sorted(r[1:] for r in got) == [(1, 7), (2, 3), (2, 5), (3, 1)]
+    assert got == _with_conf(spark, "false", lambda: _rows(cerql.cer_sql(spark, query, t=t)))
+
+
+def test_spark_only_functions_in_defines_and_next(spark):
+    data = _data(4, 200)
+    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY t, y MEASURES FIRST(A.s) AS a, LAST(B.y) AS b, "
+             "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B{1,3}? C) "
+             "DEFINE A AS soundex(s) = 'P000', B AS NEXT(y, 2) > y OR PREV(s, 3) = 'q', C AS y < NEXT(y))")
+    t = spark.createDataFrame(data)
+    assert "cerql's Java matcher" in cerql.explain(query, spark, t=t)
+    python = _with_conf(spark, "false", lambda: _rows(cerql.cer_sql(spark, query, t=t)))
+    assert _rows(cerql.cer_sql(spark, query, t=t)) == python
+    assert python
+
+
+def test_a_define_that_is_not_boolean_is_the_same_error(spark):
+    t = spark.createDataFrame(_data(5))
+    query = VSHAPE.replace("C AS x > PREV(x)", "C AS x + PREV(x)")
+    with pytest.raises(CeqlError) as jvm:
+        cerql.cer_sql(spark, query, t=t)
+    with pytest.raises(CeqlError) as python:
+        _with_conf(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
+    assert jvm.value.error_class == python.value.error_class == "MATCH_RECOGNIZE_DEFINE_NOT_BOOLEAN"
+    assert jvm.value.column == python.value.column
+
+
+# ------------------------------------------------------------------------------ random queries
+VARIABLES = ("A", "B", "C")
+
+
+def _patterns():
+    leaf = st.sampled_from(VARIABLES)
+    quant = st.sampled_from(["", "", "*", "+", "?", "*?", "+?", "??", "{2}", "{1,2}", "{,2}", "{2,}", "{0,1}?"])
+
+    def extend(inner):
+        return st.one_of(
+            st.tuples(inner, inner).map(lambda p: f"{p[0]} {p[1]}"),
+            st.tuples(inner, inner).map(lambda p: f"{p[0]} | {p[1]}"),
+            st.tuples(inner, quant).map(lambda p: f"({p[0]}){p[1]}"),
+            inner.map(lambda p: "{- " + p + " -}"),
+            st.tuples(leaf, leaf).map(lambda p: f"PERMUTE({p[0]}, {p[1]})"),
+        )
+
+    body = st.recursive(st.tuples(leaf, quant).map("".join), extend, max_leaves=5)
+    return st.tuples(st.sampled_from(["", "", "^ "]), body, st.sampled_from(["", "", " $"])).map("".join)
+
+
+CONDITIONS = ["x > PREV(x)", "x < PREV(x, 2)", "x >= NEXT(x)", "x % 2 = 0", "s IS NULL", "PREV(x) IS NULL",
+              "coalesce(NEXT(s, 2), 'p') = 'p'", "s = 'p'", "y > 0 AND s <> 'r'", "NEXT(s) = s", "TRUE", "FALSE",
+              "NULL"]
+# each measure, with the variables it needs in the pattern (U: A or C)
+MEASURES = {"FIRST(A.x)": "A", "LAST(B.y)": "B", "x": "", "A.s": "A", "COUNT(*)": "", "COUNT(C.*)": "C",
+            "CLASSIFIER()": "", "MATCH_NUMBER()": "", "LAST(x) - FIRST(x)": "", "FIRST(U.t)": "U",
+            "CLASSIFIER(U)": "U", "COUNT(U.*) * 2": "U", "upper(LAST(A.s))": "A", "FINAL LAST(t)": "",
+            "RUNNING FIRST(B.t) + 1": "B"}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern=_patterns(), defines=st.lists(st.sampled_from(CONDITIONS), min_size=3, max_size=3),
+       defined=st.lists(st.booleans(), min_size=3, max_size=3),
+       measures=st.lists(st.sampled_from(sorted(MEASURES)), min_size=1, max_size=4, unique=True),
+       partitioned=st.booleans(), seed=st.integers(0, 1000))
+def test_random_queries_equal_local(spark, pattern, defines, defined, measures, partitioned, seed):
+    present = {v for v in VARIABLES if v in pattern}
+    subset = sorted(present & {"A", "C"})
+    items = [m for m in measures if all(v in present or (v == "U" and subset) for v in MEASURES[m])] or ["COUNT(*)"]
+    define = ", ".join(f"{v} AS {c}" for v, c, d in zip(VARIABLES, defines, defined) if d and v in present)
+    query = (f"SELECT * FROM t MATCH_RECOGNIZE ({'PARTITION BY k ' if partitioned else ''}ORDER BY t, y "
+             f"MEASURES {', '.join(f'{m} AS m{i}' for i, m in enumerate(items))} ONE ROW PER MATCH "
+             f"PATTERN ({pattern}) {'SUBSET U = (' + ', '.join(subset) + ')' if subset else ''} "
+             f"{'DEFINE ' + define if define else ''})")
+    data = _data(seed)
+    t = spark.createDataFrame(data)
+    assert "cerql's Java matcher" in cerql.explain(query, spark, t=t)
+    jvm = cerql.cer_sql(spark, query, t=t)
+    assert _rows(jvm) == _local(query, {"t": data})
+    python = _with_conf(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
+    assert jvm.schema == python.schema
