@@ -146,5 +146,11 @@ def static_call(spark, class_name: str, method: str, *args):
     raise JvmUnavailable(f"{class_name} has no static {method} of {len(args)} arguments")
 
 
+def row_encoder(spark, schema):
+    """Spark's ``Encoders.row`` of a pyspark StructType: ``Dataset.mapPartitions``' output encoder."""
+    jvm = spark.sparkContext._jvm
+    return jvm.org.apache.spark.sql.Encoders.row(spark._jsparkSession.parseDataType(schema.json()))
+
+
 __all__ = ["JAVA_DIR", "JvmUnavailable", "class_loader", "compiled_jar", "java_sources", "new_instance",
-           "spark_jars", "static_call"]
+           "row_encoder", "spark_jars", "static_call"]

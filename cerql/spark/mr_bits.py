@@ -86,8 +86,10 @@ def _check_builtins(spark, sql: SqlExpr, text: str) -> None:
                                       "subquery before it, or to the result")
 
 
-def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str):
-    """``(frame, keys, partition, order)``: ``frame`` with a hidden column per key expression;
+def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ordinal_value=None):
+    """``(frame, keys, partition, order)``: ``frame`` with a hidden column per key expression
+    (and ``ordinal`` when its value is given), added in one step (each step of a DataFrame is
+    an analysis in the JVM: docs/benchmarks.md, "MATCH_RECOGNIZE");
     ``keys`` per PARTITION BY then ORDER BY item, that column's name or None (a plain column,
     read as it is); ``partition`` the PARTITION BY columns and ``order`` the sort columns (ORDER
     BY with its directions and NULLS placement, then ``ordinal``), for the shuffle, the sort
@@ -98,6 +100,7 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str):
     lowered = by_lower_name(frame.columns)
     spell = speller({c: c for c in frame.columns})
     items = list(clause.partition_by) + [k.expr for k in clause.order_by]
+    added = {} if ordinal_value is None else {ordinal: ordinal_value}
     keys, columns = [], []
     for i, sql in enumerate(items):
         _check_columns(sql, lowered, text)
@@ -109,9 +112,10 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str):
         _check_builtins(frame.sparkSession, sql, text)
         value = F.expr(spark_sql(sql.tree, sql.source, spell))
         expressions.analyzed_type(frame, value, sql, text, {}, "the key expression")
-        frame = frame.withColumn(KEY.format(i), value)
+        added[KEY.format(i)] = value
         keys.append(KEY.format(i))
         columns.append(F.col(KEY.format(i)))
+    frame = frame.withColumns(added) if added else frame
     partition = columns[:len(clause.partition_by)]
     order = []
     for key, column in zip(clause.order_by, columns[len(clause.partition_by):]):

@@ -23,6 +23,8 @@ answer; docs/semantics.md, "On Spark"):
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 from sqlglot import exp
 
@@ -158,12 +160,11 @@ class _AnyColumn(dict):
 
 
 def _block(rows, clause: mr_ast.MatchRecognize, variables: tuple[str, ...], text: str):
-    """``(rows, block, navs, shifts, conditions)``: ``rows`` with a column per PREV/NEXT argument;
-    the block's columns (those the DEFINEs read, then the arguments); ``navs`` as
-    ``mr_bits.define_sql`` fills it; per navigation, its column's name in the DEFINEs, its
-    argument's index in the block and its shift; per variable, its condition as Spark SQL over
-    the block and those names, None without DEFINE."""
-    F = functions_for(rows)
+    """``(read, arguments, navs, shifts, conditions)``: the block is the columns the DEFINEs read
+    (``read``), then one per PREV/NEXT argument (``arguments``, Spark SQL over ``rows``);
+    ``navs`` as ``mr_bits.define_sql`` fills it; per navigation, its column's name in the
+    DEFINEs, its argument's index in the block and its shift; per variable, its condition as
+    Spark SQL over the block and those names, None without DEFINE."""
     lowered = mr_bits.by_lower_name(rows.columns)
     spell = speller({c: c for c in rows.columns})
     defines = {mx.canonical(d.variable): d.condition for d in clause.defines}
@@ -178,34 +179,41 @@ def _block(rows, clause: mr_ast.MatchRecognize, variables: tuple[str, ...], text
                     read.append(lowered[column.name.lower()])
         conditions.append(None if condition is None else mr_bits.define_sql(condition, spell, navs))
     arguments = list(dict.fromkeys(argument for argument, _ in navs))
-    for k, argument in enumerate(arguments):
-        rows = rows.withColumn(ARG.format(k), F.expr(argument))
-    block = read + [ARG.format(k) for k in range(len(arguments))]
     shifts = [(name, len(read) + arguments.index(argument), shift) for (argument, shift), name in navs.items()]
-    return rows, block, navs, shifts, conditions
+    return read, arguments, navs, shifts, conditions
 
 
-def _bound_defines(rows, block: list[str], navs: dict[tuple[str, int], str], shifts, conditions: list[str | None],
+_BOUND: dict[tuple, Any] = {}  # (session, query, block's fields) -> the bound DEFINEs, for a query run again
+
+
+def _bound_defines(spark, block: list, navs: dict[tuple[str, int], str], shifts, conditions: list[str | None],
                    clause: mr_ast.MatchRecognize, variables: tuple[str, ...], text: str):
     """The DEFINEs bound by Spark (``MatchRecognizeFunction.defines``) over a relation of the
-    block's columns and one column per navigation, each of its argument's type, with the checks
+    block's fields and one column per navigation, each of its argument's type, with the checks
     and errors of the Window's bits (``mr_bits.define_column``); ``TRUE`` for a variable
-    without DEFINE (the function sets its bit without evaluating it)."""
+    without DEFINE (the function sets its bit without evaluating it). Kept per session, query
+    and block: a notebook runs the same query again, and each DataFrame step is an analysis."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
-    fields = [rows.schema[c] for c in block]
-    fields += [StructField(name, fields[index].dataType, True) for name, index, _ in shifts]
+    fields = list(block) + [StructField(name, block[index].dataType, True) for name, index, _ in shifts]
     # a last column no DEFINE reads (analyzed_type needs one): bound past the task's window row, unread
     fields.append(StructField("__cerql_mr_probe", IntegerType(), True))
-    relation = rows.sparkSession.createDataFrame([], StructType(fields))
+    key = (id(spark), text, StructType(fields).json())
+    if key in _BOUND:
+        return _BOUND[key]
+    relation = spark.createDataFrame([], StructType(fields))
     by_variable = {mx.canonical(d.variable): d.condition for d in clause.defines}
     columns = []
     for variable, sql in zip(variables, conditions):
         if sql is None:
-            columns.append(functions_for(rows).lit(True))
+            columns.append(functions_for(relation).lit(True))
         else:
             columns.append(mr_bits.define_column(relation, by_variable[variable], sql, navs, text).cast("boolean"))
-    return jvm.static_call(rows.sparkSession, FUNCTION, "defines", relation.select(*columns)._jdf)
+    bound = jvm.static_call(spark, FUNCTION, "defines", relation.select(*columns)._jdf)
+    if len(_BOUND) > 64:
+        _BOUND.clear()
+    _BOUND[key] = bound
+    return bound
 
 
 def _key_names(clause: mr_ast.MatchRecognize, keys: list[str | None], columns: list[str]) -> list[str]:
@@ -232,33 +240,57 @@ def match_on_jvm(spark, planned: front.RowPatternPlanned, rows, keys: list[str |
 
     F = functions_for(rows)
     clause, nfa = planned.clause, planned.nfa
-    rows, block, navs, shifts, conditions = _block(rows, clause, nfa.variables, text)
+    read, arguments, navs, shifts, conditions = _block(rows, clause, nfa.variables, text)
     measures = _Measures(clause, nfa.variables, mr_bits.by_lower_name(rows.columns))
     sqls = [measures.sql(m) for m in clause.measures]
     key_names = _key_names(clause, keys, rows.columns)
-    columns = key_names + block + measures.columns
-    ordered = rows.sortWithinPartitions(*partition, *order).select(*[F.col(quoted(c)) for c in columns])
+    items = ([F.col(quoted(c)) for c in key_names + read]
+             + [F.expr(a).alias(ARG.format(k)) for k, a in enumerate(arguments)]
+             + [F.col(quoted(c)) for c in measures.columns])
+    ordered = rows.sortWithinPartitions(*partition, *order).select(*items)  # by position from here on
+    fields = ordered.schema.fields
+    width = len(read) + len(arguments)
     always = sum(1 << v for v, c in enumerate(conditions) if c is None)
-    layout = [len(key_names), len(key_names), len(block), always, len(shifts)]
+    layout = [len(key_names), len(key_names), width, always, len(shifts)]
     for _, index, shift in shifts:
         layout += [index, shift]
-    first_value = len(key_names) + len(block)
-    layout += [len(measures.columns)] + [first_value + i for i in range(len(measures.columns))]
-    defines = _bound_defines(rows, block, navs, shifts, conditions, clause, nfa.variables, text)
+    layout += [len(measures.columns)] + [len(key_names) + width + i for i in range(len(measures.columns))]
+    block = fields[len(key_names):len(key_names) + width]
+    defines = _bound_defines(spark, block, navs, shifts, conditions, clause, nfa.variables, text)
+    values = [f.dataType for f in fields[len(key_names) + width:]]
+    kinds = ([f.dataType for f in fields[:len(key_names)]] + [LongType()]
+             + [values[r.column] if r.kind in (FIRST, LAST) else LongType() if r.kind == COUNT else IntegerType()
+                for r in measures.registers])
+    direct = _direct(sqls, kinds, schema, len(key_names))
+    names = [f.name for f in schema] if direct else (
+        [KEY_OUT.format(i) for i in range(len(key_names))] + [MATCH]
+        + [REGISTER.format(i) for i in range(len(measures.registers))])
+    outputs = direct or list(range(len(kinds)))
+    layout += [len(outputs)] + outputs
     function = jvm.new_instance(spark, FUNCTION, nfa_spec(nfa), register_spec(measures.registers),
                                 " ".join(map(str, layout)), defines, ordered._jdf.schema(), max_rows,
                                 "\0".join(sql.text for sql in clause.partition_by), _too_long(clause, max_rows))
-    fields = [StructField(KEY_OUT.format(i), rows.schema[c].dataType, True) for i, c in enumerate(key_names)]
-    fields.append(StructField(MATCH, LongType(), True))  # nullable, as every column the Python path gives
-    for i, reg in enumerate(measures.registers):
-        kind = (rows.schema[measures.columns[reg.column]].dataType if reg.kind in (FIRST, LAST)
-                else LongType() if reg.kind == COUNT else IntegerType())
-        fields.append(StructField(REGISTER.format(i), kind, True))
-    out = StructType(fields)
-    encoder = spark._jvm.org.apache.spark.sql.Encoders.row(spark._jsparkSession.parseDataType(out.json()))
+    # every column nullable, as the Python path gives them
+    encoder = jvm.row_encoder(spark, StructType([StructField(n, kinds[c], True) for n, c in zip(names, outputs)]))
     matched = DataFrame(ordered._jdf.mapPartitions(function, encoder), spark)
+    if direct:
+        return matched  # each column a key or register of the result's type: no projection
     items = [F.col(KEY_OUT.format(i)) for i in range(len(key_names))] + [F.expr(s) for s in sqls]
     return matched.select(*[item.cast(spark_type(f.type)).alias(f.name) for item, f in zip(items, schema)])
+
+
+def _direct(sqls: list[str], kinds: list, schema: pa.Schema, keys: int) -> list[int] | None:
+    """The function's output columns when the result is the keys and registers as they are
+    (``kinds``: the type of key k, the match number, then each register): per result column,
+    its key, match number or register; None when a measure is more than one, or of another type."""
+    codes = {quoted(MATCH): keys}
+    codes.update({quoted(REGISTER.format(r)): keys + 1 + r for r in range(len(kinds) - keys - 1)})
+    outputs = list(range(keys)) + [codes.get(sql, -1) for sql in sqls]
+    if -1 in outputs or len(outputs) != len(schema):
+        return None
+    if any(kinds[c] != spark_type(f.type) for c, f in zip(outputs, schema)):
+        return None
+    return outputs
 
 
 __all__ = ["JVM_CONF", "match_on_jvm", "why_not"]

@@ -180,8 +180,7 @@ def shuffled_rows(spark, planned: front.RowPatternPlanned, tables: Mapping[str, 
                                   "MATCH_RECOGNIZE over a table of the stream's rows")
     arrow_schema(frame.schema, text, at, f"'{clause.source}'",
                  "cast it or leave it out with a subquery or DataFrame.select")
-    rows = frame.withColumn(ORDINAL, F.monotonically_increasing_id())
-    rows, keys, partition, order = mr_bits.with_keys(rows, clause, text, ORDINAL)
+    rows, keys, partition, order = mr_bits.with_keys(frame, clause, text, ORDINAL, F.monotonically_increasing_id())
     # the shuffle before the DEFINEs' window, which its partitioning then satisfies
     rows = rows.repartition(*partition) if partition else rows.repartition(1)
     return rows, keys, partition, order
@@ -252,6 +251,8 @@ def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
         matched = jvm_matched(spark, planned, tables)
     else:
         matched = python_matched(spark, planned, tables)
+    if query.outer_sql == f"SELECT * FROM {query.placeholder}":  # the item alone: no view, no SQL to analyze
+        return planned, matched
     view = f"__cerql_mr_{uuid.uuid4().hex}"
     matched.createOrReplaceTempView(view)
     return planned, spark.sql(query.outer_sql.replace(query.placeholder, view))

@@ -21,6 +21,14 @@ import org.apache.spark.sql.catalyst.expressions.Predicate$;
 import org.apache.spark.sql.catalyst.optimizer.ReplaceExpressions$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StructType;
 import scala.Function1;
 import scala.collection.immutable.Seq;
@@ -41,7 +49,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * group has ended): only {@code back + ahead + 1} rows are held, and the matcher's registers
  * carry the values the measures need, so memory does not grow with the group.
  *
- * <p>Output row: the keys, the match number in its group (from 1), then the registers.
+ * <p>Output row: the columns {@code outputs} names, each a key, the match number in its group
+ * (from 1) or a register.
  */
 public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, Row> {
   private static final long serialVersionUID = 1L;
@@ -56,6 +65,7 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
   private final int back;
   private final int ahead;
   private final int[] valueColumns;
+  private final int[] outputs;
   private final long always;
   private final Expression[] defines;
   private final Seq<Attribute> defineInput;
@@ -67,7 +77,8 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
   /**
    * @param layout whitespace-separated integers: keys, blockStart, blockWidth, always (the bits
    *     of the variables without DEFINE), the number of navigations then (column, shift) per
-   *     navigation, the number of value columns then each
+   *     navigation, the number of value columns then each, the number of output columns then
+   *     each (k below keys: key k; keys: the match number; keys + 1 + r: register r)
    * @param definesAndInput what {@link #defines} returned
    * @param input the schema of the input rows
    * @param maxRows how far the first undecided start row may fall behind the rows matched
@@ -102,6 +113,8 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
     ahead = a;
     valueColumns = new int[(int) v[i++]];
     for (int n = 0; n < valueColumns.length; n++) valueColumns[n] = (int) v[i++];
+    outputs = new int[(int) v[i++]];
+    for (int n = 0; n < outputs.length; n++) outputs[n] = (int) v[i++];
     defines = (Expression[]) definesAndInput[0];
     @SuppressWarnings("unchecked")
     Seq<Attribute> attrs = (Seq<Attribute>) definesAndInput[1];
@@ -190,8 +203,11 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
       }
       toCatalyst = new Function1[blockWidth];
       for (int c = 0; c < blockWidth; c++) {
-        toCatalyst[c] = CatalystTypeConverters$.MODULE$.createToCatalystConverter(
-            input.fields()[blockStart + c].dataType());
+        DataType type = input.fields()[blockStart + c].dataType();
+        boolean same = type instanceof LongType || type instanceof DoubleType || type instanceof IntegerType
+            || type instanceof BooleanType || type instanceof ShortType || type instanceof ByteType
+            || type instanceof FloatType;  // the external value is Spark's own: no conversion
+        toCatalyst[c] = same ? null : CatalystTypeConverters$.MODULE$.createToCatalystConverter(type);
       }
       window = new GenericInternalRow(blockWidth + navColumn.length);
     }
@@ -218,11 +234,10 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
     }
 
     private void take(Row row) {
-      Object[] key = new Object[keys];
-      for (int k = 0; k < keys; k++) key[k] = row.get(k);
-      if (group == null || !sameGroup(key)) {
+      if (group == null || !sameGroup(row)) {
         if (group != null) endGroup();
-        group = key;
+        group = new Object[keys];
+        for (int k = 0; k < keys; k++) group[k] = row.get(k);
         received = 0;
         evaluated = 0;
         matchNumber = 0;
@@ -230,7 +245,10 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
       }
       int slot = (int) (received % size);
       Object[] block = new Object[blockWidth];
-      for (int c = 0; c < blockWidth; c++) block[c] = toCatalyst[c].apply(row.get(blockStart + c));
+      for (int c = 0; c < blockWidth; c++) {
+        Object value = row.get(blockStart + c);
+        block[c] = toCatalyst[c] == null ? value : toCatalyst[c].apply(value);
+      }
       Object[] vals = new Object[valueColumns.length];
       for (int c = 0; c < valueColumns.length; c++) vals[c] = row.get(valueColumns[c]);
       blocks[slot] = block;
@@ -239,9 +257,9 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
       while (evaluated + ahead < received) evaluate();
     }
 
-    private boolean sameGroup(Object[] key) {
+    private boolean sameGroup(Row row) {
       for (int k = 0; k < keys; k++) {
-        if (!sameKey(group[k], key[k])) return false;
+        if (!sameKey(group[k], row.get(k))) return false;
       }
       return true;
     }
@@ -289,10 +307,12 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
     private void drain() {
       while (matcher.hasMatch()) {
         Object[] match = matcher.nextMatch();
-        Object[] out = new Object[keys + 1 + match.length - 2];
-        System.arraycopy(group, 0, out, 0, keys);
-        out[keys] = ++matchNumber;
-        System.arraycopy(match, 2, out, keys + 1, match.length - 2);
+        Long number = ++matchNumber;
+        Object[] out = new Object[outputs.length];
+        for (int c = 0; c < outputs.length; c++) {
+          int code = outputs[c];
+          out[c] = code < keys ? group[code] : code == keys ? number : match[2 + code - keys - 1];
+        }
         ready.add(RowFactory.create(out));
       }
     }
