@@ -28,8 +28,10 @@ every start row and every mapping depth first. The families:
    ``A+ B``, beside cerql on the same rows; Flink's seconds less its fixed cost per job (the
    same job on an empty table).
 5. **spark**: family 1 at the largest ``--vshape-rows`` through ``spark.cer_sql`` to the noop
-   sink on local[2], against ``repartition(sym).sortWithinPartitions(sym, ts)`` of the same
-   cached rows, interleaved.
+   sink on local[2] (matched in the JVM, and again with ``cerql.matchRecognize.jvm`` false: in
+   Python workers), against ``repartition(sym).sortWithinPartitions(sym, ts)`` of the same
+   cached rows, interleaved; the rows cached from the pandas DataFrame (a LocalRelation) and
+   from Parquet.
 6. **memory**: what a Spark task holds while it matches one PARTITION BY group of
    ``--memory-rows`` rows handed to it in Arrow batches of 10 000 (Spark's default), the DEFINE
    bits given as Spark computes them: batch by batch (exec/mr_incremental.py, what tasks run)
@@ -535,35 +537,48 @@ def family_spark(n: int, repeat: int, records: list) -> None:
     spark = local_session("cerql-bench-mr")
     try:
         df = random_walk(n)
-        t = spark.createDataFrame(df).cache()
-        t.count()
-        query = VSHAPE.format(skip="PAST LAST ROW", never="")
-
-        def noop(frame) -> None:
-            frame.write.format("noop").mode("overwrite").save()
-
-        count = cerql.cer_sql(spark, query, t=t).count()  # warm-up: workers, numba cache; and the count
-        local = run_count(query, df)
-        print(f"matches: cer_sql {count:,}, cerql.run {local:,}: agree {agree(count, local)}")
-        def in_python():  # the same query with the JVM matcher off (spark/mr_jvm.py)
-            spark.conf.set(JVM_CONF, "false")
-            try:
-                noop(cerql.cer_sql(spark, query, t=t))
-            finally:
-                spark.conf.unset(JVM_CONF)
-
-        got = rounds({"base": lambda: noop(t.repartition("sym").sortWithinPartitions("sym", "ts")),
-                      "cer_sql": lambda: noop(cerql.cer_sql(spark, query, t=t)),
-                      "cer_sql in Python": in_python}, repeat)
-        base, mine, python = got["base"], got["cer_sql"], got["cer_sql in Python"]
-        print(f"base {base['seconds']:.2f} s, cer_sql {mine['seconds']:.2f} s: "
-              f"x base {mine['seconds'] / base['seconds']:.2f} (throughput {base['seconds'] / mine['seconds']:.2f}), "
-              f"{n / mine['seconds']:.3g} rows/s; in Python {python['seconds']:.2f} s: "
-              f"x base {python['seconds'] / base['seconds']:.2f}")
-        records.append({"family": "spark", "rows": n, "engine": "cer_sql", "seconds": mine["seconds"], "count": count,
-                        "base_seconds": base["seconds"], "python_seconds": python["seconds"]})
+        with tempfile.TemporaryDirectory(prefix="cerql-bench-mr-") as tmp:
+            spark.createDataFrame(df).write.parquet(os.path.join(tmp, "walk"))
+            sources = {  # both cached in memory; the first is a LocalRelation of every row, whose
+                # every DataFrame step costs an analysis proportional to its rows (docs/benchmarks.md)
+                "pandas DataFrame": spark.createDataFrame(df).cache(),
+                "Parquet": spark.read.parquet(os.path.join(tmp, "walk")).cache(),
+            }
+            for name, t in sources.items():
+                t.count()
+                _spark_rounds(spark, name, t, df, n, repeat, records)
     finally:
         spark.stop()
+
+
+def _spark_rounds(spark, name: str, t, df: pd.DataFrame, n: int, repeat: int, records: list) -> None:
+    """base, cer_sql (the JVM matcher) and cer_sql with the JVM matcher off, interleaved."""
+    query = VSHAPE.format(skip="PAST LAST ROW", never="")
+
+    def noop(frame) -> None:
+        frame.write.format("noop").mode("overwrite").save()
+
+    def in_python():  # the same query with the JVM matcher off (spark/mr_jvm.py)
+        spark.conf.set(JVM_CONF, "false")
+        try:
+            noop(cerql.cer_sql(spark, query, t=t))
+        finally:
+            spark.conf.unset(JVM_CONF)
+
+    count = cerql.cer_sql(spark, query, t=t).count()  # warm-up; and the count
+    local = run_count(query, df)
+    print(f"source: cached {name}; matches: cer_sql {count:,}, cerql.run {local:,}: agree {agree(count, local)}")
+    in_python()  # warm-up: the Python workers and their numba cache
+    got = rounds({"base": lambda: noop(t.repartition("sym").sortWithinPartitions("sym", "ts")),
+                  "cer_sql": lambda: noop(cerql.cer_sql(spark, query, t=t)),
+                  "cer_sql in Python": in_python}, repeat)
+    base, mine, python = got["base"], got["cer_sql"], got["cer_sql in Python"]
+    print(f"  base {base['seconds']:.2f} s, cer_sql {mine['seconds']:.2f} s: "
+          f"x base {mine['seconds'] / base['seconds']:.2f} (throughput {base['seconds'] / mine['seconds']:.2f}), "
+          f"{n / mine['seconds']:.3g} rows/s; in Python {python['seconds']:.2f} s: "
+          f"x base {python['seconds'] / base['seconds']:.2f}")
+    records.append({"family": "spark", "source": name, "rows": n, "engine": "cer_sql", "seconds": mine["seconds"],
+                    "count": count, "base_seconds": base["seconds"], "python_seconds": python["seconds"]})
 
 
 def main() -> None:

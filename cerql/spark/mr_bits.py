@@ -86,10 +86,12 @@ def _check_builtins(spark, sql: SqlExpr, text: str) -> None:
                                       "subquery before it, or to the result")
 
 
-def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ordinal_value=None):
+def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ordinal_value=None,
+              extra: dict | None = None, keep: list[str] | None = None):
     """``(frame, keys, partition, order)``: ``frame`` with a hidden column per key expression
-    (and ``ordinal`` when its value is given), added in one step (each step of a DataFrame is
-    an analysis in the JVM: docs/benchmarks.md, "MATCH_RECOGNIZE");
+    (and ``ordinal`` when its value is given, and the columns ``extra``), added in one step (each
+    step of a DataFrame is an analysis in the JVM: docs/benchmarks.md, "MATCH_RECOGNIZE"); with
+    ``keep``, of the input's columns only those and the plain keys, in the same step;
     ``keys`` per PARTITION BY then ORDER BY item, that column's name or None (a plain column,
     read as it is); ``partition`` the PARTITION BY columns and ``order`` the sort columns (ORDER
     BY with its directions and NULLS placement, then ``ordinal``), for the shuffle, the sort
@@ -101,6 +103,8 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ord
     spell = speller({c: c for c in frame.columns})
     items = list(clause.partition_by) + [k.expr for k in clause.order_by]
     added = {} if ordinal_value is None else {ordinal: ordinal_value}
+    added.update(extra or {})
+    kept = list(keep) if keep is not None else None
     keys, columns = [], []
     for i, sql in enumerate(items):
         _check_columns(sql, lowered, text)
@@ -108,6 +112,8 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ord
         if plain is not None:
             keys.append(None)
             columns.append(F.col(quoted(lowered[plain.name.lower()])))
+            if kept is not None and lowered[plain.name.lower()] not in kept:
+                kept.append(lowered[plain.name.lower()])
             continue
         _check_builtins(frame.sparkSession, sql, text)
         value = F.expr(spark_sql(sql.tree, sql.source, spell))
@@ -115,7 +121,10 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ord
         added[KEY.format(i)] = value
         keys.append(KEY.format(i))
         columns.append(F.col(KEY.format(i)))
-    frame = frame.withColumns(added) if added else frame
+    if kept is not None:
+        frame = frame.select(*[F.col(quoted(c)) for c in kept], *[v.alias(k) for k, v in added.items()])
+    elif added:
+        frame = frame.withColumns(added)
     partition = columns[:len(clause.partition_by)]
     order = []
     for key, column in zip(clause.order_by, columns[len(clause.partition_by):]):

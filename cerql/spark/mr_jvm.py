@@ -30,6 +30,7 @@ from sqlglot import exp
 
 from cerql import mr_ast
 from cerql import mr_functions as mx
+from cerql.errors import AnalysisError
 from cerql.exec.mr_incremental import match_too_long
 from cerql.planner import front
 from cerql.spark import jvm, mr_bits
@@ -52,8 +53,10 @@ class _NotHere(Exception):
 class _Measures:
     """The registers the measures read, and each measure as Spark SQL over them."""
 
-    def __init__(self, clause: mr_ast.MatchRecognize, variables: tuple[str, ...], lowered: dict[str, str]):
-        self.variables = variables
+    def __init__(self, clause: mr_ast.MatchRecognize, variables: tuple[str, ...], lowered: dict[str, str],
+                 text: str = ""):
+        self.variables, self.text = variables, text
+        self.measure: mr_ast.Measure | None = None
         self.subsets = {mx.canonical(s.name): tuple(mx.canonical(v) for v in s.variables) for s in clause.subsets}
         self.lowered = lowered
         self.registers: list[Register] = []
@@ -68,12 +71,14 @@ class _Measures:
             raise _NotHere(f"'{name}' is not a pattern variable")
         return sum(1 << self.variables.index(n) for n in names)
 
-    def register(self, kind: int, mask: int, column: str | None = None) -> str:
+    def register(self, kind: int, mask: int, column: exp.Column | None = None) -> str:
         index = -1
         if column is not None:
-            real = self.lowered.get(column.lower())
-            if real is None:
-                raise _NotHere(f"unknown column '{column}'")  # the local engine's check reports it
+            real = self.lowered.get(column.name.lower())
+            if real is None:  # as the local engine says it (exec/mr_measures.py)
+                raise AnalysisError.at(self.text, mx.node_offset(self.measure.expr, column),
+                                       f"Unknown column '{column.name}'", "UNKNOWN_COLUMN",
+                                       f"the input has columns {', '.join(dict.fromkeys(self.lowered.values()))}")
             if real not in self.columns:
                 self.columns.append(real)
             index = self.columns.index(real)
@@ -83,6 +88,7 @@ class _Measures:
         return quoted(REGISTER.format(self.registers.index(reg)))
 
     def sql(self, measure: mr_ast.Measure) -> str:
+        self.measure = measure
         replaced: dict[int, str] = {}
         self._visit(measure.expr.tree, measure.expr.source, replaced)
         return spark_sql(measure.expr.tree, measure.expr.source, lambda n: n, replaced=replaced)
@@ -99,7 +105,7 @@ class _Measures:
             if mx.navigation_offset(node) != 0 or not isinstance(column, exp.Column) or mx.is_star(column):
                 raise _NotHere(f"{name} with an offset or over an expression")
             replaced[id(node)] = self.register(FIRST if name == mx.FIRST else LAST,
-                                               self.mask(mx.qualifier(column)), column.name)
+                                               self.mask(mx.qualifier(column)), column)
         elif name == mx.CLASSIFIER:
             args = mx.arguments(node)
             reg = self.register(CLASSIFIER, self.mask(args[0].name if args else None))
@@ -118,7 +124,7 @@ class _Measures:
             replaced[id(node)] = self.register(COUNT, self.mask(star.table or None if isinstance(star, exp.Column)
                                                                  else None))
         elif isinstance(node, exp.Column) and not mx.is_star(node):
-            replaced[id(node)] = self.register(LAST, self.mask(mx.qualifier(node)), node.name)
+            replaced[id(node)] = self.register(LAST, self.mask(mx.qualifier(node)), node)
         else:
             for child in node.iter_expressions():
                 self._visit(child, source, replaced)
@@ -229,53 +235,68 @@ def _too_long(clause: mr_ast.MatchRecognize, max_rows: int) -> str:
     return f"cerql.errors.{type(err).__name__}: {err}"
 
 
-def match_on_jvm(spark, planned: front.RowPatternPlanned, rows, keys: list[str | None], partition: list,
-                 order: list, schema: pa.Schema, text: str, max_rows: int):
-    """The item's result (``schema``) matched in the JVM: ``rows`` are the shuffled rows with
-    their key columns (spark/mr_lower.py), ``partition`` and ``order`` the sort; ``max_rows`` how
-    far behind the first undecided start row may fall (``cerql.matchRecognize.maxMatchRows``:
-    the task holds the matches found after it, which wait for it)."""
+class JvmColumns:
+    """What the JVM matcher reads of the source (``project``, before the shuffle): the columns
+    the DEFINEs read and their PREV/NEXT arguments (the block), and those the measures' registers
+    read; and each measure as Spark SQL over the registers."""
+
+    def __init__(self, planned: front.RowPatternPlanned):
+        self.planned = planned
+
+    def project(self, frame) -> tuple[list[str], dict]:
+        """``(keep, extra)`` for ``mr_bits.with_keys``: the source's columns kept, and the
+        arguments' columns added (``ARG``)."""
+        clause, variables, text = self.planned.clause, self.planned.nfa.variables, self.planned.text
+        self.read, self.arguments, self.navs, self.shifts, self.conditions = _block(frame, clause, variables, text)
+        self.measures = _Measures(clause, variables, mr_bits.by_lower_name(frame.columns), text)
+        self.sqls = [self.measures.sql(m) for m in clause.measures]
+        F = functions_for(frame)
+        extra = {ARG.format(k): F.expr(a) for k, a in enumerate(self.arguments)}
+        return list(dict.fromkeys(self.read + self.measures.columns)), extra
+
+
+def match_on_jvm(spark, planned: front.RowPatternPlanned, columns: JvmColumns, ordered, keys: list[str | None],
+                 schema: pa.Schema, max_rows: int):
+    """The item's result (``schema``) matched in the JVM over ``ordered``, the rows shuffled and
+    sorted by spark/mr_lower.py (``columns.project``'s columns, the key columns ``keys``);
+    ``max_rows`` how far behind the first undecided start row may fall
+    (``cerql.matchRecognize.maxMatchRows``: the task holds the matches found after it, which wait
+    for it)."""
     from pyspark.sql import DataFrame
     from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-    F = functions_for(rows)
-    clause, nfa = planned.clause, planned.nfa
-    read, arguments, navs, shifts, conditions = _block(rows, clause, nfa.variables, text)
-    measures = _Measures(clause, nfa.variables, mr_bits.by_lower_name(rows.columns))
-    sqls = [measures.sql(m) for m in clause.measures]
-    key_names = _key_names(clause, keys, rows.columns)
-    items = ([F.col(quoted(c)) for c in key_names + read]
-             + [F.expr(a).alias(ARG.format(k)) for k, a in enumerate(arguments)]
-             + [F.col(quoted(c)) for c in measures.columns])
-    ordered = rows.sortWithinPartitions(*partition, *order).select(*items)  # by position from here on
+    F = functions_for(ordered)
+    clause, nfa, text = planned.clause, planned.nfa, planned.text
+    position = {name: i for i, name in enumerate(ordered.columns)}
     fields = ordered.schema.fields
-    width = len(read) + len(arguments)
-    always = sum(1 << v for v, c in enumerate(conditions) if c is None)
-    layout = [len(key_names), len(key_names), width, always, len(shifts)]
-    for _, index, shift in shifts:
+    key_at = [position[c] for c in _key_names(clause, keys, ordered.columns)]
+    block_at = [position[c] for c in columns.read] + [position[ARG.format(k)] for k in range(len(columns.arguments))]
+    value_at = [position[c] for c in columns.measures.columns]
+    always = sum(1 << v for v, c in enumerate(columns.conditions) if c is None)
+    layout = [len(key_at), *key_at, len(block_at), *block_at, always, len(columns.shifts)]
+    for _, index, shift in columns.shifts:
         layout += [index, shift]
-    layout += [len(measures.columns)] + [len(key_names) + width + i for i in range(len(measures.columns))]
-    block = fields[len(key_names):len(key_names) + width]
-    defines = _bound_defines(spark, block, navs, shifts, conditions, clause, nfa.variables, text)
-    values = [f.dataType for f in fields[len(key_names) + width:]]
-    kinds = ([f.dataType for f in fields[:len(key_names)]] + [LongType()]
-             + [values[r.column] if r.kind in (FIRST, LAST) else LongType() if r.kind == COUNT else IntegerType()
-                for r in measures.registers])
-    direct = _direct(sqls, kinds, schema, len(key_names))
+    layout += [len(value_at), *value_at]
+    defines = _bound_defines(spark, [fields[i] for i in block_at], columns.navs, columns.shifts, columns.conditions,
+                             clause, nfa.variables, text)
+    registers = columns.measures.registers
+    kinds = ([fields[i].dataType for i in key_at] + [LongType()]
+             + [fields[value_at[r.column]].dataType if r.kind in (FIRST, LAST) else
+                LongType() if r.kind == COUNT else IntegerType() for r in registers])
+    direct = _direct(columns.sqls, kinds, schema, len(key_at))
     names = [f.name for f in schema] if direct else (
-        [KEY_OUT.format(i) for i in range(len(key_names))] + [MATCH]
-        + [REGISTER.format(i) for i in range(len(measures.registers))])
+        [KEY_OUT.format(i) for i in range(len(key_at))] + [MATCH] + [REGISTER.format(i) for i in range(len(registers))])
     outputs = direct or list(range(len(kinds)))
-    layout += [len(outputs)] + outputs
-    function = jvm.new_instance(spark, FUNCTION, nfa_spec(nfa), register_spec(measures.registers),
-                                " ".join(map(str, layout)), defines, ordered._jdf.schema(), max_rows,
+    layout += [len(outputs), *outputs]
+    function = jvm.new_instance(spark, FUNCTION, nfa_spec(nfa), register_spec(registers), " ".join(map(str, layout)),
+                                defines, ordered._jdf.schema(), max_rows,
                                 "\0".join(sql.text for sql in clause.partition_by), _too_long(clause, max_rows))
     # every column nullable, as the Python path gives them
     encoder = jvm.row_encoder(spark, StructType([StructField(n, kinds[c], True) for n, c in zip(names, outputs)]))
     matched = DataFrame(ordered._jdf.mapPartitions(function, encoder), spark)
     if direct:
         return matched  # each column a key or register of the result's type: no projection
-    items = [F.col(KEY_OUT.format(i)) for i in range(len(key_names))] + [F.expr(s) for s in sqls]
+    items = [F.col(KEY_OUT.format(i)) for i in range(len(key_at))] + [F.expr(s) for s in columns.sqls]
     return matched.select(*[item.cast(spark_type(f.type)).alias(f.name) for item, f in zip(items, schema)])
 
 
@@ -293,4 +314,4 @@ def _direct(sqls: list[str], kinds: list, schema: pa.Schema, keys: int) -> list[
     return outputs
 
 
-__all__ = ["JVM_CONF", "match_on_jvm", "why_not"]
+__all__ = ["JVM_CONF", "JvmColumns", "match_on_jvm", "why_not"]

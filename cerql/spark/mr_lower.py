@@ -165,9 +165,11 @@ def _at(clause: mr_ast.MatchRecognize) -> int:
     return start_of(clause.span) if clause.span is not None else 0
 
 
-def shuffled_rows(spark, planned: front.RowPatternPlanned, tables: Mapping[str, Any]):
+def shuffled_rows(spark, planned: front.RowPatternPlanned, tables: Mapping[str, Any], project=None):
     """``(rows, keys, partition, order)``: steps 1-3 up to the shuffle (the source, its input
-    ordinal, the key columns, ``repartition``), with ``mr_bits.with_keys``'s keys and sort."""
+    ordinal, the key columns, ``repartition``), with ``mr_bits.with_keys``'s keys and sort;
+    ``project(source)``, when given, says which columns the rows keep and which it adds
+    (``with_keys``' ``keep`` and ``extra``), before the shuffle."""
     query, clause, text = planned.query, planned.clause, planned.text
     frame = source_frame(spark, query, tables)
     F = functions_for(frame)
@@ -180,7 +182,9 @@ def shuffled_rows(spark, planned: front.RowPatternPlanned, tables: Mapping[str, 
                                   "MATCH_RECOGNIZE over a table of the stream's rows")
     arrow_schema(frame.schema, text, at, f"'{clause.source}'",
                  "cast it or leave it out with a subquery or DataFrame.select")
-    rows, keys, partition, order = mr_bits.with_keys(frame, clause, text, ORDINAL, F.monotonically_increasing_id())
+    keep, extra = project(frame) if project is not None else (None, None)
+    rows, keys, partition, order = mr_bits.with_keys(frame, clause, text, ORDINAL, F.monotonically_increasing_id(),
+                                                     extra, keep)
     # the shuffle before the DEFINEs' window, which its partitioning then satisfies
     rows = rows.repartition(*partition) if partition else rows.repartition(1)
     return rows, keys, partition, order
@@ -228,14 +232,15 @@ def jvm_matched(spark, planned: front.RowPatternPlanned, tables: Mapping[str, An
     then cerql's Java matcher in place of step 4."""
     text = planned.text
     try:
-        rows, keys, partition, order = shuffled_rows(spark, planned, tables)
+        columns = mr_jvm.JvmColumns(planned)
+        rows, keys, partition, order = shuffled_rows(spark, planned, tables, columns.project)
         source = arrow_schema(rows.schema, text, _at(planned.clause), "a PARTITION BY or ORDER BY expression",
                               "cast it to a simpler type")
         # the schema as the tasks would see it with the bits computed (DEFINEs are Spark's here)
         schema = result_schema(planned, source.append(pa.field(mr_bits.BITS, pa.int64())), keys)
         conf = read_conf(spark, MAX_MATCH_ROWS_CONF)
-        return mr_jvm.match_on_jvm(spark, planned, rows, keys, partition, order, schema, text,
-                                   int(conf) if conf else MAX_MATCH_ROWS)
+        return mr_jvm.match_on_jvm(spark, planned, columns, rows.sortWithinPartitions(*partition, *order), keys,
+                                   schema, int(conf) if conf else MAX_MATCH_ROWS)
     except CeqlError as err:
         raise err.with_text(text)
 

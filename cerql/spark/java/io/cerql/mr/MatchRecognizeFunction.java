@@ -39,9 +39,10 @@ import scala.jdk.javaapi.CollectionConverters;
  * by (PARTITION BY, ORDER BY, input ordinal): a PARTITION BY group after another, each through a
  * {@link PikeMatcher}; one output row per match, as soon as the match is final.
  *
- * <p>Input row: the group's keys (columns {@code 0 .. keys-1}), then the DEFINEs' inputs (the
- * "block": the columns the conditions read and the arguments of their PREV/NEXT, each computed
- * by Spark beforehand), then whatever else the registers read. A DEFINE is Spark's own
+ * <p>Input row: the sorted rows as they are; the layout names, by position, the group's keys,
+ * the DEFINEs' inputs (the "block": the columns the conditions read and the arguments of their
+ * PREV/NEXT, each computed by Spark beforehand) and the columns the registers read. A DEFINE is
+ * Spark's own
  * expression (bound on the driver, {@link #defines}) over the block of the current row followed by
  * one value per navigation: block column {@code navColumn[n]} of the row {@code navShift[n]}
  * rows away in the group (NULL outside it), so PREV and NEXT cost a few rows kept, not a Window.
@@ -58,8 +59,9 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
   private final String nfa;
   private final String registers;
   private final int keys;
-  private final int blockStart;
+  private final int[] keyColumns;
   private final int blockWidth;
+  private final int[] blockColumns;
   private final int[] navColumn;
   private final int[] navShift;
   private final int back;
@@ -75,7 +77,8 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
   private final String tooLong;
 
   /**
-   * @param layout whitespace-separated integers: keys, blockStart, blockWidth, always (the bits
+   * @param layout whitespace-separated integers: the number of keys then each key's input column,
+   *     the block's width then each of its input columns, always (the bits
    *     of the variables without DEFINE), the number of navigations then (column, shift) per
    *     navigation, the number of value columns then each, the number of output columns then
    *     each (k below keys: key k; keys: the match number; keys + 1 + r: register r)
@@ -96,8 +99,11 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
     long[] v = Arrays.stream(layout.trim().split("\\s+")).mapToLong(Long::parseLong).toArray();
     int i = 0;
     keys = (int) v[i++];
-    blockStart = (int) v[i++];
+    keyColumns = new int[keys];
+    for (int n = 0; n < keys; n++) keyColumns[n] = (int) v[i++];
     blockWidth = (int) v[i++];
+    blockColumns = new int[blockWidth];
+    for (int n = 0; n < blockWidth; n++) blockColumns[n] = (int) v[i++];
     always = v[i++];
     int navs = (int) v[i++];
     navColumn = new int[navs];
@@ -203,7 +209,7 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
       }
       toCatalyst = new Function1[blockWidth];
       for (int c = 0; c < blockWidth; c++) {
-        DataType type = input.fields()[blockStart + c].dataType();
+        DataType type = input.fields()[blockColumns[c]].dataType();
         boolean same = type instanceof LongType || type instanceof DoubleType || type instanceof IntegerType
             || type instanceof BooleanType || type instanceof ShortType || type instanceof ByteType
             || type instanceof FloatType;  // the external value is Spark's own: no conversion
@@ -237,29 +243,31 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
       if (group == null || !sameGroup(row)) {
         if (group != null) endGroup();
         group = new Object[keys];
-        for (int k = 0; k < keys; k++) group[k] = row.get(k);
+        for (int k = 0; k < keys; k++) group[k] = row.get(keyColumns[k]);
         received = 0;
         evaluated = 0;
         matchNumber = 0;
         matcher.begin();
       }
       int slot = (int) (received % size);
-      Object[] block = new Object[blockWidth];
+      Object[] block = blocks[slot];  // the slot's arrays are reused: the row they held is done with
+      if (block == null) {
+        block = blocks[slot] = new Object[blockWidth];
+        values[slot] = new Object[valueColumns.length];
+      }
       for (int c = 0; c < blockWidth; c++) {
-        Object value = row.get(blockStart + c);
+        Object value = row.get(blockColumns[c]);
         block[c] = toCatalyst[c] == null ? value : toCatalyst[c].apply(value);
       }
-      Object[] vals = new Object[valueColumns.length];
+      Object[] vals = values[slot];
       for (int c = 0; c < valueColumns.length; c++) vals[c] = row.get(valueColumns[c]);
-      blocks[slot] = block;
-      values[slot] = vals;
       received++;
       while (evaluated + ahead < received) evaluate();
     }
 
     private boolean sameGroup(Row row) {
       for (int k = 0; k < keys; k++) {
-        if (!sameKey(group[k], row.get(k))) return false;
+        if (!sameKey(group[k], row.get(keyColumns[k]))) return false;
       }
       return true;
     }
