@@ -217,7 +217,7 @@ def local_defines(schema: pa.Schema, clause: mr_ast.MatchRecognize, row_local: f
     return frozenset(local)
 
 
-def _signed(mask: int) -> int:
+def signed(mask: int) -> int:
     """A 64-bit mask as the signed BIGINT Spark holds."""
     return mask - (1 << 64) if mask >= 1 << 63 else mask
 
@@ -248,10 +248,10 @@ def with_bits(frame, clause: mr_ast.MatchRecognize, row_local: frozenset[str], p
                 move = F.lag if shift < 0 else F.lead
                 frame = frame.withColumn(name, move(F.expr(argument), abs(shift)).over(window))
         column = define_column(frame, condition, sql, navs, text)
-        terms.append(F.when(F.coalesce(column, F.lit(False)), F.lit(_signed(1 << v))).otherwise(F.lit(0)).cast("long"))
-    bits = reduce(lambda a, b: a.bitwiseOR(b), terms, F.lit(_signed(always)).cast("long"))
+        terms.append(F.when(F.coalesce(column, F.lit(False)), F.lit(signed(1 << v))).otherwise(F.lit(0)).cast("long"))
+    bits = reduce(lambda a, b: a.bitwiseOR(b), terms, F.lit(signed(always)).cast("long"))
     return frame.withColumn(BITS, bits.cast("long")).drop(*navs.values())
 
 
-__all__ = ["BITS", "KEY", "NAV", "by_lower_name", "check_define", "define_column", "define_sql", "local_defines",
+__all__ = ["BITS", "KEY", "NAV", "by_lower_name", "check_define", "define_column", "define_sql", "local_defines", "signed",
            "with_bits", "with_keys"]

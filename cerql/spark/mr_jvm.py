@@ -23,6 +23,7 @@ answer; docs/semantics.md, "On Spark"):
 
 from __future__ import annotations
 
+from functools import reduce
 from typing import Any
 
 import pyarrow as pa
@@ -194,11 +195,12 @@ _BOUND: dict[tuple, Any] = {}  # (session, query, block's fields) -> the bound D
 
 def _bound_defines(spark, block: list, navs: dict[tuple[str, int], str], shifts, conditions: list[str | None],
                    clause: mr_ast.MatchRecognize, variables: tuple[str, ...], text: str):
-    """The DEFINEs bound by Spark (``MatchRecognizeFunction.defines``) over a relation of the
-    block's fields and one column per navigation, each of its argument's type, with the checks
-    and errors of the Window's bits (``mr_bits.define_column``); ``TRUE`` for a variable
-    without DEFINE (the function sets its bit without evaluating it). Kept per session, query
-    and block: a notebook runs the same query again, and each DataFrame step is an analysis."""
+    """The DEFINEs bound by Spark (``MatchRecognizeFunction.defines``): one BIGINT of the bits of
+    the variables whose condition holds, over a relation of the block's fields and one column
+    per navigation, each of its argument's type; each condition with the checks and errors of
+    the Window's bits (``mr_bits.define_column``). A variable without DEFINE is left out (the
+    function sets its bit). Kept per session, query and block: a notebook runs the same query
+    again, and each DataFrame step is an analysis."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     fields = list(block) + [StructField(name, block[index].dataType, True) for name, index, _ in shifts]
@@ -208,14 +210,16 @@ def _bound_defines(spark, block: list, navs: dict[tuple[str, int], str], shifts,
     if key in _BOUND:
         return _BOUND[key]
     relation = spark.createDataFrame([], StructType(fields))
+    F = functions_for(relation)
     by_variable = {mx.canonical(d.variable): d.condition for d in clause.defines}
-    columns = []
-    for variable, sql in zip(variables, conditions):
-        if sql is None:
-            columns.append(functions_for(relation).lit(True))
-        else:
-            columns.append(mr_bits.define_column(relation, by_variable[variable], sql, navs, text).cast("boolean"))
-    bound = jvm.static_call(spark, FUNCTION, "defines", relation.select(*columns)._jdf)
+    terms = []
+    for v, (variable, sql) in enumerate(zip(variables, conditions)):
+        if sql is not None:
+            holds = mr_bits.define_column(relation, by_variable[variable], sql, navs, text).cast("boolean")
+            bit = F.lit(mr_bits.signed(1 << v)).cast("long")
+            terms.append(F.when(F.coalesce(holds, F.lit(False)), bit).otherwise(F.lit(0).cast("long")))
+    bits = [reduce(lambda a, b: a.bitwiseOR(b), terms).cast("long")] if terms else []
+    bound = jvm.static_call(spark, FUNCTION, "defines", relation.select(*bits)._jdf)
     if len(_BOUND) > 64:
         _BOUND.clear()
     _BOUND[key] = bound

@@ -13,11 +13,11 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.catalyst.CatalystTypeConverters$;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
-import org.apache.spark.sql.catalyst.expressions.BasePredicate;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
-import org.apache.spark.sql.catalyst.expressions.Predicate$;
+import org.apache.spark.sql.catalyst.expressions.MutableProjection;
+import org.apache.spark.sql.catalyst.expressions.MutableProjection$;
 import org.apache.spark.sql.catalyst.optimizer.ReplaceExpressions$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
@@ -129,10 +129,12 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
   }
 
   /**
-   * The DEFINE conditions of {@code probe}, a projection of one condition per variable (the
-   * literal {@code TRUE} for a variable without one, whose bit {@code always} sets) over a
-   * relation whose columns are the block and then the navigations: {@code [Expression[]
-   * conditions, Seq<Attribute> their input]}. Analyzed by Spark, with its runtime replacements made, as the optimizer would.
+   * The DEFINEs of {@code probe}, a projection over a relation whose columns are the block and
+   * then the navigations: nothing when no DEFINE is evaluated, else one BIGINT, the bits of the
+   * variables whose condition holds (NULL false): {@code [Expression[] that projection,
+   * Seq<Attribute> its input]}. Analyzed by Spark, with its runtime replacements made, as the
+   * optimizer would; one projection, so Spark's code generation evaluates a PREV shared by
+   * several conditions once.
    */
   public static Object[] defines(Dataset<?> probe) {
     LogicalPlan plan = ReplaceExpressions$.MODULE$.apply(probe.queryExecution().analyzed());
@@ -185,7 +187,7 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
   private final class Matches implements Iterator<Row> {
     private final Iterator<Row> in;
     private final PikeMatcher matcher = new PikeMatcher(nfa, registers);
-    private final BasePredicate[] predicates = new BasePredicate[defines.length];
+    private final MutableProjection bitsOf;  // the DEFINEs' bits of a row; null when none is evaluated
     private final Function1<Object, Object>[] toCatalyst;
     private final int size = back + ahead + 1;
     private final Object[][] blocks = new Object[size][];
@@ -201,11 +203,12 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
     Matches(Iterator<Row> in) {
       this.in = in;
       int partition = TaskContext.get() == null ? 0 : TaskContext.getPartitionId();
-      for (int v = 0; v < defines.length; v++) {
-        if ((always & (1L << v)) == 0) {
-          predicates[v] = Predicate$.MODULE$.create(defines[v], defineInput);
-          predicates[v].initialize(partition);
-        }
+      if (defines.length == 0) {
+        bitsOf = null;
+      } else {
+        bitsOf = MutableProjection$.MODULE$.create(CollectionConverters.asScala(Arrays.asList(defines)).toSeq(),
+            defineInput);
+        bitsOf.initialize(partition);
       }
       toCatalyst = new Function1[blockWidth];
       for (int c = 0; c < blockWidth; c++) {
@@ -283,7 +286,7 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
       long i = evaluated++;
       int slot = (int) (i % size);
       long bits = always;
-      if (predicates.length > 0) {
+      if (bitsOf != null) {
         Object[] block = blocks[slot];
         for (int c = 0; c < blockWidth; c++) window.update(c, block[c]);
         for (int n = 0; n < navColumn.length; n++) {
@@ -291,9 +294,7 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
           Object value = j >= 0 && j < received ? blocks[(int) (j % size)][navColumn[n]] : null;
           window.update(blockWidth + n, value);
         }
-        for (int v = 0; v < predicates.length; v++) {
-          if (predicates[v] != null && predicates[v].eval(window)) bits |= 1L << v;
-        }
+        bits |= bitsOf.apply(window).getLong(0);
       }
       matcher.row(bits, values[slot]);
       drain();
