@@ -57,19 +57,37 @@ public final class PikeMatcher implements Serializable {
     private final int[] nullable;  // bit a: ACCEPT reachable without a row where anchors a hold
     private final int[] outStart;  // successors of s: out[outStart[s] .. outStart[s + 1]]
     private final int[] out;
+    // the epsilon closures' depth-first walks, built from the NFA (cerql/mr_plan.py, Nfa.walks): the
+    // walk from root r where anchors a hold is walkState[walkStart[r * 4 + a] .. walkStart[r * 4 + a + 1]],
+    // the states in the order the walk meets them; walkSkip[e] is where the walk goes on when the state
+    // of entry e was reached already (past the states the walk lists below it)
+    private final int[] walkStart;
+    private final int[] walkState;
+    private final int[] walkSkip;
     // the registers
     private final int nReg;
     private final int[] regKind;
     private final long[] regMask;
     private final int[] regColumn;
+    // where a thread keeps register r: FIRST / LAST at val[regAt[r]], COUNT / CLASSIFIER at
+    // num[regAt[r]]; -1 for a COUNT of every variable's rows, which is the match's length
+    private final int[] regAt;
+    private final int nVal;
+    private final int nNum;
+    // per variable, what its rows change: (kind, regAt, column) triples, only the registers whose
+    // mask has the variable
+    private final int[][] seeOps;
+
+    /** A FIRST / LAST register that saw no row yet (a row's value may be null itself). */
+    private static final Object UNSEEN = new Object();
 
     /** The matcher's state within a partition: built on the first begin() (also after the matcher
      *  was shipped to an executor). */
     private transient Work w;
 
-    /** Threads: an NFA state, the slot of the thread's start row, and its registers (register r
-     *  of thread i at i * nReg + r: {@code val} the value, {@code num} a count, a flag or a
-     *  variable + 1). */
+    /** Threads: an NFA state, the slot of the thread's start row, and its registers: thread i's
+     *  FIRST / LAST values at {@code val[i * nVal ..]}, its counts and classifiers (variable + 1)
+     *  at {@code num[i * nNum ..]}. */
     private static final class Threads {
         int n;
         final int[] state;
@@ -77,11 +95,11 @@ public final class PikeMatcher implements Serializable {
         final Object[] val;
         final long[] num;
 
-        Threads(int capacity, int nReg) {
+        Threads(int capacity, int nVal, int nNum) {
             state = new int[capacity];
             slot = new int[capacity];
-            val = new Object[capacity * nReg];
-            num = new long[capacity * nReg];
+            val = new Object[capacity * nVal];
+            num = new long[capacity * nNum];
         }
     }
 
@@ -90,7 +108,6 @@ public final class PikeMatcher implements Serializable {
         Threads ready;            // CONSUME threads waiting for the row at position p
         Threads stepped;          // threads that consumed row p - 1, their closure not yet followed
         final long[] visited;     // the closure round that last reached each state
-        final int[] stack;        // the depth-first walk of a closure
         long gen;                 // the current closure round
         long p;                   // the next row of the partition
         long cut;                 // in this round, threads after this point with a start below it are cut
@@ -111,13 +128,13 @@ public final class PikeMatcher implements Serializable {
         final Object[] noVal;     // the registers of a new start: no row seen
         final long[] noNum;
 
-        Work(int nStates, int nOut, int nReg) {
-            noVal = new Object[nReg];
-            noNum = new long[nReg];
-            ready = new Threads(nStates, nReg);
-            stepped = new Threads(nStates, nReg);
+        Work(int nStates, int nVal, int nNum) {
+            noVal = new Object[nVal];
+            java.util.Arrays.fill(noVal, UNSEEN);
+            noNum = new long[nNum];
+            ready = new Threads(nStates, nVal, nNum);
+            stepped = new Threads(nStates, nVal, nNum);
             visited = new long[nStates];
-            stack = new int[nOut + 1];
         }
     }
 
@@ -179,6 +196,88 @@ public final class PikeMatcher implements Serializable {
             }
         }
         r.end();
+        regAt = new int[nReg];
+        long every = nVars == 64 ? -1L : (1L << nVars) - 1;
+        int nv = 0;
+        int nn = 0;
+        for (int i = 0; i < nReg; i++) {
+            if (regKind[i] == COUNT && (regMask[i] & every) == every) {
+                regAt[i] = -1;  // every row of a match is some variable's: its length
+            } else {
+                regAt[i] = regKind[i] <= LAST ? nv++ : nn++;
+            }
+        }
+        nVal = nv;
+        nNum = nn;
+        seeOps = new int[nVars][];
+        for (int v = 0; v < nVars; v++) {
+            int[] ops = new int[3 * nReg];
+            int n = 0;
+            for (int i = 0; i < nReg; i++) {
+                if (regAt[i] >= 0 && (regMask[i] >>> v & 1L) != 0) {
+                    ops[n++] = regKind[i];
+                    ops[n++] = regAt[i];
+                    ops[n++] = regColumn[i];
+                }
+            }
+            seeOps[v] = java.util.Arrays.copyOf(ops, n);
+        }
+        int[][] walks = buildWalks();
+        walkStart = walks[0];
+        walkState = walks[1];
+        walkSkip = walks[2];
+    }
+
+    /** The walks of the closures (the fields' comment), for the roots a closure starts from: the
+     *  start state and the successors of the CONSUME states. */
+    private int[][] buildWalks() {
+        int[] start = new int[4 * nStates + 1];
+        int[][] list = {new int[16], new int[16]};  // states, skips
+        int[] size = {0};
+        for (int root = 0; root < nStates; root++) {
+            boolean used = root == startState;
+            for (int s = 0; s < nStates && !used; s++) {
+                used = kind[s] == CONSUME && out[outStart[s]] == root;
+            }
+            for (int a = 0; a < 4; a++) {
+                if (used) {
+                    walk(root, a, new boolean[nStates], list, size);
+                }
+                start[root * 4 + a + 1] = size[0];
+            }
+        }
+        return new int[][] {start, java.util.Arrays.copyOf(list[0], size[0]), java.util.Arrays.copyOf(list[1], size[0])};
+    }
+
+    /** Meets state s in the walk where anchors a hold, and then (on its first meeting) its
+     *  successors in preference order; true when the walk reached ACCEPT, which ends it. */
+    private boolean walk(int s, int a, boolean[] seen, int[][] list, int[] size) {
+        int e = size[0]++;
+        if (e == list[0].length) {
+            list[0] = java.util.Arrays.copyOf(list[0], 2 * e);
+            list[1] = java.util.Arrays.copyOf(list[1], 2 * e);
+        }
+        list[0][e] = s;
+        list[1][e] = e + 1;
+        if (seen[s]) {
+            return false;
+        }
+        seen[s] = true;
+        int k = kind[s];
+        if (k == ACCEPT) {
+            return true;
+        }
+        if (k == CONSUME || k == ANCHOR_START && (a & AT_START) == 0 || k == ANCHOR_END && (a & AT_END) == 0) {
+            return false;
+        }
+        for (int i = outStart[s]; i < outStart[s + 1]; i++) {
+            if (walk(out[i], a, seen, list, size)) {
+                list[1][e] = size[0];
+                return true;
+            }
+        }
+        list[1][e] = size[0];
+        return false;
     }
 
     private void checkState(int s, int nOut) {
@@ -192,7 +291,7 @@ public final class PikeMatcher implements Serializable {
     /** A partition starts: the next row is its first ({@code ^} holds before it). */
     public void begin() {
         if (w == null) {
-            w = new Work(nStates, out.length, nReg);
+            w = new Work(nStates, nVal, nNum);
         }
         w.ready.n = 0;
         w.stepped.n = 0;
@@ -277,12 +376,12 @@ public final class PikeMatcher implements Serializable {
             if (k.slotStart[slot] < k.cut) {
                 continue;
             }
-            closure(k, out[outStart[st.state[i]]], slot, st.val, st.num, i * nReg, anchors);
+            closure(k, out[outStart[st.state[i]]], slot, st.val, i * nVal, st.num, i * nNum, anchors);
         }
         st.n = 0;
         if (!atEnd) {
             int slot = newSlot(k, k.p);
-            closure(k, startState, slot, k.noVal, k.noNum, 0, anchors);
+            closure(k, startState, slot, k.noVal, 0, k.noNum, 0, anchors);
             if (k.slotCnt[slot] == 0 && k.slotEnd[slot] < 0) {
                 k.free[k.nFree++] = slot;  // no thread and no match: decided at once, nothing to keep
             } else {
@@ -293,66 +392,69 @@ public final class PikeMatcher implements Serializable {
 
     /** Follow the epsilon moves from {@code root} at position p depth-first in preference order:
      *  the CONSUME states reached first in this round become threads (with the registers at
-     *  {@code src[off..]}), an ACCEPT reached records the match. A state another thread reached
-     *  in this round is not entered again: its successors were reached too; but when ACCEPT is
-     *  reachable from it without a row, this start's match ends here too (pike.py, _closure). */
-    private void closure(Work k, int root, int slot, Object[] val, long[] num, int off, int anchors) {
-        int[] stack = k.stack;
-        int sp = 0;
-        stack[sp++] = root;
-        while (sp > 0) {
-            int s = stack[--sp];
-            if (k.visited[s] == k.gen) {
+     *  {@code val[voff..]}, {@code num[noff..]}), an ACCEPT reached records the match. A state
+     *  another thread reached in this round is not entered again: its successors were reached too
+     *  (the walk skips the states it lists below it); but when ACCEPT is reachable from it without
+     *  a row, this start's match ends here too (pike.py, _closure). */
+    private void closure(Work k, int root, int slot, Object[] val, int voff, long[] num, int noff, int anchors) {
+        long[] visited = k.visited;
+        long gen = k.gen;
+        int w = root * 4 + anchors;
+        int e = walkStart[w];
+        int end = walkStart[w + 1];
+        while (e < end) {
+            int s = walkState[e];
+            if (visited[s] == gen) {
                 if ((nullable[s] >> anchors & 1) != 0) {
-                    accept(k, slot, val, num, off);
+                    accept(k, slot, val, voff, num, noff);
                     return;
                 }
+                e = walkSkip[e];
                 continue;
             }
-            k.visited[s] = k.gen;
-            switch (kind[s]) {
-                case CONSUME:
-                    addThread(k.ready, s, slot, val, num, off);
-                    k.slotCnt[slot]++;
-                    break;
-                case ACCEPT:
-                    accept(k, slot, val, num, off);
-                    return;
-                case ANCHOR_START:
-                    if ((anchors & AT_START) != 0) {
-                        stack[sp++] = out[outStart[s]];
-                    }
-                    break;
-                case ANCHOR_END:
-                    if ((anchors & AT_END) != 0) {
-                        stack[sp++] = out[outStart[s]];
-                    }
-                    break;
-                default:  // SPLIT: the preferred successor on top
-                    for (int e = outStart[s + 1] - 1; e >= outStart[s]; e--) {
-                        stack[sp++] = out[e];
-                    }
+            visited[s] = gen;
+            int kd = kind[s];
+            if (kd == CONSUME) {
+                addThread(k.ready, s, slot, val, voff, num, noff);
+                k.slotCnt[slot]++;
+            } else if (kd == ACCEPT) {
+                accept(k, slot, val, voff, num, noff);
+                return;
             }
+            e++;
         }
     }
 
-    private void addThread(Threads t, int state, int slot, Object[] val, long[] num, int off) {
+    private void addThread(Threads t, int state, int slot, Object[] val, int voff, long[] num, int noff) {
         int i = t.n++;
         t.state[i] = state;
         t.slot[i] = slot;
-        System.arraycopy(val, off, t.val, i * nReg, nReg);
-        System.arraycopy(num, off, t.num, i * nReg, nReg);
+        copy(val, voff, t.val, i * nVal, nVal);
+        copy(num, noff, t.num, i * nNum, nNum);
+    }
+
+    /** A few registers: a loop, cheaper than System.arraycopy's call at these lengths. */
+    private static void copy(Object[] from, int off, Object[] to, int at, int n) {
+        for (int r = 0; r < n; r++) {
+            to[at + r] = from[off + r];
+        }
+    }
+
+    private static void copy(long[] from, int off, long[] to, int at, int n) {
+        for (int r = 0; r < n; r++) {
+            to[at + r] = from[off + r];
+        }
     }
 
     /** A thread reached ACCEPT at position p: the best match of its start so far (the threads
      *  before it still alive are preferred, the ones after it are cut). PAST LAST ROW: the next
      *  search starts where it ends, so the threads after it of the starts before its end are cut
      *  too (the ones before it are of its start or earlier ones). */
-    private void accept(Work k, int slot, Object[] val, long[] num, int off) {
+    private void accept(Work k, int slot, Object[] val, int voff, long[] num, int noff) {
         long start = k.slotStart[slot];
         k.slotEnd[slot] = k.p;
-        System.arraycopy(val, off, k.slotVal, slot * nReg, nReg);
-        System.arraycopy(num, off, k.slotNum, slot * nReg, nReg);
+        copy(val, voff, k.slotVal, slot * nVal, nVal);
+        copy(num, noff, k.slotNum, slot * nNum, nNum);
         long resume = k.p > start ? k.p : start + 1;
         if (resume > k.cut) {
             k.cut = resume;
@@ -366,17 +468,21 @@ public final class PikeMatcher implements Serializable {
         int kept = 0;
         for (int i = 0; i < t.n; i++) {
             int s = t.state[i];
-            if ((bits >>> var[s] & 1L) == 0) {
+            int v = var[s];
+            if ((bits >>> v & 1L) == 0) {
                 k.slotCnt[t.slot[i]]--;
                 continue;
             }
             if (kept != i) {
                 t.state[kept] = s;
                 t.slot[kept] = t.slot[i];
-                System.arraycopy(t.val, i * nReg, t.val, kept * nReg, nReg);
-                System.arraycopy(t.num, i * nReg, t.num, kept * nReg, nReg);
+                copy(t.val, i * nVal, t.val, kept * nVal, nVal);
+                copy(t.num, i * nNum, t.num, kept * nNum, nNum);
             }
-            see(t.val, t.num, kept * nReg, var[s], values);
+            int[] ops = seeOps[v];
+            if (ops.length != 0) {
+                see(ops, t.val, kept * nVal, t.num, kept * nNum, v, values);
+            }
             kept++;
         }
         t.n = kept;
@@ -384,29 +490,25 @@ public final class PikeMatcher implements Serializable {
         k.stepped = t;
     }
 
-    /** The registers at {@code val/num[off..]} take a row of variable v. */
-    private void see(Object[] val, long[] num, int off, int v, Object[] values) {
-        for (int r = 0; r < nReg; r++) {
-            if ((regMask[r] >>> v & 1L) == 0) {
-                continue;
-            }
-            int i = off + r;
-            switch (regKind[r]) {
+    /** The registers at {@code val[voff..]}, {@code num[noff..]} take a row of variable v
+     *  ({@code ops}: its seeOps). */
+    private static void see(int[] ops, Object[] val, int voff, long[] num, int noff, int v, Object[] values) {
+        for (int j = 0; j < ops.length; j += 3) {
+            int at = ops[j + 1];
+            switch (ops[j]) {
                 case FIRST:
-                    if (num[i] == 0) {
-                        val[i] = values[regColumn[r]];
-                        num[i] = 1;
+                    if (val[voff + at] == UNSEEN) {
+                        val[voff + at] = values[ops[j + 2]];
                     }
                     break;
                 case LAST:
-                    val[i] = values[regColumn[r]];
-                    num[i] = 1;
+                    val[voff + at] = values[ops[j + 2]];
                     break;
                 case COUNT:
-                    num[i]++;
+                    num[noff + at]++;
                     break;
                 default:  // CLASSIFIER
-                    num[i] = v + 1;
+                    num[noff + at] = v + 1;
             }
         }
     }
@@ -442,20 +544,27 @@ public final class PikeMatcher implements Serializable {
         Object[] m = new Object[2 + nReg];
         m[0] = s;
         m[1] = e;
-        int off = slot * nReg;
+        int voff = slot * nVal;
+        int noff = slot * nNum;
         for (int r = 0; r < nReg; r++) {
-            long n = k.slotNum[off + r];
+            int at = regAt[r];
+            if (at < 0) {
+                m[2 + r] = e - s;  // a COUNT of every row
+                continue;
+            }
             switch (regKind[r]) {
                 case COUNT:
-                    m[2 + r] = n;
+                    m[2 + r] = k.slotNum[noff + at];
                     break;
                 case CLASSIFIER:
+                    long n = k.slotNum[noff + at];
                     m[2 + r] = n == 0 ? null : Integer.valueOf((int) n - 1);
                     break;
                 default:  // FIRST, LAST
-                    m[2 + r] = n == 0 ? null : k.slotVal[off + r];
+                    Object x = k.slotVal[voff + at];
+                    m[2 + r] = x == UNSEEN ? null : x;
+                    k.slotVal[voff + at] = null;  // the slot is free: let the value go
             }
-            k.slotVal[off + r] = null;  // the slot is free: let the value go
         }
         return m;
     }
@@ -479,8 +588,8 @@ public final class PikeMatcher implements Serializable {
         k.slotStart = java.util.Arrays.copyOf(k.slotStart, cap);
         k.slotCnt = java.util.Arrays.copyOf(k.slotCnt, cap);
         k.slotEnd = java.util.Arrays.copyOf(k.slotEnd, cap);
-        k.slotVal = java.util.Arrays.copyOf(k.slotVal, cap * nReg);
-        k.slotNum = java.util.Arrays.copyOf(k.slotNum, cap * nReg);
+        k.slotVal = java.util.Arrays.copyOf(k.slotVal, cap * nVal);
+        k.slotNum = java.util.Arrays.copyOf(k.slotNum, cap * nNum);
         k.free = java.util.Arrays.copyOf(k.free, cap);
         for (int i = old; i < cap; i++) {
             k.free[k.nFree++] = i;
