@@ -69,36 +69,34 @@ public final class PikeMatcher implements Serializable {
     private final int[] regKind;
     private final long[] regMask;
     private final int[] regColumn;
-    // where a thread keeps register r: FIRST / LAST at val[regAt[r]], COUNT / CLASSIFIER at
-    // num[regAt[r]]; -1 for a COUNT of every variable's rows, which is the match's length
+    // where a thread keeps register r: at num[regAt[r]] (FIRST / LAST: the row's position + 1,
+    // 0 before any; COUNT: the count; CLASSIFIER: the variable + 1); -1 for a COUNT of every
+    // variable's rows, which is the match's length
     private final int[] regAt;
-    private final int nVal;
     private final int nNum;
-    // per variable, what its rows change: (kind, regAt, column) triples, only the registers whose
-    // mask has the variable
+    // the columns FIRST / LAST read, each once: the matcher keeps their values of the recent rows;
+    // register r reads valueColumns[regValue[r]]
+    private final int[] valueColumns;
+    private final int[] regValue;
+    // per variable, what its rows change: (kind, regAt) pairs, only the registers whose mask has
+    // the variable
     private final int[][] seeOps;
-
-    /** A FIRST / LAST register that saw no row yet (a row's value may be null itself). */
-    private static final Object UNSEEN = new Object();
 
     /** The matcher's state within a partition: built on the first begin() (also after the matcher
      *  was shipped to an executor). */
     private transient Work w;
 
-    /** Threads: an NFA state, the slot of the thread's start row, and its registers: thread i's
-     *  FIRST / LAST values at {@code val[i * nVal ..]}, its counts and classifiers (variable + 1)
-     *  at {@code num[i * nNum ..]}. */
+    /** Threads: an NFA state, the slot of the thread's start row, and its registers at
+     *  {@code num[i * nNum ..]} (regAt). */
     private static final class Threads {
         int n;
         final int[] state;
         final int[] slot;
-        final Object[] val;
         final long[] num;
 
-        Threads(int capacity, int nVal, int nNum) {
+        Threads(int capacity, int nNum) {
             state = new int[capacity];
             slot = new int[capacity];
-            val = new Object[capacity * nVal];
             num = new long[capacity * nNum];
         }
     }
@@ -116,7 +114,6 @@ public final class PikeMatcher implements Serializable {
         long[] slotStart = new long[0];
         int[] slotCnt = new int[0];
         long[] slotEnd = new long[0];
-        Object[] slotVal = new Object[0];
         long[] slotNum = new long[0];
         int[] free = new int[0];  // the free slots
         int nFree;
@@ -125,16 +122,18 @@ public final class PikeMatcher implements Serializable {
         int ringHead;
         int ringSize;
         final ArrayDeque<Object[]> done = new ArrayDeque<>();
-        final Object[] noVal;     // the registers of a new start: no row seen
-        final long[] noNum;
+        final long[] noNum;       // the registers of a new start: no row seen
+        // the values of valueColumns of the rows from the first start row still undecided on
+        // (all a register can point to): row q's at (q & (kept - 1)) * valueColumns.length
+        Object[] kept;
+        int keptRows = 16;
 
-        Work(int nStates, int nVal, int nNum) {
-            noVal = new Object[nVal];
-            java.util.Arrays.fill(noVal, UNSEEN);
+        Work(int nStates, int nNum, int nColumns) {
             noNum = new long[nNum];
-            ready = new Threads(nStates, nVal, nNum);
-            stepped = new Threads(nStates, nVal, nNum);
+            ready = new Threads(nStates, nNum);
+            stepped = new Threads(nStates, nNum);
             visited = new long[nStates];
+            kept = new Object[keptRows * nColumns];
         }
     }
 
@@ -197,27 +196,36 @@ public final class PikeMatcher implements Serializable {
         }
         r.end();
         regAt = new int[nReg];
+        regValue = new int[nReg];
+        int[] columns = new int[nReg];
+        int nColumns = 0;
         long every = nVars == 64 ? -1L : (1L << nVars) - 1;
-        int nv = 0;
         int nn = 0;
         for (int i = 0; i < nReg; i++) {
-            if (regKind[i] == COUNT && (regMask[i] & every) == every) {
-                regAt[i] = -1;  // every row of a match is some variable's: its length
-            } else {
-                regAt[i] = regKind[i] <= LAST ? nv++ : nn++;
+            boolean length = regKind[i] == COUNT && (regMask[i] & every) == every;
+            regAt[i] = length ? -1 : nn++;  // every row of a match is some variable's: its length
+            regValue[i] = -1;
+            if (regKind[i] <= LAST) {
+                int c = 0;
+                while (c < nColumns && columns[c] != regColumn[i]) {
+                    c++;
+                }
+                if (c == nColumns) {
+                    columns[nColumns++] = regColumn[i];
+                }
+                regValue[i] = c;
             }
         }
-        nVal = nv;
         nNum = nn;
+        valueColumns = java.util.Arrays.copyOf(columns, nColumns);
         seeOps = new int[nVars][];
         for (int v = 0; v < nVars; v++) {
-            int[] ops = new int[3 * nReg];
+            int[] ops = new int[2 * nReg];
             int n = 0;
             for (int i = 0; i < nReg; i++) {
                 if (regAt[i] >= 0 && (regMask[i] >>> v & 1L) != 0) {
                     ops[n++] = regKind[i];
                     ops[n++] = regAt[i];
-                    ops[n++] = regColumn[i];
                 }
             }
             seeOps[v] = java.util.Arrays.copyOf(ops, n);
@@ -291,7 +299,7 @@ public final class PikeMatcher implements Serializable {
     /** A partition starts: the next row is its first ({@code ^} holds before it). */
     public void begin() {
         if (w == null) {
-            w = new Work(nStates, nVal, nNum);
+            w = new Work(nStates, nNum, valueColumns.length);
         }
         w.ready.n = 0;
         w.stepped.n = 0;
@@ -314,6 +322,9 @@ public final class PikeMatcher implements Serializable {
      */
     public void row(long bits, Object[] values) {
         Work k = open();
+        if (valueColumns.length != 0) {
+            keep(k, values);
+        }
         round(k, false);
         step(k, bits, values);
         k.p++;
@@ -376,12 +387,12 @@ public final class PikeMatcher implements Serializable {
             if (k.slotStart[slot] < k.cut) {
                 continue;
             }
-            closure(k, out[outStart[st.state[i]]], slot, st.val, i * nVal, st.num, i * nNum, anchors);
+            closure(k, out[outStart[st.state[i]]], slot, st.num, i * nNum, anchors);
         }
         st.n = 0;
         if (!atEnd) {
             int slot = newSlot(k, k.p);
-            closure(k, startState, slot, k.noVal, 0, k.noNum, 0, anchors);
+            closure(k, startState, slot, k.noNum, 0, anchors);
             if (k.slotCnt[slot] == 0 && k.slotEnd[slot] < 0) {
                 k.free[k.nFree++] = slot;  // no thread and no match: decided at once, nothing to keep
             } else {
@@ -392,11 +403,11 @@ public final class PikeMatcher implements Serializable {
 
     /** Follow the epsilon moves from {@code root} at position p depth-first in preference order:
      *  the CONSUME states reached first in this round become threads (with the registers at
-     *  {@code val[voff..]}, {@code num[noff..]}), an ACCEPT reached records the match. A state
+     *  {@code num[off..]}), an ACCEPT reached records the match. A state
      *  another thread reached in this round is not entered again: its successors were reached too
      *  (the walk skips the states it lists below it); but when ACCEPT is reachable from it without
      *  a row, this start's match ends here too (pike.py, _closure). */
-    private void closure(Work k, int root, int slot, Object[] val, int voff, long[] num, int noff, int anchors) {
+    private void closure(Work k, int root, int slot, long[] num, int off, int anchors) {
         long[] visited = k.visited;
         long gen = k.gen;
         int w = root * 4 + anchors;
@@ -406,7 +417,7 @@ public final class PikeMatcher implements Serializable {
             int s = walkState[e];
             if (visited[s] == gen) {
                 if ((nullable[s] >> anchors & 1) != 0) {
-                    accept(k, slot, val, voff, num, noff);
+                    accept(k, slot, num, off);
                     return;
                 }
                 e = walkSkip[e];
@@ -415,31 +426,24 @@ public final class PikeMatcher implements Serializable {
             visited[s] = gen;
             int kd = kind[s];
             if (kd == CONSUME) {
-                addThread(k.ready, s, slot, val, voff, num, noff);
+                addThread(k.ready, s, slot, num, off);
                 k.slotCnt[slot]++;
             } else if (kd == ACCEPT) {
-                accept(k, slot, val, voff, num, noff);
+                accept(k, slot, num, off);
                 return;
             }
             e++;
         }
     }
 
-    private void addThread(Threads t, int state, int slot, Object[] val, int voff, long[] num, int noff) {
+    private void addThread(Threads t, int state, int slot, long[] num, int off) {
         int i = t.n++;
         t.state[i] = state;
         t.slot[i] = slot;
-        copy(val, voff, t.val, i * nVal, nVal);
-        copy(num, noff, t.num, i * nNum, nNum);
+        copy(num, off, t.num, i * nNum, nNum);
     }
 
     /** A few registers: a loop, cheaper than System.arraycopy's call at these lengths. */
-    private static void copy(Object[] from, int off, Object[] to, int at, int n) {
-        for (int r = 0; r < n; r++) {
-            to[at + r] = from[off + r];
-        }
-    }
-
     private static void copy(long[] from, int off, long[] to, int at, int n) {
         for (int r = 0; r < n; r++) {
             to[at + r] = from[off + r];
@@ -450,11 +454,10 @@ public final class PikeMatcher implements Serializable {
      *  before it still alive are preferred, the ones after it are cut). PAST LAST ROW: the next
      *  search starts where it ends, so the threads after it of the starts before its end are cut
      *  too (the ones before it are of its start or earlier ones). */
-    private void accept(Work k, int slot, Object[] val, int voff, long[] num, int noff) {
+    private void accept(Work k, int slot, long[] num, int off) {
         long start = k.slotStart[slot];
         k.slotEnd[slot] = k.p;
-        copy(val, voff, k.slotVal, slot * nVal, nVal);
-        copy(num, noff, k.slotNum, slot * nNum, nNum);
+        copy(num, off, k.slotNum, slot * nNum, nNum);
         long resume = k.p > start ? k.p : start + 1;
         if (resume > k.cut) {
             k.cut = resume;
@@ -476,12 +479,11 @@ public final class PikeMatcher implements Serializable {
             if (kept != i) {
                 t.state[kept] = s;
                 t.slot[kept] = t.slot[i];
-                copy(t.val, i * nVal, t.val, kept * nVal, nVal);
                 copy(t.num, i * nNum, t.num, kept * nNum, nNum);
             }
             int[] ops = seeOps[v];
             if (ops.length != 0) {
-                see(ops, t.val, kept * nVal, t.num, kept * nNum, v, values);
+                see(ops, t.num, kept * nNum, v, k.p);
             }
             kept++;
         }
@@ -490,26 +492,48 @@ public final class PikeMatcher implements Serializable {
         k.stepped = t;
     }
 
-    /** The registers at {@code val[voff..]}, {@code num[noff..]} take a row of variable v
-     *  ({@code ops}: its seeOps). */
-    private static void see(int[] ops, Object[] val, int voff, long[] num, int noff, int v, Object[] values) {
-        for (int j = 0; j < ops.length; j += 3) {
-            int at = ops[j + 1];
+    /** The registers at {@code num[off..]} take row p, of variable v ({@code ops}: its seeOps). */
+    private static void see(int[] ops, long[] num, int off, int v, long p) {
+        for (int j = 0; j < ops.length; j += 2) {
+            int i = off + ops[j + 1];
             switch (ops[j]) {
                 case FIRST:
-                    if (val[voff + at] == UNSEEN) {
-                        val[voff + at] = values[ops[j + 2]];
+                    if (num[i] == 0) {
+                        num[i] = p + 1;
                     }
                     break;
                 case LAST:
-                    val[voff + at] = values[ops[j + 2]];
+                    num[i] = p + 1;
                     break;
                 case COUNT:
-                    num[noff + at]++;
+                    num[i]++;
                     break;
                 default:  // CLASSIFIER
-                    num[noff + at] = v + 1;
+                    num[i] = v + 1;
             }
+        }
+    }
+
+    /** Row p's values of valueColumns, kept while a register may point to it: from the first
+     *  undecided start row on (a thread's registers point into its rows, a start's past it). */
+    private void keep(Work k, Object[] values) {
+        int nColumns = valueColumns.length;
+        long from = k.ringSize > 0 ? k.slotStart[k.ring[k.ringHead]] : k.p;
+        if (k.p - from >= k.keptRows) {
+            int rows = k.keptRows;
+            while (k.p - from >= rows) {
+                rows *= 2;
+            }
+            Object[] bigger = new Object[rows * nColumns];
+            for (long q = from; q < k.p; q++) {
+                System.arraycopy(k.kept, (int) (q & (k.keptRows - 1)) * nColumns, bigger, (int) (q & (rows - 1)) * nColumns, nColumns);
+            }
+            k.kept = bigger;
+            k.keptRows = rows;
+        }
+        int at = (int) (k.p & (k.keptRows - 1)) * nColumns;
+        for (int c = 0; c < nColumns; c++) {
+            k.kept[at + c] = values[valueColumns[c]];
         }
     }
 
@@ -544,26 +568,24 @@ public final class PikeMatcher implements Serializable {
         Object[] m = new Object[2 + nReg];
         m[0] = s;
         m[1] = e;
-        int voff = slot * nVal;
-        int noff = slot * nNum;
+        int off = slot * nNum;
         for (int r = 0; r < nReg; r++) {
             int at = regAt[r];
             if (at < 0) {
                 m[2 + r] = e - s;  // a COUNT of every row
                 continue;
             }
+            long n = k.slotNum[off + at];
             switch (regKind[r]) {
                 case COUNT:
-                    m[2 + r] = k.slotNum[noff + at];
+                    m[2 + r] = n;
                     break;
                 case CLASSIFIER:
-                    long n = k.slotNum[noff + at];
                     m[2 + r] = n == 0 ? null : Integer.valueOf((int) n - 1);
                     break;
-                default:  // FIRST, LAST
-                    Object x = k.slotVal[voff + at];
-                    m[2 + r] = x == UNSEEN ? null : x;
-                    k.slotVal[voff + at] = null;  // the slot is free: let the value go
+                default:  // FIRST, LAST: the value of row n - 1
+                    m[2 + r] = n == 0 ? null
+                        : k.kept[(int) ((n - 1) & (k.keptRows - 1)) * valueColumns.length + regValue[r]];
             }
         }
         return m;
@@ -588,7 +610,6 @@ public final class PikeMatcher implements Serializable {
         k.slotStart = java.util.Arrays.copyOf(k.slotStart, cap);
         k.slotCnt = java.util.Arrays.copyOf(k.slotCnt, cap);
         k.slotEnd = java.util.Arrays.copyOf(k.slotEnd, cap);
-        k.slotVal = java.util.Arrays.copyOf(k.slotVal, cap * nVal);
         k.slotNum = java.util.Arrays.copyOf(k.slotNum, cap * nNum);
         k.free = java.util.Arrays.copyOf(k.free, cap);
         for (int i = old; i < cap; i++) {
