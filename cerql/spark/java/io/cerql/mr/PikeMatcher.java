@@ -103,8 +103,8 @@ public final class PikeMatcher implements Serializable {
 
     /** Everything that changes while a partition runs. */
     private static final class Work {
-        Threads ready;            // CONSUME threads waiting for the row at position p
         Threads stepped;          // threads that consumed row p - 1, their closure not yet followed
+        Threads next;             // the round at p: the threads that took row p, in priority order
         final long[] visited;     // the closure round that last reached each state
         long gen;                 // the current closure round
         long p;                   // the next row of the partition
@@ -130,8 +130,8 @@ public final class PikeMatcher implements Serializable {
 
         Work(int nStates, int nNum, int nColumns) {
             noNum = new long[nNum];
-            ready = new Threads(nStates, nNum);
             stepped = new Threads(nStates, nNum);
+            next = new Threads(nStates, nNum);
             visited = new long[nStates];
             kept = new Object[keptRows * nColumns];
         }
@@ -301,8 +301,8 @@ public final class PikeMatcher implements Serializable {
         if (w == null) {
             w = new Work(nStates, nNum, valueColumns.length);
         }
-        w.ready.n = 0;
         w.stepped.n = 0;
+        w.next.n = 0;
         w.p = 0;
         w.cut = -1;
         w.ringSize = 0;
@@ -325,8 +325,7 @@ public final class PikeMatcher implements Serializable {
         if (valueColumns.length != 0) {
             keep(k, values);
         }
-        round(k, false);
-        step(k, bits, values);
+        round(k, false, bits);
         k.p++;
         decide(k);
     }
@@ -335,11 +334,7 @@ public final class PikeMatcher implements Serializable {
      *  start is decided. */
     public void end() {
         Work k = open();
-        round(k, true);
-        for (int i = 0; i < k.ready.n; i++) {  // threads waiting for a row past the end die
-            k.slotCnt[k.ready.slot[i]]--;
-        }
-        k.ready.n = 0;
+        round(k, true, 0L);  // no row: the threads that would wait for one die
         decide(k);
         if (k.ringSize != 0) {
             throw new IllegalStateException("a start row is left undecided at the partition's end");
@@ -374,11 +369,14 @@ public final class PikeMatcher implements Serializable {
 
     /** The epsilon closures at position p, in priority order: the threads that consumed row p - 1,
      *  then, before a row, a new start at p. PAST LAST ROW always begins it (the kernel's floor
-     *  never rises past p here): a match found in this round ends at p, past its start. */
-    private void round(Work k, boolean atEnd) {
+     *  never rises past p here): a match found in this round ends at p, past its start. The
+     *  CONSUME states reached take row p ({@code bits}) at once: those whose variable it satisfies
+     *  become the next round's threads, in the same order, the others die where they are reached
+     *  (one pass, no list of threads waiting for the row). */
+    private void round(Work k, boolean atEnd, long bits) {
         k.gen++;
         k.cut = -1;
-        k.ready.n = 0;
+        k.next.n = 0;
         int anchors = (k.p == 0 ? AT_START : 0) | (atEnd ? AT_END : 0);
         Threads st = k.stepped;
         for (int i = 0; i < st.n; i++) {
@@ -387,27 +385,30 @@ public final class PikeMatcher implements Serializable {
             if (k.slotStart[slot] < k.cut) {
                 continue;
             }
-            closure(k, out[outStart[st.state[i]]], slot, st.num, i * nNum, anchors);
+            closure(k, out[outStart[st.state[i]]], slot, st.num, i * nNum, anchors, bits);
         }
         st.n = 0;
         if (!atEnd) {
             int slot = newSlot(k, k.p);
-            closure(k, startState, slot, k.noNum, 0, anchors);
+            closure(k, startState, slot, k.noNum, 0, anchors, bits);
             if (k.slotCnt[slot] == 0 && k.slotEnd[slot] < 0) {
                 k.free[k.nFree++] = slot;  // no thread and no match: decided at once, nothing to keep
             } else {
                 ringPush(k, slot);
             }
         }
+        k.stepped = k.next;
+        k.next = st;
     }
 
     /** Follow the epsilon moves from {@code root} at position p depth-first in preference order:
-     *  the CONSUME states reached first in this round become threads (with the registers at
-     *  {@code num[off..]}), an ACCEPT reached records the match. A state
+     *  the CONSUME states reached first in this round whose variable row p satisfies become
+     *  threads (with the registers at {@code num[off..]}, which then see the row), an ACCEPT
+     *  reached records the match. A state
      *  another thread reached in this round is not entered again: its successors were reached too
      *  (the walk skips the states it lists below it); but when ACCEPT is reachable from it without
      *  a row, this start's match ends here too (pike.py, _closure). */
-    private void closure(Work k, int root, int slot, long[] num, int off, int anchors) {
+    private void closure(Work k, int root, int slot, long[] num, int off, int anchors, long bits) {
         long[] visited = k.visited;
         long gen = k.gen;
         int w = root * 4 + anchors;
@@ -426,8 +427,9 @@ public final class PikeMatcher implements Serializable {
             visited[s] = gen;
             int kd = kind[s];
             if (kd == CONSUME) {
-                addThread(k.ready, s, slot, num, off);
-                k.slotCnt[slot]++;
+                if ((bits >>> var[s] & 1L) != 0) {
+                    take(k, s, slot, num, off);
+                }
             } else if (kd == ACCEPT) {
                 accept(k, slot, num, off);
                 return;
@@ -436,11 +438,21 @@ public final class PikeMatcher implements Serializable {
         }
     }
 
-    private void addThread(Threads t, int state, int slot, long[] num, int off) {
+    /** A thread at CONSUME state s takes row p: a thread of the next round, its registers
+     *  (copied from {@code num[off..]}) seeing the row. */
+    private void take(Work k, int s, int slot, long[] num, int off) {
+        Threads t = k.next;
         int i = t.n++;
-        t.state[i] = state;
+        t.state[i] = s;
         t.slot[i] = slot;
-        copy(num, off, t.num, i * nNum, nNum);
+        int at = i * nNum;
+        copy(num, off, t.num, at, nNum);
+        int v = var[s];
+        int[] ops = seeOps[v];
+        if (ops.length != 0) {
+            see(ops, t.num, at, v, k.p);
+        }
+        k.slotCnt[slot]++;
     }
 
     /** A few registers: a loop, cheaper than System.arraycopy's call at these lengths. */
@@ -462,34 +474,6 @@ public final class PikeMatcher implements Serializable {
         if (resume > k.cut) {
             k.cut = resume;
         }
-    }
-
-    /** Row p: the ready threads whose variable the row satisfies take it (their registers see it)
-     *  and wait in the stepped list, in the same order; the others die. */
-    private void step(Work k, long bits, Object[] values) {
-        Threads t = k.ready;
-        int kept = 0;
-        for (int i = 0; i < t.n; i++) {
-            int s = t.state[i];
-            int v = var[s];
-            if ((bits >>> v & 1L) == 0) {
-                k.slotCnt[t.slot[i]]--;
-                continue;
-            }
-            if (kept != i) {
-                t.state[kept] = s;
-                t.slot[kept] = t.slot[i];
-                copy(t.num, i * nNum, t.num, kept * nNum, nNum);
-            }
-            int[] ops = seeOps[v];
-            if (ops.length != 0) {
-                see(ops, t.num, kept * nNum, v, k.p);
-            }
-            kept++;
-        }
-        t.n = kept;
-        k.ready = k.stepped;
-        k.stepped = t;
     }
 
     /** The registers at {@code num[off..]} take row p, of variable v ({@code ops}: its seeOps). */
