@@ -17,17 +17,25 @@ import java.util.ArrayDeque;
  * and its tables are cerql/mr_plan.py's, encoded by cerql/spark/mr_jvm_nfa.py.
  *
  * <p>Two differences, both for a stream of rows of unknown length. Threads carry registers (the
- * first or last value of a column over the rows of some variables, a count, a classifier) instead
- * of a path: what a match's measures need, in constant memory per thread. And the epsilon closure
- * at a position is run when the next row arrives or the partition ends, since only then is it
- * known whether {@code $} holds there; a thread that consumed a row waits in the "stepped" list
- * until then. The closures of one position still run in the kernel's order (the stepped threads
- * in priority order, then the new start), so every decision is the kernel's; a match ending
- * before row p is known when row p arrives (or the partition ends).
+ * first or last row over the rows of some variables, a count, a classifier) instead of a path:
+ * what a match's measures need, a few longs per thread. And the epsilon closure at a position is
+ * run when the next row arrives or the partition ends, since only then is it known whether
+ * {@code $} holds there; a thread that consumed a row waits in the "stepped" list until then. The
+ * closures of one position still run in the kernel's order (the stepped threads in priority
+ * order, then the new start), so every decision is the kernel's; a match ending before row p is
+ * known when row p arrives (or the partition ends).
  *
  * <p>Start rows are kept, in order, only while they can still matter (threads left, or a match
  * waiting for an earlier start to be decided): memory follows the live threads and pending matches,
- * not the partition.
+ * not the partition. The values FIRST and LAST report are kept once per row, for the rows from
+ * the first undecided start on (a register holds a row's position): the span a caller already
+ * bounds with {@link #undecidedFrom()}.
+ *
+ * <p>Why this shape (it runs once per row of the input): the closures follow walks precomputed
+ * per state (no stack), a row is handed to the threads in the same pass that makes them, a
+ * thread is copied as a few longs (copying object references costs the collector's write
+ * barrier), a row touches only the registers of its variable, and a COUNT of every variable's
+ * rows is the match's length, not counted.
  */
 public final class PikeMatcher implements Serializable {
     private static final long serialVersionUID = 1L;
