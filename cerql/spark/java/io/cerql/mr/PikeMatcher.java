@@ -17,17 +17,25 @@ import java.util.ArrayDeque;
  * and its tables are cerql/mr_plan.py's, encoded by cerql/spark/mr_jvm_nfa.py.
  *
  * <p>Two differences, both for a stream of rows of unknown length. Threads carry registers (the
- * first or last value of a column over the rows of some variables, a count, a classifier) instead
- * of a path: what a match's measures need, in constant memory per thread. And the epsilon closure
- * at a position is run when the next row arrives or the partition ends, since only then is it
- * known whether {@code $} holds there; a thread that consumed a row waits in the "stepped" list
- * until then. The closures of one position still run in the kernel's order (the stepped threads
- * in priority order, then the new start), so every decision is the kernel's; a match ending
- * before row p is known when row p arrives (or the partition ends).
+ * first or last row over the rows of some variables, a count, a classifier) instead of a path:
+ * what a match's measures need, a few longs per thread. And the epsilon closure at a position is
+ * run when the next row arrives or the partition ends, since only then is it known whether
+ * {@code $} holds there; a thread that consumed a row waits in the "stepped" list until then. The
+ * closures of one position still run in the kernel's order (the stepped threads in priority
+ * order, then the new start), so every decision is the kernel's; a match ending before row p is
+ * known when row p arrives (or the partition ends).
  *
  * <p>Start rows are kept, in order, only while they can still matter (threads left, or a match
  * waiting for an earlier start to be decided): memory follows the live threads and pending matches,
- * not the partition.
+ * not the partition. The values FIRST and LAST report are kept once per row, for the rows from
+ * the first undecided start on (a register holds a row's position): the span a caller already
+ * bounds with {@link #undecidedFrom()}.
+ *
+ * <p>Why this shape (it runs once per row of the input): the closures follow walks precomputed
+ * per state (no stack), a row is handed to the threads in the same pass that makes them, a
+ * thread is copied as a few longs (copying object references costs the collector's write
+ * barrier), a row touches only the registers of its variable, and a COUNT of every variable's
+ * rows is the match's length, not counted.
  */
 public final class PikeMatcher implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -57,40 +65,55 @@ public final class PikeMatcher implements Serializable {
     private final int[] nullable;  // bit a: ACCEPT reachable without a row where anchors a hold
     private final int[] outStart;  // successors of s: out[outStart[s] .. outStart[s + 1]]
     private final int[] out;
+    // the epsilon closures' depth-first walks, built from the NFA (cerql/mr_plan.py, Nfa.walks): the
+    // walk from root r where anchors a hold is walkState[walkStart[r * 4 + a] .. walkStart[r * 4 + a + 1]],
+    // the states in the order the walk meets them; walkSkip[e] is where the walk goes on when the state
+    // of entry e was reached already (past the states the walk lists below it)
+    private final int[] walkStart;
+    private final int[] walkState;
+    private final int[] walkSkip;
     // the registers
     private final int nReg;
     private final int[] regKind;
     private final long[] regMask;
     private final int[] regColumn;
+    // where a thread keeps register r: at num[regAt[r]] (FIRST / LAST: the row's position + 1,
+    // 0 before any; COUNT: the count; CLASSIFIER: the variable + 1); -1 for a COUNT of every
+    // variable's rows, which is the match's length
+    private final int[] regAt;
+    private final int nNum;
+    // the columns FIRST / LAST read, each once: the matcher keeps their values of the recent rows;
+    // register r reads valueColumns[regValue[r]]
+    private final int[] valueColumns;
+    private final int[] regValue;
+    // per variable, what its rows change: (kind, regAt) pairs, only the registers whose mask has
+    // the variable
+    private final int[][] seeOps;
 
     /** The matcher's state within a partition: built on the first begin() (also after the matcher
      *  was shipped to an executor). */
     private transient Work w;
 
-    /** Threads: an NFA state, the slot of the thread's start row, and its registers (register r
-     *  of thread i at i * nReg + r: {@code val} the value, {@code num} a count, a flag or a
-     *  variable + 1). */
+    /** Threads: an NFA state, the slot of the thread's start row, and its registers at
+     *  {@code num[i * nNum ..]} (regAt). */
     private static final class Threads {
         int n;
         final int[] state;
         final int[] slot;
-        final Object[] val;
         final long[] num;
 
-        Threads(int capacity, int nReg) {
+        Threads(int capacity, int nNum) {
             state = new int[capacity];
             slot = new int[capacity];
-            val = new Object[capacity * nReg];
-            num = new long[capacity * nReg];
+            num = new long[capacity * nNum];
         }
     }
 
     /** Everything that changes while a partition runs. */
     private static final class Work {
-        Threads ready;            // CONSUME threads waiting for the row at position p
         Threads stepped;          // threads that consumed row p - 1, their closure not yet followed
+        Threads next;             // the round at p: the threads that took row p, in priority order
         final long[] visited;     // the closure round that last reached each state
-        final int[] stack;        // the depth-first walk of a closure
         long gen;                 // the current closure round
         long p;                   // the next row of the partition
         long cut;                 // in this round, threads after this point with a start below it are cut
@@ -99,7 +122,6 @@ public final class PikeMatcher implements Serializable {
         long[] slotStart = new long[0];
         int[] slotCnt = new int[0];
         long[] slotEnd = new long[0];
-        Object[] slotVal = new Object[0];
         long[] slotNum = new long[0];
         int[] free = new int[0];  // the free slots
         int nFree;
@@ -108,16 +130,18 @@ public final class PikeMatcher implements Serializable {
         int ringHead;
         int ringSize;
         final ArrayDeque<Object[]> done = new ArrayDeque<>();
-        final Object[] noVal;     // the registers of a new start: no row seen
-        final long[] noNum;
+        final long[] noNum;       // the registers of a new start: no row seen
+        // the values of valueColumns of the rows from the first start row still undecided on
+        // (all a register can point to): row q's at (q & (kept - 1)) * valueColumns.length
+        Object[] kept;
+        int keptRows = 16;
 
-        Work(int nStates, int nOut, int nReg) {
-            noVal = new Object[nReg];
-            noNum = new long[nReg];
-            ready = new Threads(nStates, nReg);
-            stepped = new Threads(nStates, nReg);
+        Work(int nStates, int nNum, int nColumns) {
+            noNum = new long[nNum];
+            stepped = new Threads(nStates, nNum);
+            next = new Threads(nStates, nNum);
             visited = new long[nStates];
-            stack = new int[nOut + 1];
+            kept = new Object[keptRows * nColumns];
         }
     }
 
@@ -179,6 +203,97 @@ public final class PikeMatcher implements Serializable {
             }
         }
         r.end();
+        regAt = new int[nReg];
+        regValue = new int[nReg];
+        int[] columns = new int[nReg];
+        int nColumns = 0;
+        long every = nVars == 64 ? -1L : (1L << nVars) - 1;
+        int nn = 0;
+        for (int i = 0; i < nReg; i++) {
+            boolean length = regKind[i] == COUNT && (regMask[i] & every) == every;
+            regAt[i] = length ? -1 : nn++;  // every row of a match is some variable's: its length
+            regValue[i] = -1;
+            if (regKind[i] <= LAST) {
+                int c = 0;
+                while (c < nColumns && columns[c] != regColumn[i]) {
+                    c++;
+                }
+                if (c == nColumns) {
+                    columns[nColumns++] = regColumn[i];
+                }
+                regValue[i] = c;
+            }
+        }
+        nNum = nn;
+        valueColumns = java.util.Arrays.copyOf(columns, nColumns);
+        seeOps = new int[nVars][];
+        for (int v = 0; v < nVars; v++) {
+            int[] ops = new int[2 * nReg];
+            int n = 0;
+            for (int i = 0; i < nReg; i++) {
+                if (regAt[i] >= 0 && (regMask[i] >>> v & 1L) != 0) {
+                    ops[n++] = regKind[i];
+                    ops[n++] = regAt[i];
+                }
+            }
+            seeOps[v] = java.util.Arrays.copyOf(ops, n);
+        }
+        int[][] walks = buildWalks();
+        walkStart = walks[0];
+        walkState = walks[1];
+        walkSkip = walks[2];
+    }
+
+    /** The walks of the closures (the fields' comment), for the roots a closure starts from: the
+     *  start state and the successors of the CONSUME states. */
+    private int[][] buildWalks() {
+        int[] start = new int[4 * nStates + 1];
+        int[][] list = {new int[16], new int[16]};  // states, skips
+        int[] size = {0};
+        for (int root = 0; root < nStates; root++) {
+            boolean used = root == startState;
+            for (int s = 0; s < nStates && !used; s++) {
+                used = kind[s] == CONSUME && out[outStart[s]] == root;
+            }
+            for (int a = 0; a < 4; a++) {
+                if (used) {
+                    walk(root, a, new boolean[nStates], list, size);
+                }
+                start[root * 4 + a + 1] = size[0];
+            }
+        }
+        return new int[][] {start, java.util.Arrays.copyOf(list[0], size[0]), java.util.Arrays.copyOf(list[1], size[0])};
+    }
+
+    /** Meets state s in the walk where anchors a hold, and then (on its first meeting) its
+     *  successors in preference order; true when the walk reached ACCEPT, which ends it. */
+    private boolean walk(int s, int a, boolean[] seen, int[][] list, int[] size) {
+        int e = size[0]++;
+        if (e == list[0].length) {
+            list[0] = java.util.Arrays.copyOf(list[0], 2 * e);
+            list[1] = java.util.Arrays.copyOf(list[1], 2 * e);
+        }
+        list[0][e] = s;
+        list[1][e] = e + 1;
+        if (seen[s]) {
+            return false;
+        }
+        seen[s] = true;
+        int k = kind[s];
+        if (k == ACCEPT) {
+            return true;
+        }
+        if (k == CONSUME || k == ANCHOR_START && (a & AT_START) == 0 || k == ANCHOR_END && (a & AT_END) == 0) {
+            return false;
+        }
+        for (int i = outStart[s]; i < outStart[s + 1]; i++) {
+            if (walk(out[i], a, seen, list, size)) {
+                list[1][e] = size[0];
+                return true;
+            }
+        }
+        list[1][e] = size[0];
+        return false;
     }
 
     private void checkState(int s, int nOut) {
@@ -192,10 +307,10 @@ public final class PikeMatcher implements Serializable {
     /** A partition starts: the next row is its first ({@code ^} holds before it). */
     public void begin() {
         if (w == null) {
-            w = new Work(nStates, out.length, nReg);
+            w = new Work(nStates, nNum, valueColumns.length);
         }
-        w.ready.n = 0;
         w.stepped.n = 0;
+        w.next.n = 0;
         w.p = 0;
         w.cut = -1;
         w.ringSize = 0;
@@ -215,8 +330,10 @@ public final class PikeMatcher implements Serializable {
      */
     public void row(long bits, Object[] values) {
         Work k = open();
-        round(k, false);
-        step(k, bits, values);
+        if (valueColumns.length != 0) {
+            keep(k, values);
+        }
+        round(k, false, bits);
         k.p++;
         decide(k);
     }
@@ -225,11 +342,7 @@ public final class PikeMatcher implements Serializable {
      *  start is decided. */
     public void end() {
         Work k = open();
-        round(k, true);
-        for (int i = 0; i < k.ready.n; i++) {  // threads waiting for a row past the end die
-            k.slotCnt[k.ready.slot[i]]--;
-        }
-        k.ready.n = 0;
+        round(k, true, 0L);  // no row: the threads that would wait for one die
         decide(k);
         if (k.ringSize != 0) {
             throw new IllegalStateException("a start row is left undecided at the partition's end");
@@ -264,11 +377,14 @@ public final class PikeMatcher implements Serializable {
 
     /** The epsilon closures at position p, in priority order: the threads that consumed row p - 1,
      *  then, before a row, a new start at p. PAST LAST ROW always begins it (the kernel's floor
-     *  never rises past p here): a match found in this round ends at p, past its start. */
-    private void round(Work k, boolean atEnd) {
+     *  never rises past p here): a match found in this round ends at p, past its start. The
+     *  CONSUME states reached take row p ({@code bits}) at once: those whose variable it satisfies
+     *  become the next round's threads, in the same order, the others die where they are reached
+     *  (one pass, no list of threads waiting for the row). */
+    private void round(Work k, boolean atEnd, long bits) {
         k.gen++;
         k.cut = -1;
-        k.ready.n = 0;
+        k.next.n = 0;
         int anchors = (k.p == 0 ? AT_START : 0) | (atEnd ? AT_END : 0);
         Threads st = k.stepped;
         for (int i = 0; i < st.n; i++) {
@@ -277,130 +393,109 @@ public final class PikeMatcher implements Serializable {
             if (k.slotStart[slot] < k.cut) {
                 continue;
             }
-            closure(k, out[outStart[st.state[i]]], slot, st.val, st.num, i * nReg, anchors);
+            closure(k, out[outStart[st.state[i]]], slot, st.num, i * nNum, anchors, bits);
         }
         st.n = 0;
         if (!atEnd) {
             int slot = newSlot(k, k.p);
-            closure(k, startState, slot, k.noVal, k.noNum, 0, anchors);
+            closure(k, startState, slot, k.noNum, 0, anchors, bits);
             if (k.slotCnt[slot] == 0 && k.slotEnd[slot] < 0) {
                 k.free[k.nFree++] = slot;  // no thread and no match: decided at once, nothing to keep
             } else {
                 ringPush(k, slot);
             }
         }
+        k.stepped = k.next;
+        k.next = st;
     }
 
     /** Follow the epsilon moves from {@code root} at position p depth-first in preference order:
-     *  the CONSUME states reached first in this round become threads (with the registers at
-     *  {@code src[off..]}), an ACCEPT reached records the match. A state another thread reached
-     *  in this round is not entered again: its successors were reached too; but when ACCEPT is
-     *  reachable from it without a row, this start's match ends here too (pike.py, _closure). */
-    private void closure(Work k, int root, int slot, Object[] val, long[] num, int off, int anchors) {
-        int[] stack = k.stack;
-        int sp = 0;
-        stack[sp++] = root;
-        while (sp > 0) {
-            int s = stack[--sp];
-            if (k.visited[s] == k.gen) {
+     *  the CONSUME states reached first in this round whose variable row p satisfies become
+     *  threads (with the registers at {@code num[off..]}, which then see the row), an ACCEPT
+     *  reached records the match. A state
+     *  another thread reached in this round is not entered again: its successors were reached too
+     *  (the walk skips the states it lists below it); but when ACCEPT is reachable from it without
+     *  a row, this start's match ends here too (pike.py, _closure). */
+    private void closure(Work k, int root, int slot, long[] num, int off, int anchors, long bits) {
+        long[] visited = k.visited;
+        long gen = k.gen;
+        int w = root * 4 + anchors;
+        int e = walkStart[w];
+        int end = walkStart[w + 1];
+        while (e < end) {
+            int s = walkState[e];
+            if (visited[s] == gen) {
                 if ((nullable[s] >> anchors & 1) != 0) {
-                    accept(k, slot, val, num, off);
+                    accept(k, slot, num, off);
                     return;
                 }
+                e = walkSkip[e];
                 continue;
             }
-            k.visited[s] = k.gen;
-            switch (kind[s]) {
-                case CONSUME:
-                    addThread(k.ready, s, slot, val, num, off);
-                    k.slotCnt[slot]++;
-                    break;
-                case ACCEPT:
-                    accept(k, slot, val, num, off);
-                    return;
-                case ANCHOR_START:
-                    if ((anchors & AT_START) != 0) {
-                        stack[sp++] = out[outStart[s]];
-                    }
-                    break;
-                case ANCHOR_END:
-                    if ((anchors & AT_END) != 0) {
-                        stack[sp++] = out[outStart[s]];
-                    }
-                    break;
-                default:  // SPLIT: the preferred successor on top
-                    for (int e = outStart[s + 1] - 1; e >= outStart[s]; e--) {
-                        stack[sp++] = out[e];
-                    }
+            visited[s] = gen;
+            int kd = kind[s];
+            if (kd == CONSUME) {
+                if ((bits >>> var[s] & 1L) != 0) {
+                    take(k, s, slot, num, off);
+                }
+            } else if (kd == ACCEPT) {
+                accept(k, slot, num, off);
+                return;
             }
+            e++;
         }
     }
 
-    private void addThread(Threads t, int state, int slot, Object[] val, long[] num, int off) {
+    /** A thread at CONSUME state s takes row p: a thread of the next round, its registers
+     *  (copied from {@code num[off..]}) seeing the row. */
+    private void take(Work k, int s, int slot, long[] num, int off) {
+        Threads t = k.next;
         int i = t.n++;
-        t.state[i] = state;
+        t.state[i] = s;
         t.slot[i] = slot;
-        System.arraycopy(val, off, t.val, i * nReg, nReg);
-        System.arraycopy(num, off, t.num, i * nReg, nReg);
+        int at = i * nNum;
+        copy(num, off, t.num, at, nNum);
+        int v = var[s];
+        int[] ops = seeOps[v];
+        if (ops.length != 0) {
+            see(ops, t.num, at, v, k.p);
+        }
+        k.slotCnt[slot]++;
+    }
+
+    /** A few registers: a loop, cheaper than System.arraycopy's call at these lengths. */
+    private static void copy(long[] from, int off, long[] to, int at, int n) {
+        for (int r = 0; r < n; r++) {
+            to[at + r] = from[off + r];
+        }
     }
 
     /** A thread reached ACCEPT at position p: the best match of its start so far (the threads
      *  before it still alive are preferred, the ones after it are cut). PAST LAST ROW: the next
      *  search starts where it ends, so the threads after it of the starts before its end are cut
      *  too (the ones before it are of its start or earlier ones). */
-    private void accept(Work k, int slot, Object[] val, long[] num, int off) {
+    private void accept(Work k, int slot, long[] num, int off) {
         long start = k.slotStart[slot];
         k.slotEnd[slot] = k.p;
-        System.arraycopy(val, off, k.slotVal, slot * nReg, nReg);
-        System.arraycopy(num, off, k.slotNum, slot * nReg, nReg);
+        copy(num, off, k.slotNum, slot * nNum, nNum);
         long resume = k.p > start ? k.p : start + 1;
         if (resume > k.cut) {
             k.cut = resume;
         }
     }
 
-    /** Row p: the ready threads whose variable the row satisfies take it (their registers see it)
-     *  and wait in the stepped list, in the same order; the others die. */
-    private void step(Work k, long bits, Object[] values) {
-        Threads t = k.ready;
-        int kept = 0;
-        for (int i = 0; i < t.n; i++) {
-            int s = t.state[i];
-            if ((bits >>> var[s] & 1L) == 0) {
-                k.slotCnt[t.slot[i]]--;
-                continue;
-            }
-            if (kept != i) {
-                t.state[kept] = s;
-                t.slot[kept] = t.slot[i];
-                System.arraycopy(t.val, i * nReg, t.val, kept * nReg, nReg);
-                System.arraycopy(t.num, i * nReg, t.num, kept * nReg, nReg);
-            }
-            see(t.val, t.num, kept * nReg, var[s], values);
-            kept++;
-        }
-        t.n = kept;
-        k.ready = k.stepped;
-        k.stepped = t;
-    }
-
-    /** The registers at {@code val/num[off..]} take a row of variable v. */
-    private void see(Object[] val, long[] num, int off, int v, Object[] values) {
-        for (int r = 0; r < nReg; r++) {
-            if ((regMask[r] >>> v & 1L) == 0) {
-                continue;
-            }
-            int i = off + r;
-            switch (regKind[r]) {
+    /** The registers at {@code num[off..]} take row p, of variable v ({@code ops}: its seeOps). */
+    private static void see(int[] ops, long[] num, int off, int v, long p) {
+        for (int j = 0; j < ops.length; j += 2) {
+            int i = off + ops[j + 1];
+            switch (ops[j]) {
                 case FIRST:
                     if (num[i] == 0) {
-                        val[i] = values[regColumn[r]];
-                        num[i] = 1;
+                        num[i] = p + 1;
                     }
                     break;
                 case LAST:
-                    val[i] = values[regColumn[r]];
-                    num[i] = 1;
+                    num[i] = p + 1;
                     break;
                 case COUNT:
                     num[i]++;
@@ -408,6 +503,29 @@ public final class PikeMatcher implements Serializable {
                 default:  // CLASSIFIER
                     num[i] = v + 1;
             }
+        }
+    }
+
+    /** Row p's values of valueColumns, kept while a register may point to it: from the first
+     *  undecided start row on (a thread's registers point into its rows, a start's past it). */
+    private void keep(Work k, Object[] values) {
+        int nColumns = valueColumns.length;
+        long from = k.ringSize > 0 ? k.slotStart[k.ring[k.ringHead]] : k.p;
+        if (k.p - from >= k.keptRows) {
+            int rows = k.keptRows;
+            while (k.p - from >= rows) {
+                rows *= 2;
+            }
+            Object[] bigger = new Object[rows * nColumns];
+            for (long q = from; q < k.p; q++) {
+                System.arraycopy(k.kept, (int) (q & (k.keptRows - 1)) * nColumns, bigger, (int) (q & (rows - 1)) * nColumns, nColumns);
+            }
+            k.kept = bigger;
+            k.keptRows = rows;
+        }
+        int at = (int) (k.p & (k.keptRows - 1)) * nColumns;
+        for (int c = 0; c < nColumns; c++) {
+            k.kept[at + c] = values[valueColumns[c]];
         }
     }
 
@@ -442,9 +560,14 @@ public final class PikeMatcher implements Serializable {
         Object[] m = new Object[2 + nReg];
         m[0] = s;
         m[1] = e;
-        int off = slot * nReg;
+        int off = slot * nNum;
         for (int r = 0; r < nReg; r++) {
-            long n = k.slotNum[off + r];
+            int at = regAt[r];
+            if (at < 0) {
+                m[2 + r] = e - s;  // a COUNT of every row
+                continue;
+            }
+            long n = k.slotNum[off + at];
             switch (regKind[r]) {
                 case COUNT:
                     m[2 + r] = n;
@@ -452,10 +575,10 @@ public final class PikeMatcher implements Serializable {
                 case CLASSIFIER:
                     m[2 + r] = n == 0 ? null : Integer.valueOf((int) n - 1);
                     break;
-                default:  // FIRST, LAST
-                    m[2 + r] = n == 0 ? null : k.slotVal[off + r];
+                default:  // FIRST, LAST: the value of row n - 1
+                    m[2 + r] = n == 0 ? null
+                        : k.kept[(int) ((n - 1) & (k.keptRows - 1)) * valueColumns.length + regValue[r]];
             }
-            k.slotVal[off + r] = null;  // the slot is free: let the value go
         }
         return m;
     }
@@ -479,8 +602,7 @@ public final class PikeMatcher implements Serializable {
         k.slotStart = java.util.Arrays.copyOf(k.slotStart, cap);
         k.slotCnt = java.util.Arrays.copyOf(k.slotCnt, cap);
         k.slotEnd = java.util.Arrays.copyOf(k.slotEnd, cap);
-        k.slotVal = java.util.Arrays.copyOf(k.slotVal, cap * nReg);
-        k.slotNum = java.util.Arrays.copyOf(k.slotNum, cap * nReg);
+        k.slotNum = java.util.Arrays.copyOf(k.slotNum, cap * nNum);
         k.free = java.util.Arrays.copyOf(k.free, cap);
         for (int i = old; i < cap; i++) {
             k.free[k.nFree++] = i;
