@@ -16,7 +16,9 @@ sink, in interleaved rounds, best of ``--repeat``; ratios are against the base o
 - ``cer_sql as before``: with the bits by the Window and a run of the matcher per group (what
   cer_sql did before the tasks computed navigating DEFINEs and pooled small groups); ``cer_sql,
   bits by the Window``: the Window alone put back;
-- ``cer_sql``: the query.
+- ``cer_sql in Python``: the query matched in Python workers (``cerql.matchRecognize.jvm``
+  false), the three variants before it likewise;
+- ``cer_sql (in the JVM)``: the query as it runs (spark/mr_jvm.py).
 
 ``--explain`` prints cer_sql's physical plan first; ``--profile`` runs the task function
 (``mr_lower._matcher``) in this process over batches shaped as a task gets them (sorted by
@@ -171,7 +173,7 @@ def spark_rounds(n: int, repeat: int, explain: bool, detail: bool, confs: list[s
             kept = mr_bits.local_defines
             mr_bits.local_defines = lambda *args: frozenset()
             try:
-                return cerql.cer_sql(spark, QUERY, t=t)
+                return in_python()
             finally:
                 mr_bits.local_defines = kept
 
@@ -190,9 +192,20 @@ def spark_rounds(n: int, repeat: int, explain: bool, detail: bool, confs: list[s
             kept = mr_bits.local_defines, mr_lower.GroupPool
             mr_bits.local_defines, mr_lower.GroupPool = (lambda *args: frozenset()), OnePerRun
             try:
-                return cerql.cer_sql(spark, QUERY, t=t)
+                return in_python()
             finally:
                 mr_bits.local_defines, mr_lower.GroupPool = kept
+
+        def in_python():
+            """cer_sql matched in Python workers: the JVM matcher off (spark/mr_jvm.py), as
+            before it; the path is chosen when the DataFrame is planned."""
+            from cerql.spark.mr_jvm import JVM_CONF
+
+            spark.conf.set(JVM_CONF, "false")
+            try:
+                return cerql.cer_sql(spark, QUERY, t=t)
+            finally:
+                spark.conf.unset(JVM_CONF)
 
         if explain:
             cerql.cer_sql(spark, QUERY, t=t).explain()
@@ -205,7 +218,8 @@ def spark_rounds(n: int, repeat: int, explain: bool, detail: bool, confs: list[s
                     "pre-python": lambda: noop(pre()), "pre-python + read": lambda: noop(pre_read()),
                     "cer_sql as before (the Window, a run per group)": lambda: noop(as_before()),
                     "cer_sql, bits by the Window": lambda: noop(window_bits()),
-                    "cer_sql": lambda: noop(cerql.cer_sql(spark, QUERY, t=t))}
+                    "cer_sql in Python": lambda: noop(in_python()),
+                    "cer_sql (in the JVM)": lambda: noop(cerql.cer_sql(spark, QUERY, t=t))}
         for fn in variants.values():  # warm-up: workers, numba cache
             fn()
         load = os.getloadavg()

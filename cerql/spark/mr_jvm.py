@@ -185,8 +185,10 @@ def _block(rows, clause: mr_ast.MatchRecognize, variables: tuple[str, ...], text
                 if not mx.is_star(column) and lowered[column.name.lower()] not in read:
                     read.append(lowered[column.name.lower()])
         conditions.append(None if condition is None else mr_bits.define_sql(condition, spell, navs))
-    arguments = list(dict.fromkeys(argument for argument, _ in navs))
-    shifts = [(name, len(read) + arguments.index(argument), shift) for (argument, shift), name in navs.items()]
+    plain = {quoted(c): i for i, c in enumerate(read)}  # PREV(price): price itself, no column of its own
+    arguments = list(dict.fromkeys(argument for argument, _ in navs if argument not in plain))
+    shifts = [(name, plain[argument] if argument in plain else len(read) + arguments.index(argument), shift)
+              for (argument, shift), name in navs.items()]
     return read, arguments, navs, shifts, conditions
 
 
