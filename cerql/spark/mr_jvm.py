@@ -1,10 +1,11 @@
 """MATCH_RECOGNIZE matched inside Spark's JVM: the common case without crossing to Python.
 
-Input: the planned query, the rows after the shuffle (spark/mr_lower.py: the key columns, the
-input ordinal), the sort keys and the item's result schema. Output: the item's result as a lazy
-DataFrame, from ``Dataset.mapPartitions`` with cerql's Java matcher
-(``io.cerql.mr.MatchRecognizeFunction`` over ``PikeMatcher``, compiled by spark/jvm.py), or a
-reason why this query is left to the Python path (:func:`why_not`).
+Input: the planned query; ``JvmColumns.project`` picks the source's columns before the shuffle
+(spark/mr_lower.py adds the ordinal and key columns, shuffles and sorts); ``match_on_jvm`` takes
+the sorted rows and the item's result schema. Output: the item's result as a lazy DataFrame,
+from ``Dataset.mapPartitions`` with cerql's Java matcher (``io.cerql.mr.MatchRecognizeFunction``
+over ``PikeMatcher``, compiled by spark/jvm.py), or a reason why this query is left to the
+Python path (:func:`why_not`). At most 63 pattern variables (a mask of them all is a Java long).
 
 Why: rows handed to a Python worker cost, for the crossing alone, about half of what Spark's own
 shuffle and sort of them cost (docs/benchmarks.md, "MATCH_RECOGNIZE"); in the JVM the matcher

@@ -130,6 +130,27 @@ def test_a_define_that_is_not_boolean_is_the_same_error(spark):
     assert jvm.value.column == python.value.column
 
 
+@pytest.mark.parametrize("change, error_class, at", [
+    (("B AS x < PREV(x)", "B AS xx < PREV(x)"), "UNKNOWN_COLUMN", "xx < PREV"),
+    (("LAST(C.t) AS last_t", "LAST(C.tt) AS last_t"), "UNKNOWN_COLUMN", "C.tt"),
+    (("FIRST(A.t)", "FIRST(D.t)"), "MATCH_RECOGNIZE_UNDEFINED_VARIABLE", "D.t"),
+    (("C AS x > PREV(x)", "C AS x > PREV(x) + nosuch(x)"), "USER_FUNCTION_NOT_ALLOWED", "nosuch"),
+])
+def test_errors_are_the_python_paths_and_come_before_any_job(spark, change, error_class, at):
+    t = spark.createDataFrame(_data(6))
+    query = VSHAPE.replace(*change)
+    tracker = spark.sparkContext.statusTracker()
+    jobs = set(tracker.getJobIdsForGroup(None))
+    with pytest.raises(CeqlError) as jvm:
+        cerql.cer_sql(spark, query, t=t)
+    assert set(tracker.getJobIdsForGroup(None)) == jobs
+    with pytest.raises(CeqlError) as python:
+        _with_conf(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
+    assert (jvm.value.error_class, jvm.value.line, jvm.value.column) == \
+        (python.value.error_class, python.value.line, python.value.column)
+    assert (jvm.value.error_class, jvm.value.column) == (error_class, query.index(at) + 1)
+
+
 # ------------------------------------------------------------------------------ random queries
 VARIABLES = ("A", "B", "C")
 
