@@ -118,9 +118,13 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
         pool = GroupPool(clause, text, matcher, bits=bits, keys=keys)  # the small groups, matched together
 
         def after_pool(tables):  # a group's own results come after those of the groups before it
-            for table in tables:
+            try:
+                for table in tables:
+                    yield from batches_of(pool.flush())
+                    yield from batches_of([table])
+            except CeqlError:  # a group before it, still pooled, fails first, as in the whole table
                 yield from batches_of(pool.flush())
-                yield from batches_of([table])
+                raise
 
         def ended(current, table=None):
             whole = current.whole(table)

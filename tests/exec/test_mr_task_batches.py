@@ -58,3 +58,22 @@ def test_the_tasks_rows_are_the_whole_tables(monkeypatch, case, sizes, min_run, 
     assert len(got) == len(whole), (text, got, whole)
     for g, e in zip(got, whole):
         assert g.keys() == e.keys() and all(_same(g[k], e[k]) for k in g), (text, g, e)
+
+
+def test_a_pooled_groups_error_comes_before_a_later_groups(monkeypatch):
+    """Group y (pooled, not matched yet) and group x both fail; y comes first, so its error is
+    the task's, as the whole table's (hypothesis found the task naming x)."""
+    from cerql.planner import front
+
+    text = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY t MEASURES LAST(A.value) AS m0 "
+            "ONE ROW PER MATCH AFTER MATCH SKIP TO FIRST A PATTERN (A) "
+            "DEFINE A AS value <= FIRST(A.value) OR FIRST(A.value) IS NULL)")
+    c = front.plan_row_pattern(text).clause
+    table = pa.table({"value": pa.array([None] * 4, pa.int64()), "p": ["y", "x", "x", "x"],
+                      "t": pa.array([None] * 4, pa.int64())})
+    with pytest.raises(CeqlError) as whole:
+        mr_engine.run_match_recognize(c, table, text, _matcher(c, text))
+    assert "p='y'" in str(whole.value)
+    with pytest.raises(CeqlError) as task:
+        _task(c, text, table, [1], 3, False, monkeypatch)
+    assert str(task.value) == str(whole.value)
