@@ -25,7 +25,7 @@ from pathlib import Path
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 _LOCK = threading.RLock()  # re-entrant: class_loader holds it while compiled_jar builds the jar
-_LOADED: dict[int, object] = {}  # id of the JVM SparkContext -> the driver's class loader of the jar
+_LOADED: dict[tuple, object] = {}  # context_key -> the driver's class loader of the jar
 
 
 class JvmUnavailable(RuntimeError):
@@ -92,6 +92,13 @@ def compiled_jar() -> Path:
     return jar
 
 
+def context_key(spark) -> tuple:
+    """What tells a SparkContext from any other of this process: one stopped and another started
+    in a notebook can reuse the Python object's id, and the jar must be added to each."""
+    sc = spark.sparkContext
+    return sc.applicationId, sc.startTime
+
+
 def class_loader(spark):
     """The driver's loader of cerql's classes for ``spark`` (a classic session), the jar added to
     its SparkContext once, so that tasks load the same classes."""
@@ -99,50 +106,47 @@ def class_loader(spark):
 
     if is_connect(spark):
         raise JvmUnavailable("a Spark Connect session: the client has no JVM to load cerql's classes into")
-    jsc = spark.sparkContext._jsc
-    key = id(spark.sparkContext)
+    key = context_key(spark)
     with _LOCK:
         loader = _LOADED.get(key)
         if loader is None:
             jar = compiled_jar()
-            jvm = spark.sparkContext._jvm
-            jsc.sc().addJar(str(jar))
-            urls = spark.sparkContext._gateway.new_array(jvm.java.net.URL, 1)
-            urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
-            parent = jsc.sc().getClass().getClassLoader()
-            loader = jvm.java.net.URLClassLoader(urls, parent)
+            sc = spark.sparkContext
+            sc._jsc.sc().addJar(str(jar))
+            urls = sc._gateway.new_array(sc._jvm.java.net.URL, 1)
+            urls[0] = sc._jvm.java.io.File(str(jar)).toURI().toURL()
+            loader = sc._jvm.java.net.URLClassLoader(urls, sc._jsc.sc().getClass().getClassLoader())
             _LOADED[key] = loader
     return loader
 
 
+def _class(spark, class_name: str):
+    return spark.sparkContext._jvm.java.lang.Class.forName(class_name, True, class_loader(spark))
+
+
+def _objects(spark, args) -> object:
+    """``args`` as a Java ``Object[]``, what reflection's ``newInstance`` and ``invoke`` take."""
+    gateway = spark.sparkContext._gateway
+    values = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
+    for i, a in enumerate(args):
+        values[i] = a
+    return values
+
+
 def new_instance(spark, class_name: str, *args):
     """``new class_name(args...)`` of one of cerql's classes, in the driver's JVM."""
-    jvm = spark.sparkContext._jvm
-    cls = jvm.java.lang.Class.forName(class_name, True, class_loader(spark))
-    return _construct(spark, cls, args)
-
-
-def _construct(spark, cls, args):
-    gateway = spark.sparkContext._gateway
+    cls = _class(spark, class_name)
     for ctor in cls.getConstructors():
         if ctor.getParameterCount() == len(args):
-            values = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
-            for i, a in enumerate(args):
-                values[i] = a
-            return ctor.newInstance(values)
-    raise JvmUnavailable(f"{cls.getName()} has no constructor of {len(args)} arguments")
+            return ctor.newInstance(_objects(spark, args))
+    raise JvmUnavailable(f"{class_name} has no constructor of {len(args)} arguments")
 
 
 def static_call(spark, class_name: str, method: str, *args):
     """``class_name.method(args...)``, a static method of one of cerql's classes."""
-    gateway = spark.sparkContext._gateway
-    cls = gateway.jvm.java.lang.Class.forName(class_name, True, class_loader(spark))
-    for m in cls.getMethods():
+    for m in _class(spark, class_name).getMethods():
         if m.getName() == method and m.getParameterCount() == len(args):
-            values = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
-            for i, a in enumerate(args):
-                values[i] = a
-            return m.invoke(None, values)
+            return m.invoke(None, _objects(spark, args))
     raise JvmUnavailable(f"{class_name} has no static {method} of {len(args)} arguments")
 
 
@@ -152,5 +156,5 @@ def row_encoder(spark, schema):
     return jvm.org.apache.spark.sql.Encoders.row(spark._jsparkSession.parseDataType(schema.json()))
 
 
-__all__ = ["JAVA_DIR", "JvmUnavailable", "class_loader", "compiled_jar", "java_sources", "new_instance",
+__all__ = ["JAVA_DIR", "JvmUnavailable", "class_loader", "compiled_jar", "context_key", "java_sources", "new_instance",
            "row_encoder", "spark_jars", "static_call"]

@@ -67,6 +67,14 @@ def _plain_column(sql: SqlExpr) -> exp.Column | None:
     return tree if isinstance(tree, exp.Column) and not mx.is_star(tree) else None
 
 
+def partition_columns(clause: mr_ast.MatchRecognize, keys: list[str | None], columns) -> list[str]:
+    """The PARTITION BY columns among ``columns`` (those of rows ``with_keys`` keyed): an
+    expression's hidden column (``keys``), a plain column as it is."""
+    lowered = by_lower_name(columns)
+    return [key if key is not None else lowered[_plain_column(sql).name.lower()]
+            for sql, key in zip(clause.partition_by, keys)]
+
+
 def _check_columns(sql: SqlExpr, lowered: dict[str, str], text: str) -> None:
     """Every column the expression reads is the input's (as exec/mr_define.py checks it)."""
     for column in sql.tree.find_all(exp.Column):
@@ -253,5 +261,5 @@ def with_bits(frame, clause: mr_ast.MatchRecognize, row_local: frozenset[str], p
     return frame.withColumn(BITS, bits.cast("long")).drop(*navs.values())
 
 
-__all__ = ["BITS", "KEY", "NAV", "by_lower_name", "check_define", "define_column", "define_sql", "local_defines", "signed",
+__all__ = ["BITS", "KEY", "NAV", "by_lower_name", "check_define", "define_column", "define_sql", "local_defines", "partition_columns", "signed",
            "with_bits", "with_keys"]

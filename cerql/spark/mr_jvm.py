@@ -65,13 +65,9 @@ class _Measures:
         self.columns: list[str] = []  # the input columns the registers read, in order
 
     def mask(self, name: str | None) -> int:
-        if name is None:
-            return (1 << len(self.variables)) - 1
-        key = mx.canonical(name)
-        names = self.subsets.get(key, (key,))
-        if any(n not in self.variables for n in names):
-            raise _NotHere(f"'{name}' is not a pattern variable")
-        return sum(1 << self.variables.index(n) for n in names)
+        """The bits of the variables a qualifier stands for (the planner has checked it names one)."""
+        members = mx.members(name, self.variables, self.subsets)
+        return (1 << len(self.variables)) - 1 if members is None else sum(1 << v for v in members)
 
     def register(self, kind: int, mask: int, column: exp.Column | None = None) -> str:
         index = -1
@@ -111,8 +107,8 @@ class _Measures:
         elif name == mx.CLASSIFIER:
             args = mx.arguments(node)
             reg = self.register(CLASSIFIER, self.mask(args[0].name if args else None))
-            cases = " ".join(f"WHEN {v} THEN '" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
-                             for v, name in enumerate(self.variables))
+            cases = " ".join(f"WHEN {v} THEN '" + variable.replace("\\", "\\\\").replace("'", "\\'") + "'"
+                             for v, variable in enumerate(self.variables))
             replaced[id(node)] = f"(CASE {reg} {cases} END)"  # NULL for an empty match
         elif name == mx.MATCH_NUMBER:
             replaced[id(node)] = quoted(MATCH)
@@ -209,7 +205,7 @@ def _bound_defines(spark, block: list, navs: dict[tuple[str, int], str], shifts,
     fields = list(block) + [StructField(name, block[index].dataType, True) for name, index, _ in shifts]
     # a last column no DEFINE reads (analyzed_type needs one): bound past the task's window row, unread
     fields.append(StructField("__cerql_mr_probe", IntegerType(), True))
-    key = (id(spark), text, StructType(fields).json())
+    key = (jvm.context_key(spark), text, StructType(fields).json())
     if key in _BOUND:
         return _BOUND[key]
     relation = spark.createDataFrame([], StructType(fields))
@@ -227,11 +223,6 @@ def _bound_defines(spark, block: list, navs: dict[tuple[str, int], str], shifts,
         _BOUND.clear()
     _BOUND[key] = bound
     return bound
-
-
-def _key_names(clause: mr_ast.MatchRecognize, keys: list[str | None], columns: list[str]) -> list[str]:
-    lowered = mr_bits.by_lower_name(columns)
-    return [keys[i] or lowered[sql.tree.unnest().name.lower()] for i, sql in enumerate(clause.partition_by)]
 
 
 def _too_long(clause: mr_ast.MatchRecognize, max_rows: int) -> str:
@@ -276,7 +267,7 @@ def match_on_jvm(spark, planned: front.RowPatternPlanned, columns: JvmColumns, o
     clause, nfa, text = planned.clause, planned.nfa, planned.text
     position = {name: i for i, name in enumerate(ordered.columns)}
     fields = ordered.schema.fields
-    key_at = [position[c] for c in _key_names(clause, keys, ordered.columns)]
+    key_at = [position[c] for c in mr_bits.partition_columns(clause, keys, ordered.columns)]
     block_at = [position[c] for c in columns.read] + [position[ARG.format(k)] for k in range(len(columns.arguments))]
     value_at = [position[c] for c in columns.measures.columns]
     always = sum(1 << v for v, c in enumerate(columns.conditions) if c is None)

@@ -42,7 +42,6 @@ import uuid
 from typing import Any, Mapping
 
 import pyarrow as pa
-from sqlglot import exp
 
 from cerql import mr_ast, row_pattern
 from cerql import mr_functions as mx
@@ -98,12 +97,6 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
     (``row_bits``)."""
     import numpy as np
 
-    def group_columns(table: pa.Table) -> list[str]:
-        """The PARTITION BY columns of the task's rows (an expression's, its hidden column)."""
-        lowered = {c.lower(): c for c in table.column_names}
-        return [key if key is not None else lowered[_column_name(e).lower()]
-                for e, key in zip(clause.partition_by, keys)]
-
     def key_of(table: pa.Table, columns: list[str], row: int) -> tuple:
         return tuple(table.column(c)[row].as_py() for c in columns)
 
@@ -137,7 +130,7 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
             table = pa.Table.from_batches([batch])
             if table.num_rows == 0:
                 continue
-            columns = group_columns(table)
+            columns = mr_bits.partition_columns(clause, keys, table.column_names)
             cuts = np.flatnonzero(key_changes(table, columns)).tolist()
             if current is not None and not same_key(key_of(table, columns, 0), last):
                 yield from ended(current)
@@ -156,13 +149,6 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
         yield from batches_of(pool.flush())
 
     return cerql_match_recognize
-
-
-def _column_name(sql) -> str:
-    tree = sql.tree
-    while isinstance(tree, exp.Paren):
-        tree = tree.this
-    return tree.name
 
 
 def _at(clause: mr_ast.MatchRecognize) -> int:
