@@ -47,8 +47,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * one value per navigation: block column {@code navColumn[n]} of the row {@code navShift[n]}
  * rows away in the group (NULL outside it), so PREV and NEXT cost a few rows kept, not a Window.
  * NULL is false. The bits of a row are known once {@code ahead} rows after it have come (or its
- * group has ended): only {@code back + ahead + 1} rows are held, and the matcher's registers
- * carry the values the measures need, so memory does not grow with the group.
+ * group has ended): only {@code back + ahead + 1} rows are held; the matcher keeps the values the
+ * measures read from the first start row whose match is undecided on, and that start falling
+ * more than {@code maxRows} rows behind fails the task (cerql.matchRecognize.maxMatchRows).
  *
  * <p>Output row: the columns {@code outputs} names, each a key, the match number in its group
  * (from 1) or a register.
