@@ -62,10 +62,26 @@ def conditions(depth: int):
                      sub.map(lambda x: f"NOT {x}"), sub.map(lambda x: f"({x})"))
 
 
-def expr_truth(tree, rows: list[tuple]) -> list:
+def expr_values(tree, rows: list[tuple]) -> pa.Array:
     table = pa.table({F.format(i): pa.array([r[i] for r in rows], TYPES[i]) for i in range(4)})
-    value = evaluate(compile_expr(tree, lambda col: col.name), table)
-    return value.to_pylist()
+    return evaluate(compile_expr(tree, lambda col: col.name), table)
+
+
+def expr_truth(tree, rows: list[tuple]) -> list:
+    return expr_values(tree, rows).to_pylist()
+
+
+def answered(fn, tree, rows: list[tuple], reference):
+    """``(row, the scalar form's answer, reference's)`` for each row the scalar form answers,
+    row by row; where it refuses a row, ``reference`` (cerql.expr) must raise on it."""
+    for r in rows:
+        try:
+            got = fn(list(r))
+        except Refused:
+            with pytest.raises((CeqlError, ExprError)):
+                reference(tree, [r])
+            continue
+        yield r, got, reference(tree, [r])
 
 
 def same(a, b) -> bool:
@@ -79,14 +95,7 @@ def test_the_scalar_form_is_cerql_expr(text, rows):
     fn = compile_condition(tree, KINDS)
     if fn is None:
         return
-    for r in rows:  # row by row: where the scalar form refuses a row, cerql.expr raises on it
-        try:
-            got = fn(list(r))
-        except Refused:
-            with pytest.raises((CeqlError, ExprError)):
-                expr_truth(tree, [r])
-            continue
-        want = expr_truth(tree, [r])
+    for r, got, want in answered(fn, tree, rows, expr_truth):
         assert same(got, want[0]), (text, r, got, want)
 
 
@@ -116,21 +125,9 @@ def test_numbers_are_cerql_exprs(text, rows):
     if got is None or got[1] in (mr_scalar.DECIMAL, mr_scalar.BOOL):
         return
     fn, kind = got
-    for r in rows:
-        try:
-            value = fn(list(r))
-        except Refused:
-            with pytest.raises((CeqlError, ExprError)):
-                expr_values(tree, [r])
-            continue
-        want = expr_values(tree, [r])
+    for r, value, want in answered(fn, tree, rows, expr_values):
         assert want.type == (pa.float64() if kind == FLOAT else pa.int64() if kind == 64 else pa.int32()), text
         assert same_number(value, want.to_pylist()[0]), (text, r, value, want)
-
-
-def expr_values(tree, rows: list[tuple]) -> pa.Array:
-    table = pa.table({F.format(i): pa.array([r[i] for r in rows], TYPES[i]) for i in range(4)})
-    return evaluate(compile_expr(tree, lambda col: col.name), table)
 
 
 NEAR = st.one_of(st.sampled_from(BIG), st.sampled_from([2**53 - 1, 2**53 + 2, 2**53 + 3, 0, -1]))
