@@ -1,8 +1,8 @@
 """cerql's JVM side: the Java sources under cerql/spark/java, compiled once and loaded into a session.
 
 Why: a MATCH_RECOGNIZE whose rows cross to Python pays for the crossing alone about half of what
-Spark's own shuffle and sort cost (docs/benchmarks.md); matched inside the JVM, in a
-``Dataset.mapPartitions`` beside Spark's operators, the rows never leave it. The Java code is the
+Spark's own shuffle and sort cost (docs/benchmarks.md); matched inside the JVM, over Spark's own
+rows right after its sort, the rows never leave it. The Java code is the
 engine (the Pike matcher, written for cerql, docs/architecture.md), so it ships as source: it is
 compiled on first use with the JDK's ``javac`` against the jars of the installed pyspark, into a
 jar cached under ``CERQL_CACHE_DIR`` (default ``~/.cache/cerql``), keyed by the sources and the
@@ -150,11 +150,10 @@ def static_call(spark, class_name: str, method: str, *args):
     raise JvmUnavailable(f"{class_name} has no static {method} of {len(args)} arguments")
 
 
-def row_encoder(spark, schema):
-    """Spark's ``Encoders.row`` of a pyspark StructType: ``Dataset.mapPartitions``' output encoder."""
-    jvm = spark.sparkContext._jvm
-    return jvm.org.apache.spark.sql.Encoders.row(spark._jsparkSession.parseDataType(schema.json()))
+def java_schema(spark, schema):
+    """A pyspark StructType as the JVM's."""
+    return spark._jsparkSession.parseDataType(schema.json())
 
 
-__all__ = ["JAVA_DIR", "JvmUnavailable", "class_loader", "compiled_jar", "context_key", "java_sources", "new_instance",
-           "row_encoder", "spark_jars", "static_call"]
+__all__ = ["JAVA_DIR", "JvmUnavailable", "class_loader", "compiled_jar", "context_key", "java_sources", "java_schema",
+           "new_instance", "spark_jars", "static_call"]

@@ -2,10 +2,10 @@
 
 Input: the planned query; ``JvmColumns.project`` picks the source's columns before the shuffle
 (spark/mr_lower.py adds the ordinal and key columns, shuffles and sorts); ``match_on_jvm`` takes
-the sorted rows and the item's result schema. Output: the item's result as a lazy DataFrame,
-from ``Dataset.mapPartitions`` with cerql's Java matcher (``io.cerql.mr.MatchRecognizeFunction``
-over ``PikeMatcher``, compiled by spark/jvm.py), or a reason why this query is left to the
-Python path (:func:`why_not`). At most 63 pattern variables (a mask of them all is a Java long).
+the sorted rows and the item's result schema. Output: the item's result as a lazy DataFrame
+whose rows cerql's Java matcher (``io.cerql.mr.MatchRecognizeFunction`` over ``PikeMatcher``,
+compiled by spark/jvm.py) makes from Spark's own rows (``io.cerql.mr.MatchedRDD``), or a reason
+why this query is left to the Python path (:func:`why_not`). At most 63 pattern variables (a mask of them all is a Java long).
 
 Why: rows handed to a Python worker cost, for the crossing alone, about half of what Spark's own
 shuffle and sort of them cost (docs/benchmarks.md, "MATCH_RECOGNIZE"); in the JVM the matcher
@@ -42,6 +42,7 @@ from cerql.spark.mr_jvm_nfa import CLASSIFIER, COUNT, FIRST, LAST, Register, nfa
 
 JVM_CONF = "cerql.matchRecognize.jvm"  # "false": always match in Python (docs/semantics.md, "On Spark")
 FUNCTION = "io.cerql.mr.MatchRecognizeFunction"
+MATCHED = "io.cerql.mr.MatchedRDD"
 MATCH = "__cerql_mr_match"
 REGISTER = "__cerql_mr_r{}"
 KEY_OUT = "__cerql_mr_k{}"
@@ -290,8 +291,8 @@ def match_on_jvm(spark, planned: front.RowPatternPlanned, columns: JvmColumns, o
                                 defines, ordered._jdf.schema(), max_rows,
                                 "\0".join(sql.text for sql in clause.partition_by), _too_long(clause, max_rows))
     # every column nullable, as the Python path gives them
-    encoder = jvm.row_encoder(spark, StructType([StructField(n, kinds[c], True) for n, c in zip(names, outputs)]))
-    matched = DataFrame(ordered._jdf.mapPartitions(function, encoder), spark)
+    produced = jvm.java_schema(spark, StructType([StructField(n, kinds[c], True) for n, c in zip(names, outputs)]))
+    matched = DataFrame(jvm.static_call(spark, MATCHED, "frame", ordered._jdf, function, produced), spark)
     if direct:
         return matched  # each column a key or register of the result's type: no projection
     items = [F.col(KEY_OUT.format(i)) for i in range(len(key_at))] + [F.expr(s) for s in columns.sqls]

@@ -17,8 +17,8 @@ by name. Output: a lazy DataFrame, the outer query's result (docs/semantics.md,
    ``sortWithinPartitions`` by (PARTITION BY, ORDER BY as written, ordinal) (spark/mr_bits.py);
 4. the query matched in the JVM when spark/mr_jvm.py takes it (its docstring: ONE ROW PER MATCH,
    PAST LAST ROW, row-local DEFINEs, measures of FIRST/LAST/COUNT/CLASSIFIER/MATCH_NUMBER):
-   cerql's Java matcher in a ``mapPartitions`` after the sort, the DEFINEs Spark's expressions
-   evaluated there (no bits column, no Window); else
+   cerql's Java matcher over Spark's own rows after the sort (``io.cerql.mr.MatchedRDD``), the
+   DEFINEs Spark's expressions evaluated there (no bits column, no Window); else
    ``mapInArrow`` hands each partition's rows, one PARTITION BY group at a time and batch by
    batch, to the local engine (cerql/exec/mr_incremental.py over cerql/exec/mr_engine.py),
    which takes the keys and bits as Spark computed them and evaluates no DEFINE but the
@@ -280,8 +280,8 @@ def lower_match_recognize(spark, text: str, tables: Mapping[str, Any]):
 def _matched_by(spark, planned: front.RowPatternPlanned) -> str:
     why = mr_jvm.why_not(spark, planned)
     if why is None:
-        return ("  mapPartitions: cerql's Java matcher over each PARTITION BY group, in the JVM (DEFINEs and "
-                "measures Spark's own expressions; cerql/spark/mr_jvm.py)")
+        return ("  io.cerql.mr.MatchedRDD: cerql's Java matcher over each PARTITION BY group of the sorted rows, in "
+                "the JVM (DEFINEs and measures Spark's own expressions; cerql/spark/mr_jvm.py)")
     return (f"  mapInArrow: the local engine over each PARTITION BY group (cerql/exec/mr_engine.py); not in the JVM: "
             f"{why}")
 

@@ -151,6 +151,59 @@ def test_errors_are_the_python_paths_and_come_before_any_job(spark, change, erro
     assert (jvm.value.error_class, jvm.value.column) == (error_class, query.index(at) + 1)
 
 
+def test_building_the_result_runs_no_job_until_an_action(spark):
+    """The JVM path reads Spark's own rows through an RDD whose input plan (with adaptive query
+    execution, whose planning runs the shuffle) is made when a job first needs it: building the
+    DataFrame, explaining it and reading its schema start no job."""
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    t = spark.createDataFrame(_data(7, 200))
+    tracker = spark.sparkContext.statusTracker()
+    jobs = set(tracker.getJobIdsForGroup(None))
+    result = cerql.cer_sql(spark, VSHAPE, t=t)
+    result.schema, result.columns
+    cerql.explain(VSHAPE, spark, t=t)
+    assert set(tracker.getJobIdsForGroup(None)) == jobs
+    assert _rows(result) == _local(VSHAPE, {"t": _data(7, 200)})
+
+
+def test_the_result_twice_and_under_a_shuffle_of_outer_sql(spark):
+    """Two actions on one result, and outer SQL that shuffles it again (GROUP BY, a join with
+    itself), give the local engine's rows."""
+    data = _data(8, 300)
+    t = spark.createDataFrame(data)
+    result = cerql.cer_sql(spark, VSHAPE, t=t)
+    assert _rows(result) == _rows(result) == _local(VSHAPE, {"t": data})
+    outer = VSHAPE.replace("SELECT * FROM t MATCH_RECOGNIZE", "SELECT k, count(*) AS c, sum(n) AS rows FROM t "
+                           "MATCH_RECOGNIZE") + " GROUP BY k"
+    assert _rows(cerql.cer_sql(spark, outer, t=t)) == _local(outer, {"t": data})
+    again = cerql.cer_sql(spark, VSHAPE, t=t)
+    joined = again.join(result, again["k"].eqNullSafe(result["k"]) & (again["m"] == result["m"]))
+    assert joined.count() == result.count() > 10
+
+
+def test_keys_and_values_of_many_types(spark):
+    """PARTITION BY and measures over dates, timestamps, integers, decimals, strings and booleans
+    (read from Spark's rows without conversion, as their own values): the Python path's rows."""
+    data = _data(9, 300)
+    t = spark.createDataFrame(data).selectExpr(
+        "k", "t", "x", "y", "s", "date_add(DATE'2024-02-27', cast(x AS INT)) AS d",
+        "timestamp_micros(t * 1000003) AS ts", "cast(y AS DECIMAL(9, 2)) AS dec", "x % 2 = 0 AS b",
+        "cast(y AS FLOAT) AS f", "date_add(DATE'2024-02-27', cast(t % 3 AS INT)) AS kd",
+        "timestamp_micros(t % 3) AS kts", "cast(t % 3 AS INT) AS ki", "cast(t % 3 AS DECIMAL(3, 1)) AS kdec",
+        "t % 3 = 0 AS kb", "cast(t % 3 AS FLOAT) - 0.5F AS kf")
+    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY {keys} ORDER BY t, y MEASURES FIRST(A.d) AS fd, "
+             "LAST(C.ts) AS lt, FIRST(A.dec) AS fdec, LAST(s) AS ls, FIRST(B.f) AS ff, LAST(A.b) AS lb, "
+             "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x))")
+    for keys in ("kd", "kts", "ki, k", "kdec", "kb, s", "kf"):
+        q = query.format(keys=keys)
+        jvm = cerql.cer_sql(spark, q, t=t)
+        assert "cerql's Java matcher" in cerql.explain(q, spark, t=t)
+        python = _with_conf(spark, "false", lambda: cerql.cer_sql(spark, q, t=t))
+        assert jvm.schema == python.schema
+        assert _rows(jvm) == _rows(python), keys
+        assert len(_rows(jvm)) > 5
+
+
 # ------------------------------------------------------------------------------ random queries
 VARIABLES = ("A", "B", "C")
 

@@ -6,31 +6,31 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
 import org.apache.spark.TaskContext;
-import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.catalyst.CatalystTypeConverters$;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.InternalRow$;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.sql.catalyst.expressions.MutableProjection;
 import org.apache.spark.sql.catalyst.expressions.MutableProjection$;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.optimizer.ReplaceExpressions$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
-import org.apache.spark.sql.types.BooleanType;
-import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
 import org.apache.spark.sql.types.DoubleType;
-import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
-import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.TimestampNTZType;
+import org.apache.spark.sql.types.TimestampType;
 import org.apache.spark.sql.types.StructType;
-import scala.Function1;
+import org.apache.spark.unsafe.types.UTF8String;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -39,13 +39,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * by (PARTITION BY, ORDER BY, input ordinal): a PARTITION BY group after another, each through a
  * {@link PikeMatcher}; one output row per match, as soon as the match is final.
  *
- * <p>Input row: the sorted rows as they are; the layout names, by position, the group's keys,
- * the DEFINEs' inputs (the "block": the columns the conditions read and the arguments of their
- * PREV/NEXT, each computed by Spark beforehand) and the columns the registers read. A DEFINE is
- * Spark's own
- * expression (bound on the driver, {@link #defines}) over the block of the current row followed by
- * one value per navigation: block column {@code navColumn[n]} of the row {@code navShift[n]}
- * rows away in the group (NULL outside it), so PREV and NEXT cost a few rows kept, not a Window.
+ * <p>Input row: the sorted rows as Spark holds them ({@code InternalRow}s, {@link MatchedRDD}); the
+ * layout names, by position, the group's keys, the DEFINEs' inputs (the "block": the columns the
+ * conditions read and the arguments of their PREV/NEXT, each computed by Spark beforehand) and the
+ * columns the registers read. A DEFINE is Spark's own expression (bound on the driver, {@link
+ * #defines}) over the block of the current row and one value per navigation: block column {@code
+ * navColumn[n]} of the row {@code navShift[n]} rows away in the group (NULL outside it), so PREV and
+ * NEXT cost a few rows kept, not a Window. The task binds them to the current row joined with a
+ * copy of the row at each distinct shift: no value is copied or boxed to evaluate them.
  * NULL is false. The bits of a row are known once {@code ahead} rows after it have come (or its
  * group has ended): only {@code back + ahead + 1} rows are held; the matcher keeps the values the
  * measures read from the first start row whose match is undecided on, and that start falling
@@ -54,7 +55,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>Output row: the columns {@code outputs} names, each a key, the match number in its group
  * (from 1) or a register.
  */
-public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, Row> {
+public final class MatchRecognizeFunction implements java.io.Serializable {
   private static final long serialVersionUID = 1L;
 
   private final String nfa;
@@ -153,8 +154,8 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
     return new Object[] {out, project.child().output()};
   }
 
-  @Override
-  public Iterator<Row> call(Iterator<Row> rows) {
+  /** The output rows of one task: {@code rows}, Spark's own rows of the sorted input (MatchedRDD). */
+  public Iterator<InternalRow> call(Iterator<InternalRow> rows) {
     return new Matches(rows);
   }
 
@@ -162,20 +163,34 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
   static String pythonRepr(Object value) {
     if (value == null) return "None";
     if (value instanceof Boolean) return (Boolean) value ? "True" : "False";
+    if (value instanceof UTF8String) value = value.toString();
     if (value instanceof String) {
       return "'" + ((String) value).replace("\\", "\\\\").replace("'", "\\'") + "'";
     }
     return String.valueOf(value);
   }
 
+  // how a column is read: a primitive Spark keeps as a long, an int or a double, or any other value
+  private static final int OTHER = 0;
+  private static final int LONG = 1;
+  private static final int INT = 2;
+  private static final int DOUBLE = 3;
+
+  private static int kindOf(DataType type) {
+    if (type instanceof LongType || type instanceof TimestampType || type instanceof TimestampNTZType) return LONG;
+    if (type instanceof IntegerType || type instanceof DateType) return INT;
+    return type instanceof DoubleType ? DOUBLE : OTHER;
+  }
+
+  static boolean sameDouble(double x, double y) {
+    return x == y || (x != x && y != y);
+  }
+
   /** Key equality as Spark groups: NaN equals NaN, -0.0 equals 0.0, NULL equals NULL. */
   static boolean sameKey(Object a, Object b) {
     if (a == b) return true;
     if (a == null || b == null) return false;
-    if (a instanceof Double && b instanceof Double) {
-      double x = (Double) a, y = (Double) b;
-      return x == y || (x != x && y != y);
-    }
+    if (a instanceof Double && b instanceof Double) return sameDouble((Double) a, (Double) b);
     if (a instanceof Float && b instanceof Float) {
       float x = (Float) a, y = (Float) b;
       return x == y || (x != x && y != y);
@@ -185,41 +200,62 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
   }
 
   /** The iterator of one task's output: the input's groups matched one after another. */
-  private final class Matches implements Iterator<Row> {
-    private final Iterator<Row> in;
+  private final class Matches implements Iterator<InternalRow> {
+    private final Iterator<InternalRow> in;
     private final PikeMatcher matcher = new PikeMatcher(nfa, registers);
+    private final DataType[] types;
+    private final int[] kinds;               // per column: how value() and sameGroup() read it
     private final MutableProjection bitsOf;  // the DEFINEs' bits of a row; null when none is evaluated
-    private final Function1<Object, Object>[] toCatalyst;
     private final int size = back + ahead + 1;
-    private final Object[][] blocks = new Object[size][];
+    private final InternalRow[] ring = new InternalRow[size];  // copies of the group's last rows
     private final Object[][] values = new Object[size][];
-    private final GenericInternalRow window;
-    private final ArrayDeque<Row> ready = new ArrayDeque<>();
+    private final int[] shifts;              // the distinct navigation shifts, in the DEFINEs' input order
+    private final JoinedRow[] joined;        // the current row, then the row at each shift
+    private final InternalRow outside;       // a row of NULLs: a navigation out of the group
+    private final ArrayDeque<InternalRow> ready = new ArrayDeque<>();
     private Object[] group;  // the keys of the current group, null before the first row
     private long received;   // rows of the group received
     private long evaluated;  // rows of the group handed to the matcher
     private long matchNumber;
 
-    @SuppressWarnings("unchecked")
-    Matches(Iterator<Row> in) {
+    Matches(Iterator<InternalRow> in) {
       this.in = in;
-      int partition = TaskContext.get() == null ? 0 : TaskContext.getPartitionId();
+      int width = input.fields().length;
+      types = new DataType[width];
+      kinds = new int[width];
+      for (int c = 0; c < width; c++) {
+        types[c] = input.fields()[c].dataType();
+        kinds[c] = kindOf(types[c]);
+      }
+      shifts = Arrays.stream(navShift).distinct().toArray();
+      joined = new JoinedRow[shifts.length];
+      for (int n = 0; n < joined.length; n++) joined[n] = new JoinedRow();
+      for (int n = 0; n + 1 < joined.length; n++) joined[n].withRight(joined[n + 1]);
+      outside = new GenericInternalRow(width);
       if (defines.length == 0) {
         bitsOf = null;
       } else {
+        int partition = TaskContext.get() == null ? 0 : TaskContext.getPartitionId();
         bitsOf = MutableProjection$.MODULE$.create(CollectionConverters.asScala(Arrays.asList(defines)).toSeq(),
-            defineInput);
+            CollectionConverters.asScala(joinedInput(width)).toSeq());
         bitsOf.initialize(partition);
       }
-      toCatalyst = new Function1[blockWidth];
-      for (int c = 0; c < blockWidth; c++) {
-        DataType type = input.fields()[blockColumns[c]].dataType();
-        boolean same = type instanceof LongType || type instanceof DoubleType || type instanceof IntegerType
-            || type instanceof BooleanType || type instanceof ShortType || type instanceof ByteType
-            || type instanceof FloatType;  // the external value is Spark's own: no conversion
-        toCatalyst[c] = same ? null : CatalystTypeConverters$.MODULE$.createToCatalystConverter(type);
+    }
+
+    /** The DEFINEs' input attributes laid out as the row they are evaluated over: the current
+     *  row's columns, then all columns again for each shift; a block column sits at its column,
+     *  a navigation at its column in its shift's copy (the other places hold an unread attribute). */
+    private List<Attribute> joinedInput(int width) {
+      List<Attribute> given = CollectionConverters.asJava(defineInput);
+      Attribute unread = given.get(given.size() - 1);
+      Attribute[] layout = new Attribute[width * (1 + shifts.length)];
+      Arrays.fill(layout, unread);
+      for (int c = 0; c < blockWidth; c++) layout[blockColumns[c]] = given.get(c);
+      for (int n = 0; n < navColumn.length; n++) {
+        int copy = 1 + Arrays.stream(shifts).boxed().toList().indexOf(navShift[n]);
+        layout[copy * width + blockColumns[navColumn[n]]] = given.get(blockWidth + n);
       }
-      window = new GenericInternalRow(blockWidth + navColumn.length);
+      return Arrays.asList(layout);
     }
 
     @Override
@@ -238,40 +274,63 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
     }
 
     @Override
-    public Row next() {
+    public InternalRow next() {
       if (!hasNext()) throw new NoSuchElementException();
       return ready.poll();
     }
 
-    private void take(Row row) {
+    private void take(InternalRow row) {
       if (group == null || !sameGroup(row)) {
         if (group != null) endGroup();
         group = new Object[keys];
-        for (int k = 0; k < keys; k++) group[k] = row.get(keyColumns[k]);
+        for (int k = 0; k < keys; k++) group[k] = value(row, keyColumns[k]);
         received = 0;
         evaluated = 0;
         matchNumber = 0;
         matcher.begin();
       }
       int slot = (int) (received % size);
-      Object[] block = blocks[slot];  // the slot's arrays are reused: the row they held is done with
-      if (block == null) {
-        block = blocks[slot] = new Object[blockWidth];
-        values[slot] = new Object[valueColumns.length];
-      }
-      for (int c = 0; c < blockWidth; c++) {
-        Object value = row.get(blockColumns[c]);
-        block[c] = toCatalyst[c] == null ? value : toCatalyst[c].apply(value);
+      if (bitsOf != null) {  // the row is kept while a DEFINE may read it: a copy (the input's row object is reused)
+        if (row instanceof UnsafeRow && ring[slot] instanceof UnsafeRow) {
+          ((UnsafeRow) ring[slot]).copyFrom((UnsafeRow) row);
+        } else {
+          ring[slot] = row.copy();
+        }
       }
       Object[] vals = values[slot];
-      for (int c = 0; c < valueColumns.length; c++) vals[c] = row.get(valueColumns[c]);
+      if (vals == null) vals = values[slot] = new Object[valueColumns.length];
+      for (int c = 0; c < valueColumns.length; c++) vals[c] = value(row, valueColumns[c]);
       received++;
       while (evaluated + ahead < received) evaluate();
     }
 
-    private boolean sameGroup(Row row) {
+    /** Column c of the row, a value of its own (the row's memory is reused for the next row). */
+    private Object value(InternalRow row, int c) {
+      switch (kinds[c]) {
+        case LONG:
+          return row.isNullAt(c) ? null : (Object) row.getLong(c);
+        case INT:
+          return row.isNullAt(c) ? null : (Object) row.getInt(c);
+        case DOUBLE:
+          return row.isNullAt(c) ? null : (Object) row.getDouble(c);
+        default:
+          return InternalRow$.MODULE$.copyValue(row.get(c, types[c]));
+      }
+    }
+
+    /** Whether the row is of the current group: its keys compared as Spark groups them
+     *  ({@link #sameKey}), the common types read without boxing. */
+    private boolean sameGroup(InternalRow row) {
       for (int k = 0; k < keys; k++) {
-        if (!sameKey(group[k], row.get(keyColumns[k]))) return false;
+        int c = keyColumns[k];
+        Object key = group[k];
+        if (kinds[c] == OTHER || key == null || row.isNullAt(c)) {
+          if (!sameKey(key, row.get(c, types[c]))) return false;
+        } else if (kinds[c] == LONG ? (Long) key != row.getLong(c)
+            : kinds[c] == INT ? (Integer) key != row.getInt(c)
+            : !sameDouble((Double) key, row.getDouble(c))) {
+          return false;
+        }
       }
       return true;
     }
@@ -288,14 +347,22 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
       int slot = (int) (i % size);
       long bits = always;
       if (bitsOf != null) {
-        Object[] block = blocks[slot];
-        for (int c = 0; c < blockWidth; c++) window.update(c, block[c]);
-        for (int n = 0; n < navColumn.length; n++) {
-          long j = i + navShift[n];
-          Object value = j >= 0 && j < received ? blocks[(int) (j % size)][navColumn[n]] : null;
-          window.update(blockWidth + n, value);
+        InternalRow current = ring[slot];
+        if (joined.length == 0) {
+          bits |= bitsOf.apply(current).getLong(0);
+        } else {
+          joined[0].withLeft(current);
+          for (int n = 0; n < shifts.length; n++) {
+            long j = i + shifts[n];
+            InternalRow at = j >= 0 && j < received ? ring[(int) (j % size)] : outside;
+            if (n + 1 < shifts.length) {
+              joined[n + 1].withLeft(at);
+            } else {
+              joined[n].withRight(at);
+            }
+          }
+          bits |= bitsOf.apply(joined[0]).getLong(0);
         }
-        bits |= bitsOf.apply(window).getLong(0);
       }
       matcher.row(bits, values[slot]);
       drain();
@@ -309,7 +376,8 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
       StringBuilder text = new StringBuilder();
       for (int k = 0; k < keys; k++) {
         if (k > 0) text.append(", ");
-        text.append(k < keyNames.length ? keyNames[k] : "?").append('=').append(pythonRepr(group[k]));
+        Object key = CatalystTypeConverters$.MODULE$.convertToScala(group[k], types[keyColumns[k]]);
+        text.append(k < keyNames.length ? keyNames[k] : "?").append('=').append(pythonRepr(key));
       }
       return text.toString();
     }
@@ -323,7 +391,7 @@ public final class MatchRecognizeFunction implements MapPartitionsFunction<Row, 
           int code = outputs[c];
           out[c] = code < keys ? group[code] : code == keys ? number : match[2 + code - keys - 1];
         }
-        ready.add(RowFactory.create(out));
+        ready.add(new GenericInternalRow(out));
       }
     }
   }
