@@ -463,10 +463,29 @@ public final class PikeMatcher implements Serializable {
         k.slotCnt[slot]++;
     }
 
-    /** A few registers: a loop, cheaper than System.arraycopy's call at these lengths. */
+    /** A few registers. The usual counts are written out: a loop's setup (the compiler's pre- and
+     *  post-loops) costs more than the copy at two or three registers, and System.arraycopy's call
+     *  more still. */
     private static void copy(long[] from, int off, long[] to, int at, int n) {
-        for (int r = 0; r < n; r++) {
-            to[at + r] = from[off + r];
+        switch (n) {
+            case 0:
+                return;
+            case 1:
+                to[at] = from[off];
+                return;
+            case 2:
+                to[at] = from[off];
+                to[at + 1] = from[off + 1];
+                return;
+            case 3:
+                to[at] = from[off];
+                to[at + 1] = from[off + 1];
+                to[at + 2] = from[off + 2];
+                return;
+            default:
+                for (int r = 0; r < n; r++) {
+                    to[at + r] = from[off + r];
+                }
         }
     }
 
