@@ -26,6 +26,7 @@ from pathlib import Path
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 _LOCK = threading.RLock()  # re-entrant: class_loader holds it while compiled_jar builds the jar
 _LOADED: dict[tuple, object] = {}  # context_key -> the driver's class loader of the jar
+_MEMBERS: dict[tuple, object] = {}  # (context_key, class, method or None, arity) -> its constructor or method
 
 
 class JvmUnavailable(RuntimeError):
@@ -96,7 +97,10 @@ def context_key(spark) -> tuple:
     """What tells a SparkContext from any other of this process: one stopped and another started
     in a notebook can reuse the Python object's id, and the jar must be added to each."""
     sc = spark.sparkContext
-    return sc.applicationId, sc.startTime
+    key = getattr(sc, "_cerql_context_key", None)  # kept on the context: two calls into the JVM
+    if key is None:
+        key = sc._cerql_context_key = (sc.applicationId, sc.startTime)
+    return key
 
 
 def class_loader(spark):
@@ -120,8 +124,21 @@ def class_loader(spark):
     return loader
 
 
-def _class(spark, class_name: str):
-    return spark.sparkContext._jvm.java.lang.Class.forName(class_name, True, class_loader(spark))
+def _member(spark, class_name: str, name: str | None, count: int):
+    """The constructor (``name`` None) or public method of ``count`` parameters of one of cerql's
+    classes, looked up once per SparkContext: each step of the lookup is a call into the JVM, and
+    a query is planned again each time it runs."""
+    key = (context_key(spark), class_name, name, count)
+    member = _MEMBERS.get(key)
+    if member is None:
+        cls = spark.sparkContext._jvm.java.lang.Class.forName(class_name, True, class_loader(spark))
+        members = cls.getConstructors() if name is None else cls.getMethods()
+        found = [m for m in members if (name is None or m.getName() == name) and m.getParameterCount() == count]
+        if not found:
+            what = "constructor" if name is None else f"static {name}"
+            raise JvmUnavailable(f"{class_name} has no {what} of {count} arguments")
+        member = _MEMBERS[key] = found[0]
+    return member
 
 
 def _objects(spark, args) -> object:
@@ -135,19 +152,12 @@ def _objects(spark, args) -> object:
 
 def new_instance(spark, class_name: str, *args):
     """``new class_name(args...)`` of one of cerql's classes, in the driver's JVM."""
-    cls = _class(spark, class_name)
-    for ctor in cls.getConstructors():
-        if ctor.getParameterCount() == len(args):
-            return ctor.newInstance(_objects(spark, args))
-    raise JvmUnavailable(f"{class_name} has no constructor of {len(args)} arguments")
+    return _member(spark, class_name, None, len(args)).newInstance(_objects(spark, args))
 
 
 def static_call(spark, class_name: str, method: str, *args):
     """``class_name.method(args...)``, a static method of one of cerql's classes."""
-    for m in _class(spark, class_name).getMethods():
-        if m.getName() == method and m.getParameterCount() == len(args):
-            return m.invoke(None, _objects(spark, args))
-    raise JvmUnavailable(f"{class_name} has no static {method} of {len(args)} arguments")
+    return _member(spark, class_name, method, len(args)).invoke(None, _objects(spark, args))
 
 
 def java_schema(spark, schema):
