@@ -17,6 +17,7 @@ This module may import the parser and the planner; neither imports it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Callable, Mapping, Union
 
 import pyarrow as pa
@@ -109,16 +110,32 @@ class RowPatternPlanned:
         return self.query.clause
 
 
+# How many MATCH_RECOGNIZE texts ``plan_row_pattern`` keeps the plan of.
+ROW_PATTERN_CACHE = 64
+
+
 def plan_row_pattern(text: str, source_schema: pa.Schema | None = None) -> RowPatternPlanned:
     """Parse a MATCH_RECOGNIZE query, check it (planner/mr_analyze.py) and compile its pattern
-    (planner/mr_compile.py). Every CeqlError leaves with the query text attached."""
+    (planner/mr_compile.py). Every CeqlError leaves with the query text attached.
+
+    The plan of each of the last ``ROW_PATTERN_CACHE`` texts is kept and given again: a notebook
+    or a benchmark builds the same query over and over, and its parse is most of the driver's
+    Python time for a ``spark.cer_sql``. One plan can serve every caller because none changes
+    it: its dataclasses are frozen, and the engines rewrite copies of its expression trees."""
+    planned = _row_pattern(text)
+    return planned if source_schema is None else dataclasses.replace(planned, source_schema=source_schema)
+
+
+@functools.lru_cache(maxsize=ROW_PATTERN_CACHE)
+def _row_pattern(text: str) -> RowPatternPlanned:
+    """``plan_row_pattern`` without a schema, kept per text (errors are not kept: raised again)."""
     try:
         query = parse_match_recognize(text)
         analysis, nfa, skip = compiled(query.clause, text)
         check_output_columns(query.clause, text)
     except CeqlError as err:
         raise err.with_text(text)
-    return RowPatternPlanned(query, analysis, nfa, skip, source_schema)
+    return RowPatternPlanned(query, analysis, nfa, skip)
 
 
 def parse(text: str, dialect: str = DEFAULT_DIALECT) -> ast.Query:

@@ -94,6 +94,24 @@ def _check_builtins(spark, sql: SqlExpr, text: str) -> None:
                                       "subquery before it, or to the result")
 
 
+def _named(F, value, name: str):
+    """``value`` (a Column, or Spark SQL text) as the column ``name``: text is named in its own
+    parse (``expr("... AS name")``, one JVM call), where ``Column.alias`` costs about ten (PySpark
+    records the caller's line for Spark's error context around each Column method)."""
+    if isinstance(value, str):
+        return F.expr(f"{value} AS {quoted(name)}")
+    return value.alias(name)
+
+
+def _sort_order(F, name: str, key: mr_ast.SortKey):
+    """The column ``name`` sorted as the ORDER BY item ``key`` says (its NULLS placement, or
+    Spark's default for its direction), built from the name in one JVM call (``_named``)."""
+    nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+    if key.descending:
+        return F.desc_nulls_first(quoted(name)) if nulls_first else F.desc_nulls_last(quoted(name))
+    return F.asc_nulls_first(quoted(name)) if nulls_first else F.asc_nulls_last(quoted(name))
+
+
 def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ordinal_value=None,
               extra: dict | None = None, keep: list[str] | None = None):
     """``(frame, keys, partition, order)``: ``frame`` with a hidden column per key expression
@@ -103,45 +121,53 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ord
     ``keys`` per PARTITION BY then ORDER BY item, that column's name or None (a plain column,
     read as it is); ``partition`` the PARTITION BY columns and ``order`` the sort columns (ORDER
     BY with its directions and NULLS placement, then ``ordinal``), for the shuffle, the sort
-    and the DEFINEs' window alike."""
+    and the DEFINEs' window alike. ``ordinal_value`` and ``extra``'s values: Columns or Spark
+    SQL text.
+
+    Built with few calls to the JVM, each a round trip of the driver: a column is named by
+    ``expr`` (``col`` and the Column methods cost about ten calls each, ``_named``), once
+    however often it is used, and the frame's names are read from its schema, which the caller
+    has fetched already."""
     from cerql.spark.compat import functions_for
 
     F = functions_for(frame)
-    lowered = by_lower_name(frame.columns)
-    spell = speller({c: c for c in frame.columns})
+    names = frame.schema.names
+    lowered = by_lower_name(names)
+    spell = speller({c: c for c in names})
     items = list(clause.partition_by) + [k.expr for k in clause.order_by]
     added = {} if ordinal_value is None else {ordinal: ordinal_value}
     added.update(extra or {})
     kept = list(keep) if keep is not None else None
-    keys, columns = [], []
+    keys, named = [], []  # per item: its hidden column or None; the column it is read from
     for i, sql in enumerate(items):
         _check_columns(sql, lowered, text)
         plain = _plain_column(sql)
         if plain is not None:
             keys.append(None)
-            columns.append(F.col(quoted(lowered[plain.name.lower()])))
-            if kept is not None and lowered[plain.name.lower()] not in kept:
-                kept.append(lowered[plain.name.lower()])
+            named.append(lowered[plain.name.lower()])
+            if kept is not None and named[-1] not in kept:
+                kept.append(named[-1])
             continue
         _check_builtins(frame.sparkSession, sql, text)
-        value = F.expr(spark_sql(sql.tree, sql.source, spell))
-        expressions.analyzed_type(frame, value, sql, text, {}, "the key expression")
+        value = spark_sql(sql.tree, sql.source, spell)
+        expressions.analyzed_type(frame, F.expr(value), sql, text, {}, "the key expression")
         added[KEY.format(i)] = value
         keys.append(KEY.format(i))
-        columns.append(F.col(KEY.format(i)))
+        named.append(KEY.format(i))
+    refs: dict[str, object] = {}  # each column's Column, built once
+
+    def ref(name: str):
+        if name not in refs:
+            refs[name] = F.expr(quoted(name))
+        return refs[name]
+
     if kept is not None:
-        frame = frame.select(*[F.col(quoted(c)) for c in kept], *[v.alias(k) for k, v in added.items()])
+        frame = frame.select(*[ref(c) for c in kept], *[_named(F, v, k) for k, v in added.items()])
     elif added:
-        frame = frame.withColumns(added)
-    partition = columns[:len(clause.partition_by)]
-    order = []
-    for key, column in zip(clause.order_by, columns[len(clause.partition_by):]):
-        nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
-        if key.descending:
-            order.append(column.desc_nulls_first() if nulls_first else column.desc_nulls_last())
-        else:
-            order.append(column.asc_nulls_first() if nulls_first else column.asc_nulls_last())
-    return frame, keys, partition, order + [F.col(ordinal)]
+        frame = frame.withColumns({k: F.expr(v) if isinstance(v, str) else v for k, v in added.items()})
+    partition = [ref(name) for name in named[:len(clause.partition_by)]]
+    order = [_sort_order(F, name, key) for key, name in zip(clause.order_by, named[len(clause.partition_by):])]
+    return frame, keys, partition, order + [ref(ordinal)]
 
 
 def define_sql(condition: SqlExpr, spell, navs: dict[tuple[str, int], str]) -> str:

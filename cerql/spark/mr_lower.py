@@ -51,7 +51,7 @@ from cerql.exec.mr_incremental import MAX_MATCH_ROWS, MAX_MATCH_ROWS_CONF, Group
 from cerql.exec.task import key_changes, same_key
 from cerql.planner import front
 from cerql.spark import mr_bits, mr_jvm
-from cerql.spark.compat import functions_for, plan_lines, read_conf
+from cerql.spark.compat import plan_lines, read_conf
 from cerql.spark.lower import arrow_schema, quoted, spark_type
 from cerql.spark.workers import check_workers
 
@@ -162,7 +162,6 @@ def shuffled_rows(spark, planned: front.RowPatternPlanned, tables: Mapping[str, 
     (``with_keys``' ``keep`` and ``extra``), before the shuffle."""
     query, clause, text = planned.query, planned.clause, planned.text
     frame = source_frame(spark, query, tables)
-    F = functions_for(frame)
     at = _at(clause)
     if frame.isStreaming:
         raise UnsupportedError.at(text, at, f"'{clause.source}' is a stream: MATCH_RECOGNIZE runs over tables",
@@ -173,7 +172,7 @@ def shuffled_rows(spark, planned: front.RowPatternPlanned, tables: Mapping[str, 
     arrow_schema(frame.schema, text, at, f"'{clause.source}'",
                  "cast it or leave it out with a subquery or DataFrame.select")
     keep, extra = project(frame) if project is not None else (None, None)
-    rows, keys, partition, order = mr_bits.with_keys(frame, clause, text, ORDINAL, F.monotonically_increasing_id(),
+    rows, keys, partition, order = mr_bits.with_keys(frame, clause, text, ORDINAL, "monotonically_increasing_id()",
                                                      extra, keep)
     # the shuffle before the DEFINEs' window, which its partitioning then satisfies
     rows = rows.repartition(*partition) if partition else rows.repartition(1)

@@ -158,3 +158,57 @@ def test_every_surface_without_spark_plans_through_the_front_door(text, seen):
     assert len(seen) == 1 and seen[0].plan is None
     assert explained.endswith("\n" + explained_body(direct.plan))
     assert explained.startswith(f"query: {direct.query}\n")
+
+
+# MATCH_RECOGNIZE queries whose engines rewrite their expression trees: DEFINEs with PREV/NEXT
+# (exec/mr_define.py) and with FIRST/LAST and aggregates (exec/mr_history.py), MEASURES with
+# navigation, aggregates and CLASSIFIER (exec/mr_measures.py), an outer GROUP BY over the result.
+KEPT_PLAN_QUERIES = [
+    MR_QUERY,
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY row MEASURES LAST(B.value, 1) AS before_last, "
+    "PREV(LAST(B.value), 1) AS prev_last, avg(B.value) AS mean, FIRST(A.value) - LAST(B.value) + count(B.*) AS fall, "
+    "CLASSIFIER() AS cls ALL ROWS PER MATCH "
+    "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C?) "
+    "DEFINE B AS B.value < FIRST(A.value) AND sum(B.value) < 100, C AS NEXT(value) IS NULL OR value > PREV(value, 2))",
+    "SELECT count(*) AS matches, max(nb) AS most FROM t MATCH_RECOGNIZE (ORDER BY row "
+    "MEASURES count(B.*) AS nb PATTERN (A B+) DEFINE B AS B.value < PREV(B.value)) GROUP BY nb > 1",
+]
+
+
+def _trees(value, found: list) -> list:
+    """Every sqlglot tree reachable from ``value`` (dataclasses, tuples, dicts), as each node's
+    structure and meta (SqlExpr equality compares its text alone)."""
+    import dataclasses
+
+    from cerql.ast import SqlExpr
+
+    if isinstance(value, SqlExpr):
+        found.append((value.text, repr(value.tree), [dict(n.meta) for n in value.tree.walk()]))
+    elif dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            _trees(getattr(value, f.name), found)
+    elif isinstance(value, (tuple, list, frozenset)):
+        for item in value:
+            _trees(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _trees(item, found)
+    return found
+
+
+def test_a_row_pattern_plan_is_kept_per_text_and_left_as_parsed():
+    """``plan_row_pattern`` gives the same plan for the same text (its schema aside), and the
+    engines that ran it, twice, left every part of it as a fresh parse has it."""
+    t = pd.DataFrame({"row": range(8), "value": [3, 2, 1, 4, 6, 5, 2, 7]})
+    schema = pa.Table.from_pandas(t, preserve_index=False).schema
+    for text in KEPT_PLAN_QUERIES:
+        planned = front.plan_row_pattern(text)
+        assert front.plan_row_pattern(text) is planned
+        with_schema = front.plan_row_pattern(text, schema)
+        assert with_schema.source_schema is schema and with_schema.query is planned.query
+        first = cerql.run(text, {"t": t})
+        cerql.explain(text)
+        pd.testing.assert_frame_equal(cerql.run(text, {"t": t}), first)
+        fresh = front._row_pattern.__wrapped__(text)
+        assert fresh is not planned and fresh == planned
+        assert _trees(planned, []) == _trees(fresh, []) != []
