@@ -13,6 +13,7 @@ callers keep to the Python path: the answer is the same, only slower.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -141,10 +142,16 @@ def _member(spark, class_name: str, name: str | None, count: int):
     return member
 
 
+@functools.lru_cache(maxsize=4)
+def _object_class(gateway):
+    """``java.lang.Object`` of a gateway: each step of ``gateway.jvm.java.lang.Object`` is a call."""
+    return gateway.jvm.java.lang.Object
+
+
 def _objects(spark, args) -> object:
     """``args`` as a Java ``Object[]``, what reflection's ``newInstance`` and ``invoke`` take."""
     gateway = spark.sparkContext._gateway
-    values = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
+    values = gateway.new_array(_object_class(gateway), len(args))
     for i, a in enumerate(args):
         values[i] = a
     return values
