@@ -190,17 +190,24 @@ def test_keys_and_values_of_many_types(spark):
         "timestamp_micros(t * 1000003) AS ts", "cast(y AS DECIMAL(9, 2)) AS dec", "x % 2 = 0 AS b",
         "cast(y AS FLOAT) AS f", "date_add(DATE'2024-02-27', cast(t % 3 AS INT)) AS kd",
         "timestamp_micros(t % 3) AS kts", "cast(t % 3 AS INT) AS ki", "cast(t % 3 AS DECIMAL(3, 1)) AS kdec",
-        "t % 3 = 0 AS kb", "cast(t % 3 AS FLOAT) - 0.5F AS kf")
+        "t % 3 = 0 AS kb", "cast(t % 3 AS FLOAT) - 0.5F AS kf", "nullif(x, 3) AS xn",
+        "CASE WHEN x = 2 THEN NULL WHEN x = 4 THEN double('NaN') WHEN x = 5 THEN -0.0D ELSE y END AS yn")
     query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY {keys} ORDER BY t, y MEASURES FIRST(A.d) AS fd, "
              "LAST(C.ts) AS lt, FIRST(A.dec) AS fdec, LAST(s) AS ls, FIRST(B.f) AS ff, LAST(A.b) AS lb, "
              "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x))")
-    for keys in ("kd", "kts", "ki, k", "kdec", "kb, s", "kf"):
-        q = query.format(keys=keys)
+    # measures of many types (a DECIMAL, a string, a FLOAT, a BOOLEAN), then of dates, timestamps,
+    # BIGINTs and DOUBLEs with NULL, NaN and -0.0
+    primitives = ("FIRST(A.d) AS fd, LAST(C.ts) AS lt, FIRST(B.yn) AS fy, LAST(B.yn) AS ly, LAST(C.xn) AS lx, "
+                  "FIRST(xn) AS fx, COUNT(*) AS n ONE ROW")
+    cases = [query.format(keys=k) for k in ("kd", "kts", "ki, k", "kdec", "kb, s", "kf")]
+    cases += [query.format(keys=k).replace(query[query.index("FIRST(A.d)"):query.index(" ONE ROW") + 8], primitives)
+              for k in ("ki, k", "kf")]
+    for q in cases:
         jvm = cerql.cer_sql(spark, q, t=t)
         assert "cerql's Java matcher" in cerql.explain(q, spark, t=t)
         python = _with_conf(spark, "false", lambda: cerql.cer_sql(spark, q, t=t))
         assert jvm.schema == python.schema
-        assert _rows(jvm) == _rows(python), keys
+        assert _rows(jvm) == _rows(python), q
         assert len(_rows(jvm)) > 5
 
 
