@@ -299,6 +299,12 @@ def match_on_jvm(spark, planned: front.RowPatternPlanned, columns: JvmColumns, o
     return matched.select(*[item.cast(spark_type(f.type)).alias(f.name) for item, f in zip(items, schema)])
 
 
+def input_plans(spark, result) -> str:
+    """Spark's plans of the sorted rows the Java matcher reads under ``result`` (a scan of its
+    rows is all ``result``'s own plan shows of them): for ``cerql.explain``."""
+    return jvm.static_call(spark, MATCHED, "inputPlans", result._jdf)
+
+
 def _direct(sqls: list[str], kinds: list, schema: pa.Schema, keys: int) -> list[int] | None:
     """The function's output columns when the result is the keys and registers as they are
     (``kinds``: the type of key k, the match number, then each register): per result column,
@@ -313,4 +319,4 @@ def _direct(sqls: list[str], kinds: list, schema: pa.Schema, keys: int) -> list[
     return outputs
 
 
-__all__ = ["JVM_CONF", "JvmColumns", "match_on_jvm", "why_not"]
+__all__ = ["JVM_CONF", "JvmColumns", "input_plans", "match_on_jvm", "why_not"]

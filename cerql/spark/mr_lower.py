@@ -298,6 +298,9 @@ def explain_on_spark(spark, text: str, tables: Mapping[str, Any]) -> str:
              _matched_by(spark, planned)]
     lines.append("spark plan:")
     lines += ["  " + line for line in plan_lines(df)]
+    if mr_jvm.why_not(spark, planned) is None:  # the plan scans the matcher's rows: the rows it reads, sorted
+        lines.append("the sorted rows the Java matcher reads:")
+        lines += ["  " + line for line in mr_jvm.input_plans(spark, df).splitlines()]
     return "\n".join(lines)
 
 

@@ -59,6 +59,9 @@ def test_explain_says_the_jvm_matches(spark):
     t = spark.createDataFrame(_data(1))
     shown = cerql.explain(VSHAPE, spark, t=t)
     assert "cerql's Java matcher" in shown and "MapInArrow" not in shown
+    # the result's own plan scans the matcher's rows; the rows it reads are shown, shuffled and sorted
+    read = shown[shown.index("the sorted rows the Java matcher reads:"):]
+    assert "Exchange hashpartitioning(k" in read and "Sort [k" in read and "__cerql_mr_ordinal" in read
     off = _with_conf(spark, "false", lambda: cerql.explain(VSHAPE, spark, t=t))
     assert "MapInArrow" in off and f"not in the JVM: {JVM_CONF} is false" in off
 

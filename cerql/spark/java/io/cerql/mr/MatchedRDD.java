@@ -7,6 +7,8 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.LogicalRDD;
 import org.apache.spark.sql.types.StructType;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -42,6 +44,23 @@ public final class MatchedRDD extends RDD<InternalRow> {
   public static Dataset<Row> frame(Dataset<Row> ordered, MatchRecognizeFunction function, StructType schema) {
     MatchedRDD rdd = new MatchedRDD(ordered, function);
     return ((org.apache.spark.sql.classic.SparkSession) ordered.sparkSession()).internalCreateDataFrame(rdd, schema, false);
+  }
+
+  /**
+   * The physical plans of the sorted rows under {@code result}'s matches, one per MatchedRDD in
+   * its plan (for cerql.explain: the plan of a result shows a scan of this RDD). Plans only, no
+   * job: with adaptive execution, the plan as it stands before running.
+   */
+  public static String inputPlans(Dataset<?> result) {
+    StringBuilder text = new StringBuilder();
+    LogicalPlan plan = ((org.apache.spark.sql.classic.Dataset<?>) result).queryExecution().optimizedPlan();
+    for (LogicalPlan leaf : CollectionConverters.asJava(plan.collectLeaves())) {
+      if (leaf instanceof LogicalRDD && ((LogicalRDD) leaf).rdd() instanceof MatchedRDD) {
+        Dataset<Row> input = ((MatchedRDD) ((LogicalRDD) leaf).rdd()).ordered;
+        text.append(((org.apache.spark.sql.classic.Dataset<Row>) input).queryExecution().executedPlan().treeString());
+      }
+    }
+    return text.toString();
   }
 
   private synchronized RDD<InternalRow> input() {
