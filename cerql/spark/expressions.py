@@ -93,6 +93,12 @@ def _readable(message: str, names: Mapping[str, str]) -> str:
     return re.sub(r"#\d+", "", first)
 
 
+def quoted(name: str) -> str:
+    """A name as a Spark SQL identifier, whatever characters it holds (backticks doubled): a
+    column named ``a.b``, ``x`y`` or ``my col`` read as that one column, not a struct's field."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def analyzed_type(frame, column, sql: ast.SqlExpr, text: str, names: Mapping[str, str], what: str):
     """The Spark type of ``column`` (the expression ``sql``) on ``frame``, analysed now. Spark's
     analysis errors are this query's AnalysisError at the expression; ``names``: hidden column
@@ -103,7 +109,7 @@ def analyzed_type(frame, column, sql: ast.SqlExpr, text: str, names: Mapping[str
         with quiet_analysis():
             # beside a column of the frame, so an aggregate is an error (MISSING_AGGREGATION), as
             # it would be in the plan, instead of a one-row answer
-            return frame.select(frame.columns[0], column.alias("__cerql_value")).schema["__cerql_value"].dataType
+            return frame.select(quoted(frame.columns[0]), column.alias("__cerql_value")).schema["__cerql_value"].dataType
     except AnalysisException as err:
         condition = err.getCondition() or "SPARK_ANALYSIS_ERROR"
         raise AnalysisError.at(text, expr_position(sql, sql.tree), f"Spark cannot analyse {what} '{sql.text}': "
@@ -120,4 +126,4 @@ def check_predicate(frame, column, sql: ast.SqlExpr, text: str, names: Mapping[s
                                "a predicate compares, e.g. price > 10")
 
 
-__all__ = ["analyzed_type", "check_builtins", "check_predicate", "is_builtin", "quiet_analysis"]
+__all__ = ["analyzed_type", "check_builtins", "check_predicate", "is_builtin", "quiet_analysis", "quoted"]

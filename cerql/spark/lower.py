@@ -47,6 +47,7 @@ from cerql.planner.resolve import UNCARRIED_TYPE
 from cerql.exec.bits import firing_masks, gap_masks, non_null_columns
 from cerql.exec.task import BITS_COLUMN, POSITION_COLUMN, RISING_COLUMN
 from cerql.spark import expressions
+from cerql.spark.expressions import quoted
 from cerql.spark.compat import functions_for, window_for
 from cerql.spark.streaming import match_stream
 
@@ -77,11 +78,6 @@ def arrow_schema(struct, text: str, offset: int, owner: str, hint: str, mark: bo
                                       f"{f.dataType.simpleString()}, which cerql cannot carry through Arrow",
                                       "UNSUPPORTED_COLUMN_TYPE", hint) from None
     return pa.schema(fields)
-
-
-def quoted(name: str) -> str:
-    """A name as a Spark SQL identifier, whatever characters it holds (backticks doubled)."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def hidden_columns(plan: QueryPlan) -> dict[str, str]:

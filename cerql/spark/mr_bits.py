@@ -39,7 +39,8 @@ from cerql.errors import AnalysisError, UnsupportedError
 from cerql.parser.sqlexpr import expr_position
 from cerql.spark import expressions
 from cerql.spark.compat import is_connect
-from cerql.spark.lower import quoted, spark_sql, speller
+from cerql.spark.expressions import quoted
+from cerql.spark.lower import spark_sql, speller
 
 KEY = "__cerql_mr_key{}"
 BITS = "__cerql_mr_bits"

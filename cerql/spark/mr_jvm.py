@@ -37,7 +37,8 @@ from cerql.exec.mr_incremental import match_too_long
 from cerql.planner import front
 from cerql.spark import jvm, mr_bits
 from cerql.spark.compat import functions_for, is_connect, read_conf
-from cerql.spark.lower import quoted, spark_sql, spark_type, speller
+from cerql.spark.expressions import quoted
+from cerql.spark.lower import spark_sql, spark_type, speller
 from cerql.spark.mr_jvm_nfa import CLASSIFIER, COUNT, FIRST, LAST, Register, nfa_spec, register_spec
 
 JVM_CONF = "cerql.matchRecognize.jvm"  # "false": always match in Python (docs/semantics.md, "On Spark")

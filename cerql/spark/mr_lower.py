@@ -52,10 +52,12 @@ from cerql.exec.task import key_changes, same_key
 from cerql.planner import front
 from cerql.spark import mr_bits, mr_jvm
 from cerql.spark.compat import plan_lines, read_conf
-from cerql.spark.lower import arrow_schema, quoted, spark_type
+from cerql.spark.expressions import quoted
+from cerql.spark.lower import arrow_schema, spark_type
 from cerql.spark.workers import check_workers
 
 ORDINAL = "__cerql_mr_ordinal"
+HIDDEN = "__cerql_mr_c"  # + k: the k-th column handed to mapInArrow (_by_position)
 MAX_THREADS_CONF = "cerql.matchRecognize.maxThreads"  # live threads per partition (exec/mr_threads.py)
 
 
@@ -88,13 +90,15 @@ def result_schema(planned: front.RowPatternPlanned, source: pa.Schema, keys=None
                                bits=bits, keys=keys).schema
 
 
-def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, keys: list[str | None], bits):
+def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, keys: list[str | None], bits,
+             names: list[str] | None = None):
     """The function ``mapInArrow`` runs: the partition's rows (sorted by PARTITION BY, ORDER BY,
     ordinal; the key expressions and DEFINE bits computed, spark/mr_bits.py) cut into PARTITION
     BY groups, each matched batch by batch as its rows arrive (exec/mr_incremental.py), those
     that end before a run started matched several at a time (``GroupPool``); each group's
     results come after those of the groups before it. ``bits``: the GroupMatcher's
-    (``row_bits``)."""
+    (``row_bits``); ``names``, when given: the columns' real names, which the batches' columns
+    take by position (``_by_position``)."""
     import numpy as np
 
     def key_of(table: pa.Table, columns: list[str], row: int) -> tuple:
@@ -127,6 +131,8 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
 
         current, last = None, None  # the group being matched, its key
         for batch in batches:
+            if names is not None:
+                batch = pa.RecordBatch.from_arrays(batch.columns, names=names)
             table = pa.Table.from_batches([batch])
             if table.num_rows == 0:
                 continue
@@ -149,6 +155,16 @@ def _matcher(clause: mr_ast.MatchRecognize, text: str, matcher, max_rows: int, k
         yield from batches_of(pool.flush())
 
     return cerql_match_recognize
+
+
+def _by_position(rows):
+    """``(rows, names)``: ``rows`` with its columns renamed by position to ``__cerql_mr_c<k>``, and
+    their real names. Why: pyspark's ``mapInArrow`` looks each input column up by its name, which
+    Spark parses (``a.b`` is a struct's field, a lone backtick an error), so a source column
+    named so would fail; the task renames its batches back (``_matcher``'s ``names``), as the
+    CEQL plan does (spark/lower.py's module docstring)."""
+    names = list(rows.columns)
+    return rows.toDF(*[f"{HIDDEN}{k}" for k in range(len(names))]), names
 
 
 def _at(clause: mr_ast.MatchRecognize) -> int:
@@ -267,7 +283,8 @@ def python_matched(spark, planned: front.RowPatternPlanned, tables: Mapping[str,
     conf = read_conf(spark, MAX_MATCH_ROWS_CONF)
     threads = read_conf(spark, MAX_THREADS_CONF)
     matcher = row_pattern.matcher(planned, int(threads) if threads else MAX_THREADS)
-    task = _matcher(clause, text, matcher, int(conf) if conf else MAX_MATCH_ROWS, keys, bits)
+    rows, names = _by_position(rows)
+    task = _matcher(clause, text, matcher, int(conf) if conf else MAX_MATCH_ROWS, keys, bits, names)
     return rows.mapInArrow(task, spark_schema)
 
 

@@ -38,7 +38,8 @@ from cerql.errors import CeqlError, UnsupportedError, start_of
 from cerql.exec.mr_incremental import GroupMatcher, local_bits
 from cerql.exec.mr_outer import outer_view
 from cerql.planner import front
-from cerql.spark.lower import arrow_schema, quoted, spark_type  # Arrow types as Spark types, as cer_sql
+from cerql.spark.expressions import quoted
+from cerql.spark.lower import arrow_schema, spark_type  # Arrow types as Spark types, as cer_sql
 from cerql.spark.mr_lower import result_schema  # the item's schema, as cer_sql
 
 MAX_MATCH_ROWS = 10_000_000  # rows one undecided match may hold (analyze() cannot read a Spark conf)

@@ -45,7 +45,8 @@ from cerql.exec.bits import firing_masks
 from cerql.exec.task import BITS_COLUMN, MatchTask
 from cerql.planner import front
 from cerql.spark import mr_sql_cells
-from cerql.spark.lower import arrow_schema, quoted
+from cerql.spark.expressions import quoted
+from cerql.spark.lower import arrow_schema
 from cerql.spark.compat import udtf_class
 
 FUNCTION_NAME = "cerql"

@@ -16,7 +16,8 @@ import cerql
 from cerql.errors import ParseError, UnsupportedError
 from cerql.parser import written
 from cerql.parser.sqlexpr import parse_fragment
-from cerql.spark.lower import quoted, spark_sql
+from cerql.spark.expressions import quoted
+from cerql.spark.lower import spark_sql
 
 
 def spark_text(fragment: str, qualify=None) -> str:
