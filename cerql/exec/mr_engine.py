@@ -250,7 +250,32 @@ def key_columns(clause: mr_ast.MatchRecognize, table: pa.Table, text: str, given
             column = _KEY.format(i)
             table = table.append_column(column, _key_values(expr, table, lowered, text))
         keys.append(Key(name, column if column is not None else named))
+        kind = table.schema.field(keys[-1].column).type
+        if _holds_map(kind):
+            raise unorderable_key(expr, where, str(kind), text)
     return table, keys[:len(clause.partition_by)], keys[len(clause.partition_by):]
+
+
+def unorderable_key(expr, clause: str, type_name: str, text: str) -> AnalysisError:
+    """The error of a PARTITION BY or ORDER BY item (``clause``) whose type cannot be sorted
+    nor grouped: a map, or a value holding one (Spark's rule: spark/expressions.py
+    ``orderable``). The same on every engine, and before any row is read (docs/semantics.md,
+    "On Spark")."""
+    return AnalysisError.at(text, mx.node_offset(expr), f"{clause} item '{_written(expr)}' has type {type_name}, which "
+                            "cannot be sorted or grouped", "MATCH_RECOGNIZE_KEY_NOT_ORDERABLE",
+                            "cast it to a string or pick a field (m['key'], s.field), in the key or in a subquery "
+                            "before MATCH_RECOGNIZE")
+
+
+def _holds_map(kind: pa.DataType) -> bool:
+    """Whether an Arrow type is a map or holds one (in a struct's field or a list's values)."""
+    if pa.types.is_map(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_holds_map(kind.field(i).type) for i in range(kind.num_fields))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _holds_map(kind.value_type)
+    return False
 
 
 def _written(expr) -> str:
@@ -463,4 +488,4 @@ def _all_rows(matches: Matches, mode: str, part: np.ndarray, bounds: np.ndarray,
 
 __all__ = ["Found", "Key", "Matcher", "PikeMatcher", "collect_matches", "columns_read", "input_columns", "describe_partition", "key_columns",
            "match_sorted", "matcher_for", "output_rows", "partition_ids", "pattern_variables", "result_table", "row_spans", "run_match_recognize",
-           "sort_order", "subset_members"]
+           "sort_order", "subset_members", "unorderable_key"]

@@ -99,6 +99,20 @@ def quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def orderable(data_type) -> bool:
+    """Whether Spark can sort (and so group) by a value of this Spark type: not a map, a variant
+    or a CalendarInterval, nor an array or struct holding one."""
+    from pyspark.sql.types import ArrayType, CalendarIntervalType, MapType, StructType, VariantType
+
+    if isinstance(data_type, (MapType, VariantType, CalendarIntervalType)):
+        return False
+    if isinstance(data_type, ArrayType):
+        return orderable(data_type.elementType)
+    if isinstance(data_type, StructType):
+        return all(orderable(f.dataType) for f in data_type.fields)
+    return True
+
+
 def analyzed_type(frame, column, sql: ast.SqlExpr, text: str, names: Mapping[str, str], what: str):
     """The Spark type of ``column`` (the expression ``sql``) on ``frame``, analysed now. Spark's
     analysis errors are this query's AnalysisError at the expression; ``names``: hidden column
@@ -126,4 +140,4 @@ def check_predicate(frame, column, sql: ast.SqlExpr, text: str, names: Mapping[s
                                "a predicate compares, e.g. price > 10")
 
 
-__all__ = ["analyzed_type", "check_builtins", "check_predicate", "is_builtin", "quiet_analysis", "quoted"]
+__all__ = ["analyzed_type", "check_builtins", "check_predicate", "is_builtin", "orderable", "quiet_analysis", "quoted"]

@@ -36,6 +36,7 @@ from cerql import mr_ast
 from cerql import mr_functions as mx
 from cerql.ast import SqlExpr
 from cerql.errors import AnalysisError, UnsupportedError
+from cerql.exec.mr_engine import unorderable_key
 from cerql.parser.sqlexpr import expr_position
 from cerql.spark import expressions
 from cerql.spark.compat import is_connect
@@ -113,6 +114,14 @@ def _sort_order(F, name: str, key: mr_ast.SortKey):
     return F.asc_nulls_first(quoted(name)) if nulls_first else F.asc_nulls_last(quoted(name))
 
 
+def _check_orderable(sql: SqlExpr, kind, partition: bool, text: str) -> None:
+    """A key Spark cannot sort or group (a map, or a value holding one) is the query's error at
+    the key, as the local engine's (exec/mr_engine.py ``unorderable_key``), before any job: not
+    Spark's INVALID_ORDERING_TYPE from the shuffle's sort."""
+    if not expressions.orderable(kind):
+        raise unorderable_key(sql, "PARTITION BY" if partition else "ORDER BY", kind.simpleString(), text)
+
+
 def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ordinal_value=None,
               extra: dict | None = None, keep: list[str] | None = None):
     """``(frame, keys, partition, order)``: ``frame`` with a hidden column per key expression
@@ -132,7 +141,8 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ord
     from cerql.spark.compat import functions_for
 
     F = functions_for(frame)
-    names = frame.schema.names
+    schema = frame.schema
+    names = schema.names
     lowered = by_lower_name(names)
     spell = speller({c: c for c in names})
     items = list(clause.partition_by) + [k.expr for k in clause.order_by]
@@ -146,12 +156,14 @@ def with_keys(frame, clause: mr_ast.MatchRecognize, text: str, ordinal: str, ord
         if plain is not None:
             keys.append(None)
             named.append(lowered[plain.name.lower()])
+            _check_orderable(sql, schema[named[-1]].dataType, i < len(clause.partition_by), text)
             if kept is not None and named[-1] not in kept:
                 kept.append(named[-1])
             continue
         _check_builtins(frame.sparkSession, sql, text)
         value = spark_sql(sql.tree, sql.source, spell)
-        expressions.analyzed_type(frame, F.expr(value), sql, text, {}, "the key expression")
+        kind = expressions.analyzed_type(frame, F.expr(value), sql, text, {}, "the key expression")
+        _check_orderable(sql, kind, i < len(clause.partition_by), text)
         added[KEY.format(i)] = value
         keys.append(KEY.format(i))
         named.append(KEY.format(i))

@@ -45,7 +45,7 @@ from cerql.exec.bits import firing_masks
 from cerql.exec.task import BITS_COLUMN, MatchTask
 from cerql.planner import front
 from cerql.spark import mr_sql_cells
-from cerql.spark.expressions import quoted
+from cerql.spark.expressions import orderable, quoted
 from cerql.spark.lower import arrow_schema
 from cerql.spark.compat import udtf_class
 
@@ -55,19 +55,6 @@ BATCH_ROWS = 4096  # rows per MatchTask batch: large enough to amortize Arrow, s
 # batch, even an empty one, so for a function that yields on few calls it is slower than the
 # pickled path (docs/benchmarks.md, "SQL cells"). Kept switchable for that measurement.
 ARROW_IO = False
-
-
-def _orderable(data_type) -> bool:
-    """Whether Spark can sort by a column of this type (maps and variants it cannot)."""
-    from pyspark.sql.types import ArrayType, MapType, StructType, VariantType
-
-    if isinstance(data_type, (MapType, VariantType)):
-        return False
-    if isinstance(data_type, ArrayType):
-        return _orderable(data_type.elementType)
-    if isinstance(data_type, StructType):
-        return all(_orderable(f.dataType) for f in data_type.fields)
-    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,7 +237,7 @@ class CerqlFunction:
         # cannot name them, and they are never named in the query (AMBIGUOUS_REFERENCE)
         spellings = Counter(n.lower() for n in types)
         order += [c for c in prepared.read if c not in order and c not in plan.substream_columns
-                  and _orderable(types[c]) and spellings[c.lower()] == 1]
+                  and orderable(types[c]) and spellings[c.lower()] == 1]
         select = ([SelectedColumn(quoted(c)) for c in prepared.read]
                   if len(prepared.read) < len(table.dataType.fields) else [])
         return CerqlAnalyzeResult(
@@ -268,7 +255,7 @@ class CerqlFunction:
             raise err.with_traceback(None) from None
         types = {f.name: f.dataType for f in table.dataType.fields}
         order = [OrderingColumn(e, ascending, nulls_first) for e, ascending, nulls_first in prepared.order_by]
-        order += [OrderingColumn(c) for c in mr_sql_cells.tie_breakers(prepared, lambda n: _orderable(types[n]))]
+        order += [OrderingColumn(c) for c in mr_sql_cells.tie_breakers(prepared, lambda n: orderable(types[n]))]
         return CerqlAnalyzeResult(
             schema=prepared.schema, withSinglePartition=not prepared.partition_by,
             partitionBy=[PartitioningColumn(e) for e in prepared.partition_by], orderBy=order,

@@ -1,13 +1,16 @@
 """MATCH_RECOGNIZE on Spark over columns whose names Spark would parse (a dot, a backtick, a
 space, mixed case): both paths (the JVM's matcher and mapInArrow's Python workers) and
-``cerql.run`` give the same rows and names (docs/semantics.md, "On Spark")."""
+``cerql.run`` give the same rows and names; and a key Spark cannot sort or group (a map) is the
+query's error at the key, on both paths and before any job (docs/semantics.md, "On Spark")."""
 
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import cerql
+from cerql.errors import CeqlError
 from cerql.planner import front
 from cerql.spark import mr_jvm
 from cerql.spark.mr_jvm import JVM_CONF
@@ -67,3 +70,41 @@ def test_the_one_row_query_is_the_jvms(spark):
     """The first query above runs in the JVM (its DEFINEs, PREV/NEXT and registers over the odd
     names), not in Python."""
     assert mr_jvm.why_not(spark, front.plan_row_pattern(ONE_ROW)) is None
+
+
+MAP_KEYS = [
+    ("PARTITION BY km ORDER BY t", "km", "PARTITION BY"),
+    ("PARTITION BY k ORDER BY km DESC", "km DESC", "ORDER BY"),
+    ("PARTITION BY sm ORDER BY t", "sm ORDER", "PARTITION BY"),   # a struct holding a map
+    ("PARTITION BY map(k, t) ORDER BY t", "map(k", "PARTITION BY"),  # an expression
+]
+
+
+@pytest.mark.parametrize("keys, at, clause", MAP_KEYS)
+def test_a_map_key_is_the_querys_error_on_both_paths_before_any_job(spark, keys, at, clause):
+    query = (f"SELECT * FROM t MATCH_RECOGNIZE ({keys} MEASURES COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B) "
+             "DEFINE B AS x < PREV(x))")
+    t = spark.createDataFrame(pd.DataFrame({"k": [1, 1, 2, 2], "t": [1, 2, 3, 4], "x": [3, 1, 2, 5]}))
+    t = t.selectExpr("map(k, 1) AS km", "named_struct('a', k, 'm', map(k, 1)) AS sm", "k", "t", "x")
+    tracker = spark.sparkContext.statusTracker()
+    jobs = set(tracker.getJobIdsForGroup(None))
+    errors = []
+    for jvm in ("true", "false"):
+        with pytest.raises(CeqlError) as err:
+            _on_spark(spark, query, t, jvm)
+        errors.append(err.value)
+    assert set(tracker.getJobIdsForGroup(None)) == jobs
+    for err in errors:
+        assert (err.error_class, err.line, err.column) == ("MATCH_RECOGNIZE_KEY_NOT_ORDERABLE", 1, query.index(at) + 1)
+        assert clause in str(err) and "cast it to a string or pick a field" in err.hint
+
+
+def test_a_map_key_is_the_same_error_locally():
+    """cerql.run over an Arrow map column: the same error, at the same place."""
+    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY km ORDER BY t MEASURES COUNT(*) AS n ONE ROW PER MATCH "
+             "PATTERN (A B) DEFINE B AS x < PREV(x))")
+    maps = pd.Series([[(1, 1)], [(1, 1)], [(2, 1)], [(2, 1)]], dtype=pd.ArrowDtype(pa.map_(pa.int64(), pa.int64())))
+    data = pd.DataFrame({"km": maps, "t": [1, 2, 3, 4], "x": [3, 1, 2, 5]})
+    with pytest.raises(CeqlError) as err:
+        cerql.run(query, {"t": data})
+    assert (err.value.error_class, err.value.column) == ("MATCH_RECOGNIZE_KEY_NOT_ORDERABLE", query.index("km") + 1)
