@@ -252,20 +252,24 @@ def jvm_matched(spark, planned: front.RowPatternPlanned, tables: Mapping[str, An
 
 def plan_match_recognize(spark, text: str, tables: Mapping[str, Any]):
     """(planned, DataFrame) of a MATCH_RECOGNIZE query: everything short of running it."""
+    planned, df, _ = _planned_frame(spark, text, tables)
+    return planned, df
+
+
+def _planned_frame(spark, text: str, tables: Mapping[str, Any]):
+    """``plan_match_recognize``'s pair and why the query is matched in Python (None: in the JVM)."""
     try:
         planned = front.plan_row_pattern(text)
     except CeqlError as err:
         raise err.with_text(text)
     query = planned.query
-    if mr_jvm.why_not(spark, planned) is None:
-        matched = jvm_matched(spark, planned, tables)
-    else:
-        matched = python_matched(spark, planned, tables)
+    why = mr_jvm.why_not(spark, planned)
+    matched = jvm_matched(spark, planned, tables) if why is None else python_matched(spark, planned, tables)
     if query.outer_sql == f"SELECT * FROM {query.placeholder}":  # the item alone: no view, no SQL to analyze
-        return planned, matched
+        return planned, matched, why
     view = f"__cerql_mr_{uuid.uuid4().hex}"
     matched.createOrReplaceTempView(view)
-    return planned, spark.sql(query.outer_sql.replace(query.placeholder, view))
+    return planned, spark.sql(query.outer_sql.replace(query.placeholder, view)), why
 
 
 def python_matched(spark, planned: front.RowPatternPlanned, tables: Mapping[str, Any]):
@@ -293,8 +297,7 @@ def lower_match_recognize(spark, text: str, tables: Mapping[str, Any]):
     return plan_match_recognize(spark, text, tables)[1]
 
 
-def _matched_by(spark, planned: front.RowPatternPlanned) -> str:
-    why = mr_jvm.why_not(spark, planned)
+def _matched_by(why: str | None) -> str:
     if why is None:
         return ("  io.cerql.mr.MatchedRDD: cerql's Java matcher over each PARTITION BY group of the sorted rows, in "
                 "the JVM (DEFINEs and measures Spark's own expressions; cerql/spark/mr_jvm.py)")
@@ -305,17 +308,17 @@ def _matched_by(spark, planned: front.RowPatternPlanned) -> str:
 def explain_on_spark(spark, text: str, tables: Mapping[str, Any]) -> str:
     """``cerql.explain`` of a MATCH_RECOGNIZE query with a session: what runs without Spark
     says (row_pattern.explain), then how it runs on Spark and Spark's plan."""
-    planned, df = plan_match_recognize(spark, text, tables)
+    planned, df, why = _planned_frame(spark, text, tables)
     clause = planned.clause
     lines = [row_pattern.explain(text), "on spark:",
              f"  source: {clause.source}",
              f"  partition by: {', '.join(e.text for e in clause.partition_by) or '(none: one partition)'}",
              f"  order by: {', '.join(k.expr.text + (' DESC' if k.descending else '') for k in clause.order_by)}, "
              "then the input's order",
-             _matched_by(spark, planned)]
+             _matched_by(why)]
     lines.append("spark plan:")
     lines += ["  " + line for line in plan_lines(df)]
-    if mr_jvm.why_not(spark, planned) is None:  # the plan scans the matcher's rows: the rows it reads, sorted
+    if why is None:  # the plan scans the matcher's rows: the rows it reads, sorted
         lines.append("the sorted rows the Java matcher reads:")
         lines += ["  " + line for line in mr_jvm.input_plans(spark, df).splitlines()]
     return "\n".join(lines)
