@@ -46,6 +46,7 @@ from cerql import mr_ast
 from cerql import mr_functions as mx
 from cerql.errors import AnalysisError, UnsupportedError
 from cerql.expr import ExprError, compile_expr, evaluate, guard
+from cerql.exec import spark_keys
 from cerql.exec.kernel.pike import match_partition
 from cerql.exec.mr_define import define_bits, given_bits
 from cerql.exec.mr_history import History
@@ -211,8 +212,10 @@ def result_table(clause: mr_ast.MatchRecognize, rows: pa.Table, part_start: np.n
     ctx = MeasureContext(rows, part_start, part_end, matches, out_rows, variables, subsets, text)
     shown = np.where(out_rows.row >= 0, out_rows.row, 0)
     names, arrays = [], []
-    shown_keys = partition_keys + order_keys if all_rows else partition_keys
-    for key in shown_keys:
+    for key in partition_keys:  # ONE ROW PER MATCH: as the partition's first row holds it, as in the JVM
+        names.append(key.name)  # (MatchRecognizeFunction): its rows may differ, -0.0 and 0.0
+        arrays.append(ctx.gather(key.column, shown if all_rows else part_start[shown]))
+    for key in order_keys if all_rows else []:
         names.append(key.name)
         arrays.append(ctx.gather(key.column, shown))
     for measure in clause.measures:
@@ -321,18 +324,12 @@ def _column_of(expr, lowered: dict[str, str], text: str, clause: str) -> str | N
 
 
 def partition_ids(table: pa.Table, columns: list[str]) -> np.ndarray:
-    """Each row's partition, numbered in the order of the partitions' first rows (NULLs equal)."""
+    """Each row's partition, numbered in the order of the partitions' first rows (NULLs equal;
+    keys equal as Spark groups them, exec/spark_keys.py: -0.0 and 0.0, NaNs, structs and arrays)."""
     n = table.num_rows
     if not columns or n == 0:
         return np.zeros(n, np.int64)
-    codes = []
-    for column in columns:
-        values = table.column(column).combine_chunks()
-        if pa.types.is_dictionary(values.type):
-            values = values.cast(values.type.value_type)
-        encoded = pc.dictionary_encode(values, null_encoding="encode")
-        codes.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), np.int64))
-    keys = np.stack(codes, axis=1)
+    keys = np.stack([spark_keys.group_codes(table.column(column)) for column in columns], axis=1)
     _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     rank = np.empty(len(first), np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
@@ -341,10 +338,13 @@ def partition_ids(table: pa.Table, columns: list[str]) -> np.ndarray:
 
 def spark_sort_fields(name: str, values, descending: bool, nulls_first: bool) -> list[tuple[str, pa.Array, str]]:
     """Arrow sort keys ``(field name, values, direction)`` that order ``values`` as Spark's
-    ORDER BY does: NULLs first or last as asked, NaN above every number."""
+    ORDER BY does: NULLs first or last as asked, NaN above every number; a struct or an array
+    by its rank in Spark's order (exec/spark_keys.py)."""
     values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
+    if spark_keys.is_nested(values.type):
+        values = spark_keys.ranks(values)
     direction = "descending" if descending else "ascending"
     null = np.asarray(values.is_null().to_numpy(zero_copy_only=False), bool)
     fields = [(f"{name}_null", pa.array(~null if nulls_first else null), "ascending")]  # False sorts first

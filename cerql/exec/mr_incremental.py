@@ -147,6 +147,7 @@ class GroupMatcher:
         self.peak = 0
         self.runs = 0          # runs of the matcher so far
         self.described: tuple[str | None] | None = None  # ``_partition``'s answer, once known
+        self.first: pa.Table | None = None  # the group's first row (``_group_keys``)
 
     def feed(self, table: pa.Table) -> Iterator[pa.Table]:
         """The next rows of the group; yields the results they decide."""
@@ -177,6 +178,8 @@ class GroupMatcher:
         return pa.concat_tables(held) if len(held) > 1 else held[0] if held else None
 
     def _hold(self, table: pa.Table) -> None:
+        if table.num_rows and self.first is None:
+            self.first = table.slice(0, 1)
         if table.num_rows:
             self.held.append(table)
             self.held_rows += table.num_rows
@@ -230,8 +233,22 @@ class GroupMatcher:
         matches = collect_matches([found], self.matcher)
         part = np.zeros(n, np.int64)
         out_rows = output_rows(self.clause, matches, part, np.array([0, n], np.int64), unmatched)
-        return result_table(self.clause, rows, part, np.full(n, n, np.int64), matches, out_rows, inputs,
-                            partition_keys, order_keys, self.text)
+        result = result_table(self.clause, rows, part, np.full(n, n, np.int64), matches, out_rows, inputs,
+                              partition_keys, order_keys, self.text)
+        return self._group_keys(result, len(partition_keys))
+
+    def _group_keys(self, result: pa.Table, count: int) -> pa.Table:
+        """ONE ROW PER MATCH shows the PARTITION BY keys as the group's first row holds them
+        (``result_table``), which the rows held may have dropped: its first ``count`` columns
+        taken from that row (a group's keys are equal as Spark groups them, not always alike:
+        -0.0 and 0.0)."""
+        if self.clause.rows_per_match.all_rows or not count or not result.num_rows or self.first is None:
+            return result
+        first, partition_keys, _ = key_columns(self.clause, self.first, self.text, self.keys)
+        at = pa.array(np.zeros(result.num_rows, np.int64))
+        for i, key in enumerate(partition_keys[:count]):
+            result = result.set_column(i, result.field(i), first.column(key.column).take(at))
+        return result
 
 
 class GroupPool:

@@ -44,6 +44,7 @@ from cerql.exec.candidate_rows import CandidateRows
 from cerql.exec.post_filter import (CandidateFilter, chosen, decided_by_prune, group_by_substream, prune, relaxed,
                                     search_order, unless_cut)
 from cerql.exec.results import MatchChunk
+from cerql.exec.spark_keys import group_codes, is_nested, same_values
 from cerql.exec.stream import window_values
 from cerql.exec.window import first_reachable, reach_floor
 from cerql.plan import TaskPlan
@@ -319,12 +320,16 @@ class MatchTask:
 def key_changes(table: pa.Table, columns) -> np.ndarray:
     """Per row, whether its partition key (``columns``) differs from the row before's (row 0:
     False). NaN keys are one key, and NULL keys (which a CEQL task never sees; MATCH_RECOGNIZE's
-    PARTITION BY keeps them), as Spark groups them."""
+    PARTITION BY keeps them), as Spark groups them; a struct or array key (MATCH_RECOGNIZE's)
+    compared as Spark groups it (exec/spark_keys.py)."""
     n = table.num_rows
     changes = np.zeros(n, dtype=bool)
     for c in columns:
         col = table.column(c)
-        if n > 1:
+        if n > 1 and is_nested(col.type):
+            codes = group_codes(col)
+            changes[1:] |= codes[1:] != codes[:-1]
+        elif n > 1:
             a, b = col.slice(1), col.slice(0, n - 1)
             change = pc.or_(pc.fill_null(pc.not_equal(a, b), False), pc.xor(pc.is_null(a), pc.is_null(b)))
             if pa.types.is_floating(col.type):
@@ -334,6 +339,6 @@ def key_changes(table: pa.Table, columns) -> np.ndarray:
 
 
 def same_key(a: tuple, b: tuple) -> bool:
-    """Partition keys equal, NaN equal to NaN (Spark groups NaNs together), NULL to NULL."""
-    return all(x == y or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
-               for x, y in zip(a, b))
+    """Partition keys equal, NaN equal to NaN (Spark groups NaNs together), NULL to NULL, and
+    structs and arrays alike inside (exec/spark_keys.py)."""
+    return same_values(a, b)

@@ -22,6 +22,8 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.optimizer.ReplaceExpressions$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DateType;
 import org.apache.spark.sql.types.DoubleType;
@@ -29,6 +31,7 @@ import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 import scala.collection.immutable.Seq;
@@ -186,10 +189,30 @@ public final class MatchRecognizeFunction implements java.io.Serializable {
     return x == y || (x != x && y != y);
   }
 
-  /** Key equality as Spark groups: NaN equals NaN, -0.0 equals 0.0, NULL equals NULL. */
-  static boolean sameKey(Object a, Object b) {
+  /** Key equality as Spark groups (its GROUP BY normalizes the floats of a key): NaN equals NaN,
+   *  -0.0 equals 0.0, NULL equals NULL, and a struct's fields and an array's elements compared
+   *  alike, not by their bytes (an UnsafeRow holding -0.0 is not equal() to one holding 0.0). */
+  static boolean sameKey(Object a, Object b, DataType type) {
     if (a == b) return true;
     if (a == null || b == null) return false;
+    if (type instanceof StructType) {
+      StructField[] fields = ((StructType) type).fields();
+      InternalRow x = (InternalRow) a, y = (InternalRow) b;
+      for (int i = 0; i < fields.length; i++) {
+        DataType t = fields[i].dataType();
+        if (!sameKey(x.isNullAt(i) ? null : x.get(i, t), y.isNullAt(i) ? null : y.get(i, t), t)) return false;
+      }
+      return true;
+    }
+    if (type instanceof ArrayType) {
+      DataType t = ((ArrayType) type).elementType();
+      ArrayData x = (ArrayData) a, y = (ArrayData) b;
+      if (x.numElements() != y.numElements()) return false;
+      for (int i = 0; i < x.numElements(); i++) {
+        if (!sameKey(x.isNullAt(i) ? null : x.get(i, t), y.isNullAt(i) ? null : y.get(i, t), t)) return false;
+      }
+      return true;
+    }
     if (a instanceof Double && b instanceof Double) return sameDouble((Double) a, (Double) b);
     if (a instanceof Float && b instanceof Float) {
       float x = (Float) a, y = (Float) b;
@@ -325,7 +348,7 @@ public final class MatchRecognizeFunction implements java.io.Serializable {
         int c = keyColumns[k];
         Object key = group[k];
         if (kinds[c] == OTHER || key == null || row.isNullAt(c)) {
-          if (!sameKey(key, row.get(c, types[c]))) return false;
+          if (!sameKey(key, row.isNullAt(c) ? null : row.get(c, types[c]), types[c])) return false;
         } else if (kinds[c] == LONG ? (Long) key != row.getLong(c)
             : kinds[c] == INT ? (Integer) key != row.getInt(c)
             : !sameDouble((Double) key, row.getDouble(c))) {
