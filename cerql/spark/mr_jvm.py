@@ -144,7 +144,7 @@ def why_not(spark, planned: front.RowPatternPlanned) -> str | None:
         return "ALL ROWS PER MATCH"
     if clause.after_match.mode not in (mr_ast.PAST_LAST_ROW, mr_ast.TO_NEXT_ROW):
         # TO FIRST/LAST v can fail at run time (AFTER_MATCH_SKIP_FAILED), which the Python path raises
-        return f"AFTER MATCH SKIP {clause.after_match.mode}"
+        return f"AFTER MATCH SKIP {clause.after_match.mode} {clause.after_match.variable}"
     defined = {mx.canonical(d.variable) for d in clause.defines}
     if not defined <= planned.analysis.row_local:
         return "a DEFINE reads the match's history (FIRST/LAST, an aggregate, CLASSIFIER, another variable)"
