@@ -12,7 +12,9 @@ shuffle and sort of them cost (docs/benchmarks.md, "MATCH_RECOGNIZE"); in the JV
 runs where the sort left the rows. What it takes (everything else goes to Python, with the same
 answer; docs/semantics.md, "On Spark"):
 
-- ONE ROW PER MATCH and AFTER MATCH SKIP PAST LAST ROW;
+- ONE ROW PER MATCH, and AFTER MATCH SKIP PAST LAST ROW or TO NEXT ROW (the matcher restarts
+  after each match's first row and replays the rows it kept from there; TO FIRST/LAST v, which
+  can fail at run time, go to Python);
 - row-local DEFINEs (the current row, PREV/NEXT at constant offsets): Spark's own expressions,
   bound on the driver and evaluated by the task over the current row and the few rows around it
   (``MatchRecognizeFunction``), so they mean what they mean in Spark SQL;
@@ -140,8 +142,9 @@ def why_not(spark, planned: front.RowPatternPlanned) -> str | None:
         return "a Spark Connect session"
     if clause.rows_per_match.mode != mr_ast.ONE_ROW:
         return "ALL ROWS PER MATCH"
-    if clause.after_match.mode != mr_ast.PAST_LAST_ROW:
-        return f"AFTER MATCH SKIP {clause.after_match.mode}"
+    if clause.after_match.mode not in (mr_ast.PAST_LAST_ROW, mr_ast.TO_NEXT_ROW):
+        # TO FIRST/LAST v can fail at run time (AFTER_MATCH_SKIP_FAILED), which the Python path raises
+        return f"AFTER MATCH SKIP {clause.after_match.mode} {clause.after_match.variable}"
     defined = {mx.canonical(d.variable) for d in clause.defines}
     if not defined <= planned.analysis.row_local:
         return "a DEFINE reads the match's history (FIRST/LAST, an aggregate, CLASSIFIER, another variable)"
@@ -288,7 +291,8 @@ def match_on_jvm(spark, planned: front.RowPatternPlanned, columns: JvmColumns, o
         [KEY_OUT.format(i) for i in range(len(key_at))] + [MATCH] + [REGISTER.format(i) for i in range(len(registers))])
     outputs = direct or list(range(len(kinds)))
     layout += [len(outputs), *outputs]
-    function = jvm.new_instance(spark, FUNCTION, nfa_spec(nfa), register_spec(registers), " ".join(map(str, layout)),
+    function = jvm.new_instance(spark, FUNCTION, nfa_spec(nfa), register_spec(registers), planned.skip.mode,
+                                " ".join(map(str, layout)),
                                 defines, ordered._jdf.schema(), max_rows,
                                 "\0".join(sql.text for sql in clause.partition_by), _too_long(clause, max_rows))
     # every column nullable, as the Python path gives them

@@ -1,6 +1,6 @@
 """MATCH_RECOGNIZE matched in Spark's JVM (cerql/spark/mr_jvm.py, io.cerql.mr.MatchRecognizeFunction):
 the same rows, names and types as the local engine, and as the Python path on Spark, on random
-queries of what it takes (ONE ROW PER MATCH, PAST LAST ROW, row-local DEFINEs, measures of
+queries of what it takes (ONE ROW PER MATCH, PAST LAST ROW or TO NEXT ROW, row-local DEFINEs, measures of
 FIRST/LAST/COUNT/CLASSIFIER/MATCH_NUMBER); the queries it does not take run in Python, and
 ``cerql.explain`` says which and why (docs/semantics.md, "On Spark")."""
 
@@ -68,7 +68,7 @@ def test_explain_says_the_jvm_matches(spark):
 
 @pytest.mark.parametrize("change, why", [
     ("ONE ROW PER MATCH", "ALL ROWS PER MATCH"),
-    ("PATTERN", "AFTER MATCH SKIP TO NEXT ROW"),
+    ("PATTERN", "AFTER MATCH SKIP TO FIRST C"),
     ("COUNT(B.*)", "an aggregate other than COUNT(*)"),
     ("FIRST(A.t)", "FIRST with an offset"),
     ("C AS x > PREV(x)", "a DEFINE reads the match's history"),
@@ -76,7 +76,7 @@ def test_explain_says_the_jvm_matches(spark):
 def test_what_the_jvm_does_not_take_runs_in_python(spark, change, why):
     query = VSHAPE.replace(change, {
         "ONE ROW PER MATCH": "ALL ROWS PER MATCH",
-        "PATTERN": "AFTER MATCH SKIP TO NEXT ROW PATTERN",
+        "PATTERN": "AFTER MATCH SKIP TO FIRST C PATTERN",
         "COUNT(B.*)": "sum(B.x)",
         "FIRST(A.t)": "FIRST(A.t, 1)",
         "C AS x > PREV(x)": "C AS x > FIRST(A.x)",
@@ -88,13 +88,16 @@ def test_what_the_jvm_does_not_take_runs_in_python(spark, change, why):
     assert _rows(cerql.cer_sql(spark, query, t=t)) == _local(query, {"t": data})
 
 
-def test_vshape_equals_local_and_the_python_path(spark):
+@pytest.mark.parametrize("skip", ["", "AFTER MATCH SKIP TO NEXT ROW "])
+def test_vshape_equals_local_and_the_python_path(spark, skip):
     data = _data(3, 400)
     t = spark.createDataFrame(data)
-    jvm = cerql.cer_sql(spark, VSHAPE, t=t)
-    python = _with_conf(spark, "false", lambda: cerql.cer_sql(spark, VSHAPE, t=t))
+    query = VSHAPE.replace("PATTERN", skip + "PATTERN")
+    assert "cerql's Java matcher" in cerql.explain(query, spark, t=t)
+    jvm = cerql.cer_sql(spark, query, t=t)
+    python = _with_conf(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
     assert jvm.schema == python.schema
-    assert _rows(jvm) == _rows(python) == _local(VSHAPE, {"t": data})
+    assert _rows(jvm) == _rows(python) == _local(query, {"t": data})
     assert len(_rows(jvm)) > 10
 
 
@@ -245,19 +248,19 @@ MEASURES = {"FIRST(A.x)": "A", "LAST(B.y)": "B", "x": "", "A.s": "A", "COUNT(*)"
             "RUNNING FIRST(B.t) + 1": "B"}
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pattern=_patterns(), defines=st.lists(st.sampled_from(CONDITIONS), min_size=3, max_size=3),
        defined=st.lists(st.booleans(), min_size=3, max_size=3),
        measures=st.lists(st.sampled_from(sorted(MEASURES)), min_size=1, max_size=4, unique=True),
-       partitioned=st.booleans(), seed=st.integers(0, 1000))
-def test_random_queries_equal_local(spark, pattern, defines, defined, measures, partitioned, seed):
+       partitioned=st.booleans(), seed=st.integers(0, 1000), skip=st.sampled_from(["PAST LAST ROW", "TO NEXT ROW"]))
+def test_random_queries_equal_local(spark, pattern, defines, defined, measures, partitioned, seed, skip):
     present = {v for v in VARIABLES if v in pattern}
     subset = sorted(present & {"A", "C"})
     items = [m for m in measures if all(v in present or (v == "U" and subset) for v in MEASURES[m])] or ["COUNT(*)"]
     define = ", ".join(f"{v} AS {c}" for v, c, d in zip(VARIABLES, defines, defined) if d and v in present)
     query = (f"SELECT * FROM t MATCH_RECOGNIZE ({'PARTITION BY k ' if partitioned else ''}ORDER BY t, y "
              f"MEASURES {', '.join(f'{m} AS m{i}' for i, m in enumerate(items))} ONE ROW PER MATCH "
-             f"PATTERN ({pattern}) {'SUBSET U = (' + ', '.join(subset) + ')' if subset else ''} "
+             f"AFTER MATCH SKIP {skip} PATTERN ({pattern}) {'SUBSET U = (' + ', '.join(subset) + ')' if subset else ''} "
              f"{'DEFINE ' + define if define else ''})")
     data = _data(seed)
     t = spark.createDataFrame(data)

@@ -113,36 +113,44 @@ def test_navigating_defines_run_in_the_tasks_unless_only_spark_runs_them(spark):
     """A DEFINE with PREV/NEXT that cerql.expr evaluates is computed in the tasks (no Window in
     Spark's plan, its columns crossing instead of bits); one with a function only Spark runs
     keeps the Window; a DEFINE of the current row alone stays a projection in the JVM."""
-    rows = spark.createDataFrame(_rows(seed=3))
-    plain = _query("ONE ROW PER MATCH", "sym", "ts").replace("PATTERN (A? (B | C | D)+) DEFINE",
-                                                              "PATTERN (A? (B | C | D)+) DEFINE A AS price > 1,")
-    spark_only = plain.replace("B AS price < PREV(price)", "B AS price < PREV(price) AND soundex(sym) <> 'B000'")
-    for text, local, window, bits in ((plain, {"B", "C", "D"}, False, True), (spark_only, {"C", "D"}, True, True),
-                                      (_query("ONE ROW PER MATCH", "sym", "ts"), {"B", "C", "D"}, False, False)):
-        planned, frame, _, _, spec = mr_lower.matcher_input(spark, text, {"t": rows})
-        assert set(spec.defines) == local
-        plan = "\n".join(line for line in mr_lower.explain_on_spark(spark, text, {"t": rows}).splitlines()
-                         if "Window" in line or mr_bits.BITS in line)
-        assert ("Window [" in plan) == window, plan
-        assert (mr_bits.BITS in frame.columns) == bits and ("price" in frame.columns)
-        if text is not spark_only:  # which cerql.run refuses (test_spark_only_function_in_define_and_partition)
-            on_spark = cerql.cer_sql(spark, text, t=rows).toPandas()
-            local = cerql.run(text, {"t": _rows(seed=3)})
-            assert len(local) > 3
-            pd.testing.assert_frame_equal(_sorted(on_spark), _sorted(local), check_dtype=False)
+    spark.conf.set(JVM_CONF, "false")  # the Python path's input and plan (the JVM takes these queries)
+    try:
+        rows = spark.createDataFrame(_rows(seed=3))
+        plain = _query("ONE ROW PER MATCH", "sym", "ts").replace("PATTERN (A? (B | C | D)+) DEFINE",
+                                                                  "PATTERN (A? (B | C | D)+) DEFINE A AS price > 1,")
+        spark_only = plain.replace("B AS price < PREV(price)", "B AS price < PREV(price) AND soundex(sym) <> 'B000'")
+        for text, local, window, bits in ((plain, {"B", "C", "D"}, False, True), (spark_only, {"C", "D"}, True, True),
+                                          (_query("ONE ROW PER MATCH", "sym", "ts"), {"B", "C", "D"}, False, False)):
+            planned, frame, _, _, spec = mr_lower.matcher_input(spark, text, {"t": rows})
+            assert set(spec.defines) == local
+            plan = "\n".join(line for line in mr_lower.explain_on_spark(spark, text, {"t": rows}).splitlines()
+                             if "Window" in line or mr_bits.BITS in line)
+            assert ("Window [" in plan) == window, plan
+            assert (mr_bits.BITS in frame.columns) == bits and ("price" in frame.columns)
+            if text is not spark_only:  # which cerql.run refuses (test_spark_only_function_in_define_and_partition)
+                on_spark = cerql.cer_sql(spark, text, t=rows).toPandas()
+                local = cerql.run(text, {"t": _rows(seed=3)})
+                assert len(local) > 3
+                pd.testing.assert_frame_equal(_sorted(on_spark), _sorted(local), check_dtype=False)
+    finally:
+        spark.conf.unset(JVM_CONF)
 
 
 @pytest.mark.parametrize("jvm", ["true", "false"])
-def test_match_limit_conf_fails_the_run(spark, jvm):
+@pytest.mark.parametrize("skip", ["PAST LAST ROW", "TO NEXT ROW"])
+def test_match_limit_conf_fails_the_run(spark, jvm, skip):
     """The same limit and error whether the JVM matches (it holds the matches found behind the
-    first undecided start) or Python does (it holds the rows from there on)."""
+    first undecided start, and TO NEXT ROW the rows' bits from there on, which it replays) or
+    Python does (it holds the rows from there on)."""
     spark.conf.set(JVM_CONF, jvm)
     rows = pd.DataFrame({"sym": ["x"] * 20 + ["y"] * 3, "ts": range(23), "price": [1.0] * 23})
     text = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES count(*) AS n "
-            "PATTERN (A+) DEFINE A AS price > 0) AS m")
+            f"AFTER MATCH SKIP {skip} PATTERN (A+) DEFINE A AS price > 0) AS m")
+    overlap = skip == "TO NEXT ROW"  # a match per start row, each running to its group's end
     spark.conf.set(mr_lower.MAX_MATCH_ROWS_CONF, "5")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4")
     try:
+        assert ("cerql's Java matcher" in cerql.explain(text, spark, t=spark.createDataFrame(rows))) == (jvm == "true")
         df = cerql.cer_sql(spark, text, t=spark.createDataFrame(rows))
         with pytest.raises(Exception, match="MATCH_RECOGNIZE_MATCH_TOO_LONG") as failure:
             df.collect()
@@ -151,14 +159,18 @@ def test_match_limit_conf_fails_the_run(spark, jvm):
         assert cause.error_class == "MATCH_RECOGNIZE_MATCH_TOO_LONG"
         assert mr_lower.MAX_MATCH_ROWS_CONF in cause.hint and "sym='x'" in str(cause)
         spark.conf.set(mr_lower.MAX_MATCH_ROWS_CONF, "20")
-        assert sorted(r["n"] for r in cerql.cer_sql(spark, text, t=spark.createDataFrame(rows)).collect()) == [3, 20]
+        assert sorted(r["n"] for r in cerql.cer_sql(spark, text, t=spark.createDataFrame(rows)).collect()) == (
+            sorted([*range(1, 21), 1, 2, 3]) if overlap else [3, 20])
         # a group of 3 000 rows whose matches are short runs under a limit of 40 rows
         many = pd.DataFrame({"sym": ["x"] * 3000, "ts": range(3000), "price": [float(i % 5) for i in range(3000)]})
         short = text.replace("PATTERN (A+) DEFINE A AS price > 0", "PATTERN (A+) DEFINE A AS price > PREV(price)")
         spark.conf.set(mr_lower.MAX_MATCH_ROWS_CONF, "40")
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "16")
         got = cerql.cer_sql(spark, short, t=spark.createDataFrame(many)).toPandas()
-        assert len(got) == 600 and set(got["n"]) == {4}
+        if overlap:
+            assert len(got) == 2400 and sorted(got["n"].value_counts().items()) == [(n, 600) for n in (1, 2, 3, 4)]
+        else:
+            assert len(got) == 600 and set(got["n"]) == {4}
     finally:
         spark.conf.unset(mr_lower.MAX_MATCH_ROWS_CONF)
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")

@@ -38,7 +38,7 @@ import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * ONE ROW PER MATCH, AFTER MATCH SKIP PAST LAST ROW, over the rows of one Spark partition sorted
+ * ONE ROW PER MATCH, AFTER MATCH SKIP PAST LAST ROW or TO NEXT ROW, over the rows of one Spark partition sorted
  * by (PARTITION BY, ORDER BY, input ordinal): a PARTITION BY group after another, each through a
  * {@link PikeMatcher}; one output row per match, as soon as the match is final.
  *
@@ -52,7 +52,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * copy of the row at each distinct shift: no value is copied or boxed to evaluate them.
  * NULL is false. The bits of a row are known once {@code ahead} rows after it have come (or its
  * group has ended): only {@code back + ahead + 1} rows are held; the matcher keeps the values the
- * measures read from the first start row whose match is undecided on, and that start falling
+ * measures read (TO NEXT ROW, and the rows' bits, which it replays after a match) from the first
+ * start row whose match is undecided on, and that start falling
  * more than {@code maxRows} rows behind fails the task (cerql.matchRecognize.maxMatchRows).
  *
  * <p>Output row: the columns {@code outputs} names, each a key, the match number in its group
@@ -63,6 +64,7 @@ public final class MatchRecognizeFunction implements java.io.Serializable {
 
   private final String nfa;
   private final String registers;
+  private final int skip;
   private final int keys;
   private final int[] keyColumns;
   private final int blockWidth;
@@ -82,6 +84,7 @@ public final class MatchRecognizeFunction implements java.io.Serializable {
   private final String tooLong;
 
   /**
+   * @param skip AFTER MATCH SKIP, {@link PikeMatcher#PAST_LAST_ROW} or {@link PikeMatcher#TO_NEXT_ROW}
    * @param layout whitespace-separated integers: the number of keys then each key's input column,
    *     the block's width then each of its input columns, always (the bits
    *     of the variables without DEFINE), the number of navigations then (column, shift) per
@@ -94,13 +97,14 @@ public final class MatchRecognizeFunction implements java.io.Serializable {
    * @param tooLong that error as a Python worker's last traceback line ends (cerql/spark/task_errors.py
    *     reads it back), the partition written {@code \u0001}
    */
-  public MatchRecognizeFunction(String nfa, String registers, String layout, Object[] definesAndInput,
+  public MatchRecognizeFunction(String nfa, String registers, int skip, String layout, Object[] definesAndInput,
       StructType input, long maxRows, String keyNames, String tooLong) {
     this.maxRows = maxRows;
     this.keyNames = keyNames.isEmpty() ? new String[0] : keyNames.split("\u0000", -1);
     this.tooLong = tooLong;
     this.nfa = nfa;
     this.registers = registers;
+    this.skip = skip;
     long[] v = Arrays.stream(layout.trim().split("\\s+")).mapToLong(Long::parseLong).toArray();
     int i = 0;
     keys = (int) v[i++];
@@ -225,7 +229,7 @@ public final class MatchRecognizeFunction implements java.io.Serializable {
   /** The iterator of one task's output: the input's groups matched one after another. */
   private final class Matches implements Iterator<InternalRow> {
     private final Iterator<InternalRow> in;
-    private final PikeMatcher matcher = new PikeMatcher(nfa, registers);
+    private final PikeMatcher matcher = new PikeMatcher(nfa, registers, skip);
     private final DataType[] types;
     private final int[] kinds;               // per column: how value() and sameGroup() read it
     private final MutableProjection bitsOf;  // the DEFINEs' bits of a row; null when none is evaluated

@@ -5,7 +5,7 @@ import java.util.ArrayDeque;
 
 /**
  * The MATCH_RECOGNIZE matcher for row-local DEFINEs inside Spark's JVM: a Pike VM over one ordered
- * partition, fed a row at a time, for AFTER MATCH SKIP PAST LAST ROW.
+ * partition, fed a row at a time, for AFTER MATCH SKIP PAST LAST ROW and TO NEXT ROW.
  *
  * <p>It follows the semantics of cerql/exec/kernel/pike.py (its module docstring says why they
  * are right): threads in priority order (earlier start first, then preference order); at each
@@ -30,6 +30,14 @@ import java.util.ArrayDeque;
  * not the partition. The values FIRST and LAST report are kept once per row, for the rows from
  * the first undecided start on (a register holds a row's position): the span a caller already
  * bounds with {@link #undecidedFrom()}.
+ *
+ * <p>TO NEXT ROW (pike.py's module docstring says why): an ACCEPT cuts every thread after it in
+ * its round and no later start is begun; once a start's match is decided the search restarts at
+ * the row after that start, every thread dropped, since threads of later starts may have been
+ * dropped in favour of threads of the decided one. The rows from there on have already come, so
+ * the matcher keeps each row's DEFINE bits over the same span as the values (from the first
+ * undecided start on) and replays them: the work is the rows plus, per match, its length and how
+ * far its preferred threads looked past its end.
  *
  * <p>Why this shape (it runs once per row of the input): the closures follow walks precomputed
  * per state (no stack), a row is handed to the threads in the same pass that makes them, a
@@ -56,6 +64,11 @@ public final class PikeMatcher implements Serializable {
     public static final int COUNT = 2;
     public static final int CLASSIFIER = 3;
 
+    /** AFTER MATCH SKIP modes (cerql/mr_plan.py). */
+    public static final int PAST_LAST_ROW = 0;
+    public static final int TO_NEXT_ROW = 1;
+
+    private final int skip;        // PAST_LAST_ROW or TO_NEXT_ROW
     // the NFA
     private final int nStates;
     private final int nVars;
@@ -117,6 +130,7 @@ public final class PikeMatcher implements Serializable {
         long gen;                 // the current closure round
         long p;                   // the next row of the partition
         long cut;                 // in this round, threads after this point with a start below it are cut
+        long floor;               // no start row below this is begun (TO NEXT ROW: none after an ACCEPT)
         boolean open;             // begin() was called, end() not yet
         // start rows, by slot: the row, its live threads, its best match so far and its registers
         long[] slotStart = new long[0];
@@ -132,8 +146,10 @@ public final class PikeMatcher implements Serializable {
         final ArrayDeque<Object[]> done = new ArrayDeque<>();
         final long[] noNum;       // the registers of a new start: no row seen
         // the values of valueColumns of the rows from the first start row still undecided on
-        // (all a register can point to): row q's at (q & (kept - 1)) * valueColumns.length
+        // (all a register can point to): row q's at (q & (kept - 1)) * valueColumns.length;
+        // TO NEXT ROW, their DEFINE bits too, at keptBits[q & (kept - 1)] (what a restart replays)
         Object[] kept;
+        long[] keptBits;
         int keptRows = 16;
 
         Work(int nStates, int nNum, int nColumns) {
@@ -142,6 +158,7 @@ public final class PikeMatcher implements Serializable {
             next = new Threads(nStates, nNum);
             visited = new long[nStates];
             kept = new Object[keptRows * nColumns];
+            keptBits = new long[keptRows];
         }
     }
 
@@ -150,6 +167,19 @@ public final class PikeMatcher implements Serializable {
      * @param registers the registers, as its register_spec writes them
      */
     public PikeMatcher(String nfa, String registers) {
+        this(nfa, registers, PAST_LAST_ROW);
+    }
+
+    /**
+     * @param nfa       the NFA, as cerql/spark/mr_jvm_nfa.py's nfa_spec writes it
+     * @param registers the registers, as its register_spec writes them
+     * @param skip      AFTER MATCH SKIP: PAST_LAST_ROW or TO_NEXT_ROW
+     */
+    public PikeMatcher(String nfa, String registers, int skip) {
+        if (skip != PAST_LAST_ROW && skip != TO_NEXT_ROW) {
+            throw new IllegalArgumentException("AFTER MATCH SKIP mode " + skip + " is not matched here");
+        }
+        this.skip = skip;
         Tokens t = new Tokens(nfa);
         nStates = t.nextInt();
         nVars = t.nextInt();
@@ -309,17 +339,23 @@ public final class PikeMatcher implements Serializable {
         if (w == null) {
             w = new Work(nStates, nNum, valueColumns.length);
         }
-        w.stepped.n = 0;
         w.next.n = 0;
-        w.p = 0;
         w.cut = -1;
-        w.ringSize = 0;
-        w.ringHead = 0;
-        w.nFree = w.slotStart.length;
-        for (int i = 0; i < w.nFree; i++) {
-            w.free[i] = i;
-        }
+        restart(w, 0);
         w.open = true;
+    }
+
+    /** The search starts afresh at row {@code from}: no thread, no start row pending. */
+    private static void restart(Work k, long from) {
+        k.stepped.n = 0;
+        k.p = from;
+        k.floor = from;
+        k.ringSize = 0;
+        k.ringHead = 0;
+        k.nFree = k.slotStart.length;
+        for (int i = 0; i < k.nFree; i++) {
+            k.free[i] = i;
+        }
     }
 
     /**
@@ -330,12 +366,12 @@ public final class PikeMatcher implements Serializable {
      */
     public void row(long bits, Object[] values) {
         Work k = open();
-        if (valueColumns.length != 0) {
-            keep(k, values);
+        if (valueColumns.length != 0 || skip == TO_NEXT_ROW) {
+            keep(k, bits, values);
         }
         round(k, false, bits);
         k.p++;
-        decide(k);
+        settle(k, false);
     }
 
     /** The partition ended after the rows given ({@code $} holds after the last): every pending
@@ -343,7 +379,7 @@ public final class PikeMatcher implements Serializable {
     public void end() {
         Work k = open();
         round(k, true, 0L);  // no row: the threads that would wait for one die
-        decide(k);
+        settle(k, true);
         if (k.ringSize != 0) {
             throw new IllegalStateException("a start row is left undecided at the partition's end");
         }
@@ -375,9 +411,31 @@ public final class PikeMatcher implements Serializable {
         return w;
     }
 
+    /** The starts whose threads are all gone are decided ({@link #decide}); TO NEXT ROW, each
+     *  decided match restarts the search at the row after its start, which replays the rows come
+     *  since from their kept bits (and, once the partition has ended, its end). */
+    private void settle(Work k, boolean atEnd) {
+        long seen = k.p;
+        long resume = decide(k);
+        while (resume >= 0) {
+            restart(k, resume);
+            resume = -1;
+            while (resume < 0 && k.p < seen) {
+                round(k, false, k.keptBits[(int) (k.p & (k.keptRows - 1))]);
+                k.p++;
+                resume = decide(k);
+            }
+            if (resume < 0 && atEnd) {
+                round(k, true, 0L);
+                resume = decide(k);
+            }
+        }
+    }
+
     /** The epsilon closures at position p, in priority order: the threads that consumed row p - 1,
-     *  then, before a row, a new start at p. PAST LAST ROW always begins it (the kernel's floor
-     *  never rises past p here): a match found in this round ends at p, past its start. The
+     *  then, before a row, a new start at p unless an ACCEPT raised the floor (TO NEXT ROW; PAST
+     *  LAST ROW never raises it past p here: a match found in this round ends at p, past its
+     *  start). The
      *  CONSUME states reached take row p ({@code bits}) at once: those whose variable it satisfies
      *  become the next round's threads, in the same order, the others die where they are reached
      *  (one pass, no list of threads waiting for the row). */
@@ -396,7 +454,7 @@ public final class PikeMatcher implements Serializable {
             closure(k, out[outStart[st.state[i]]], slot, st.num, i * nNum, anchors, bits);
         }
         st.n = 0;
-        if (!atEnd) {
+        if (!atEnd && k.p >= k.floor) {
             int slot = newSlot(k, k.p);
             closure(k, startState, slot, k.noNum, 0, anchors, bits);
             if (k.slotCnt[slot] == 0 && k.slotEnd[slot] < 0) {
@@ -492,11 +550,18 @@ public final class PikeMatcher implements Serializable {
     /** A thread reached ACCEPT at position p: the best match of its start so far (the threads
      *  before it still alive are preferred, the ones after it are cut). PAST LAST ROW: the next
      *  search starts where it ends, so the threads after it of the starts before its end are cut
-     *  too (the ones before it are of its start or earlier ones). */
+     *  too (the ones before it are of its start or earlier ones). TO NEXT ROW: the search restarts
+     *  after a start once its match is decided, so the threads after it, of any start, and the
+     *  starts not begun yet, would only be run again: all are cut (pike.py, _accept). */
     private void accept(Work k, int slot, long[] num, int off) {
         long start = k.slotStart[slot];
         k.slotEnd[slot] = k.p;
         copy(num, off, k.slotNum, slot * nNum, nNum);
+        if (skip == TO_NEXT_ROW) {
+            k.cut = Long.MAX_VALUE;
+            k.floor = Long.MAX_VALUE;
+            return;
+        }
         long resume = k.p > start ? k.p : start + 1;
         if (resume > k.cut) {
             k.cut = resume;
@@ -526,8 +591,9 @@ public final class PikeMatcher implements Serializable {
     }
 
     /** Row p's values of valueColumns, kept while a register may point to it: from the first
-     *  undecided start row on (a thread's registers point into its rows, a start's past it). */
-    private void keep(Work k, Object[] values) {
+     *  undecided start row on (a thread's registers point into its rows, a start's past it); and,
+     *  TO NEXT ROW, its bits, which a restart after that start replays. */
+    private void keep(Work k, long bits, Object[] values) {
         int nColumns = valueColumns.length;
         long from = k.ringSize > 0 ? k.slotStart[k.ring[k.ringHead]] : k.p;
         if (k.p - from >= k.keptRows) {
@@ -536,25 +602,34 @@ public final class PikeMatcher implements Serializable {
                 rows *= 2;
             }
             Object[] bigger = new Object[rows * nColumns];
+            long[] biggerBits = new long[rows];
             for (long q = from; q < k.p; q++) {
-                System.arraycopy(k.kept, (int) (q & (k.keptRows - 1)) * nColumns, bigger, (int) (q & (rows - 1)) * nColumns, nColumns);
+                int at = (int) (q & (k.keptRows - 1));
+                int to = (int) (q & (rows - 1));
+                System.arraycopy(k.kept, at * nColumns, bigger, to * nColumns, nColumns);
+                biggerBits[to] = k.keptBits[at];
             }
             k.kept = bigger;
+            k.keptBits = biggerBits;
             k.keptRows = rows;
         }
-        int at = (int) (k.p & (k.keptRows - 1)) * nColumns;
+        int row = (int) (k.p & (k.keptRows - 1));
+        k.keptBits[row] = bits;
+        int at = row * nColumns;
         for (int c = 0; c < nColumns; c++) {
             k.kept[at + c] = values[valueColumns[c]];
         }
     }
 
     /** The start rows whose threads are all gone are decided, in order: a match is handed out,
-     *  and the starts inside it are skipped (PAST LAST ROW; after an empty match, the next row). */
-    private void decide(Work k) {
+     *  and the starts inside it are skipped (PAST LAST ROW; after an empty match, the next row).
+     *  TO NEXT ROW: after a match, the row where the search restarts (the row after its start);
+     *  else -1. */
+    private long decide(Work k) {
         while (k.ringSize > 0) {
             int slot = k.ring[k.ringHead];
             if (k.slotCnt[slot] != 0) {
-                return;
+                return -1;
             }
             ringPop(k);
             long s = k.slotStart[slot];
@@ -564,6 +639,9 @@ public final class PikeMatcher implements Serializable {
                 continue;
             }
             k.done.add(match(k, slot, s, e));
+            if (skip == TO_NEXT_ROW) {
+                return s + 1;  // every thread left is dropped (the module comment says why)
+            }
             long resume = e > s ? e : s + 1;
             while (k.ringSize > 0 && k.slotStart[k.ring[k.ringHead]] < resume) {
                 int x = ringPop(k);
@@ -573,6 +651,7 @@ public final class PikeMatcher implements Serializable {
                 k.free[k.nFree++] = x;
             }
         }
+        return -1;
     }
 
     private Object[] match(Work k, int slot, long s, long e) {
@@ -709,7 +788,13 @@ public final class PikeMatcher implements Serializable {
      * "partition start end reg0 reg1 ..." (partitions numbered from 0, null as "null").
      */
     public static String matchAll(String nfa, String registers, String bits, String partitionLengths) {
-        PikeMatcher m = new PikeMatcher(nfa, registers);
+        return matchAll(nfa, registers, bits, partitionLengths, PAST_LAST_ROW);
+    }
+
+    /** {@link #matchAll(String, String, String, String)} under AFTER MATCH SKIP {@code skip}
+     *  (PAST_LAST_ROW or TO_NEXT_ROW). */
+    public static String matchAll(String nfa, String registers, String bits, String partitionLengths, int skip) {
+        PikeMatcher m = new PikeMatcher(nfa, registers, skip);
         Tokens b = new Tokens(bits);
         Tokens lengths = new Tokens(partitionLengths);
         StringBuilder text = new StringBuilder();
