@@ -49,6 +49,18 @@ def local_records(frame: pd.DataFrame) -> list[dict]:
     return frame.to_dict("records")
 
 
+def with_jvm_matcher(spark, value: str, run):
+    """``run()`` with ``cerql.matchRecognize.jvm`` set to ``value`` ("true" or "false"; the
+    MATCH_RECOGNIZE path is chosen when a DataFrame is planned), the setting unset after."""
+    from cerql.spark.mr_jvm import JVM_CONF
+
+    spark.conf.set(JVM_CONF, value)
+    try:
+        return run()
+    finally:
+        spark.conf.unset(JVM_CONF)
+
+
 def raises_before_any_job(spark, query: str, error_class: str, column: int):
     """``spark.cer_sql(query)`` raises the CeqlError ``error_class`` at line 1, ``column``, with
     a caret and a hint, and Spark ran no job for it. Returns the error."""

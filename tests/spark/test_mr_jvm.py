@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import cerql
 from cerql.errors import CeqlError
 from cerql.spark.mr_jvm import JVM_CONF
-from tests.spark.compare import plain
+from tests.spark.compare import plain, with_jvm_matcher
 
 pytestmark = pytest.mark.spark
 
@@ -27,14 +27,6 @@ def _rows(df) -> list[tuple]:
 def _local(query: str, tables: dict) -> list[tuple]:
     table = cerql.run(query, tables, output="arrow")  # NULLs as NULLs, not pandas' NaN
     return sorted((tuple(plain(v) for v in r.values()) for r in table.to_pylist()), key=repr)
-
-
-def _with_conf(spark, value: str, run):
-    spark.conf.set(JVM_CONF, value)
-    try:
-        return run()
-    finally:
-        spark.conf.unset(JVM_CONF)
 
 
 def _data(seed: int, n: int = 40) -> pd.DataFrame:
@@ -62,7 +54,7 @@ def test_explain_says_the_jvm_matches(spark):
     # the result's own plan scans the matcher's rows; the rows it reads are shown, shuffled and sorted
     read = shown[shown.index("the sorted rows the Java matcher reads:"):]
     assert "Exchange hashpartitioning(k" in read and "Sort [k" in read and "__cerql_mr_ordinal" in read
-    off = _with_conf(spark, "false", lambda: cerql.explain(VSHAPE, spark, t=t))
+    off = with_jvm_matcher(spark, "false", lambda: cerql.explain(VSHAPE, spark, t=t))
     assert "MapInArrow" in off and f"not in the JVM: {JVM_CONF} is false" in off
 
 
@@ -95,7 +87,7 @@ def test_vshape_equals_local_and_the_python_path(spark, skip):
     query = VSHAPE.replace("PATTERN", skip + "PATTERN")
     assert "cerql's Java matcher" in cerql.explain(query, spark, t=t)
     jvm = cerql.cer_sql(spark, query, t=t)
-    python = _with_conf(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
+    python = with_jvm_matcher(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
     assert jvm.schema == python.schema
     assert _rows(jvm) == _rows(python) == _local(query, {"t": data})
     assert len(_rows(jvm)) > 10
@@ -110,7 +102,7 @@ def test_keys_null_nan_and_signed_zero_group_as_spark_groups(spark):
              "FIRST(x) AS f ONE ROW PER MATCH PATTERN (A+) DEFINE A AS x > 0)")
     got = _rows(cerql.cer_sql(spark, query, t=t))
     assert sorted(r[1:] for r in got) == [(1, 7), (2, 3), (2, 5), (3, 1)]
-    assert got == _with_conf(spark, "false", lambda: _rows(cerql.cer_sql(spark, query, t=t)))
+    assert got == with_jvm_matcher(spark, "false", lambda: _rows(cerql.cer_sql(spark, query, t=t)))
 
 
 def test_spark_only_functions_in_defines_and_next(spark):
@@ -120,7 +112,7 @@ def test_spark_only_functions_in_defines_and_next(spark):
              "DEFINE A AS soundex(s) = 'P000', B AS NEXT(y, 2) > y OR PREV(s, 3) = 'q', C AS y < NEXT(y))")
     t = spark.createDataFrame(data)
     assert "cerql's Java matcher" in cerql.explain(query, spark, t=t)
-    python = _with_conf(spark, "false", lambda: _rows(cerql.cer_sql(spark, query, t=t)))
+    python = with_jvm_matcher(spark, "false", lambda: _rows(cerql.cer_sql(spark, query, t=t)))
     assert _rows(cerql.cer_sql(spark, query, t=t)) == python
     assert python
 
@@ -131,7 +123,7 @@ def test_a_define_that_is_not_boolean_is_the_same_error(spark):
     with pytest.raises(CeqlError) as jvm:
         cerql.cer_sql(spark, query, t=t)
     with pytest.raises(CeqlError) as python:
-        _with_conf(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
+        with_jvm_matcher(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
     assert jvm.value.error_class == python.value.error_class == "MATCH_RECOGNIZE_DEFINE_NOT_BOOLEAN"
     assert jvm.value.column == python.value.column
 
@@ -151,7 +143,7 @@ def test_errors_are_the_python_paths_and_come_before_any_job(spark, change, erro
         cerql.cer_sql(spark, query, t=t)
     assert set(tracker.getJobIdsForGroup(None)) == jobs
     with pytest.raises(CeqlError) as python:
-        _with_conf(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
+        with_jvm_matcher(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
     assert (jvm.value.error_class, jvm.value.line, jvm.value.column) == \
         (python.value.error_class, python.value.line, python.value.column)
     assert (jvm.value.error_class, jvm.value.column) == (error_class, query.index(at) + 1)
@@ -211,7 +203,7 @@ def test_keys_and_values_of_many_types(spark):
     for q in cases:
         jvm = cerql.cer_sql(spark, q, t=t)
         assert "cerql's Java matcher" in cerql.explain(q, spark, t=t)
-        python = _with_conf(spark, "false", lambda: cerql.cer_sql(spark, q, t=t))
+        python = with_jvm_matcher(spark, "false", lambda: cerql.cer_sql(spark, q, t=t))
         assert jvm.schema == python.schema
         assert _rows(jvm) == _rows(python), q
         assert len(_rows(jvm)) > 5
@@ -267,5 +259,5 @@ def test_random_queries_equal_local(spark, pattern, defines, defined, measures, 
     assert "cerql's Java matcher" in cerql.explain(query, spark, t=t)
     jvm = cerql.cer_sql(spark, query, t=t)
     assert _rows(jvm) == _local(query, {"t": data})
-    python = _with_conf(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
+    python = with_jvm_matcher(spark, "false", lambda: cerql.cer_sql(spark, query, t=t))
     assert jvm.schema == python.schema

@@ -87,11 +87,14 @@ def _variables(pattern, n_vars):
 
 
 # ----------------------------------------------------------------------------- differential
+@pytest.mark.parametrize("skip", [PAST_LAST_ROW, TO_NEXT_ROW])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pattern=patterns(NAMES), n_vars=st.integers(1, 3),
        partitions=st.lists(st.lists(st.integers(0, 7), max_size=12), min_size=1, max_size=5),
        masks=st.lists(st.integers(0, 7), min_size=1, max_size=3))
-def test_jvm_matcher_agrees_with_the_kernel(match_all, pattern, n_vars, partitions, masks):
+def test_jvm_matcher_agrees_with_the_kernel(match_all, skip, pattern, n_vars, partitions, masks):
+    """Both modes the JVM takes; TO NEXT ROW has overlapping matches, the search restarted (and
+    the rows replayed) after each."""
     if depth(pattern) > 4:
         return
     variables = _variables(pattern, n_vars)
@@ -99,23 +102,7 @@ def test_jvm_matcher_agrees_with_the_kernel(match_all, pattern, n_vars, partitio
     full = (1 << len(variables)) - 1
     partitions = [[b & full for b in part] for part in partitions]
     registers = all_registers([m & full for m in masks])
-    assert match_all(nfa, registers, partitions) == expected(nfa, registers, partitions)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pattern=patterns(NAMES), n_vars=st.integers(1, 3),
-       partitions=st.lists(st.lists(st.integers(0, 7), max_size=12), min_size=1, max_size=5),
-       masks=st.lists(st.integers(0, 7), min_size=1, max_size=3))
-def test_jvm_matcher_agrees_with_the_kernel_to_next_row(match_all, pattern, n_vars, partitions, masks):
-    # TO NEXT ROW: overlapping matches, the search restarted (and the rows replayed) after each
-    if depth(pattern) > 4:
-        return
-    variables = _variables(pattern, n_vars)
-    nfa = compile_pattern(pattern, variables)
-    full = (1 << len(variables)) - 1
-    partitions = [[b & full for b in part] for part in partitions]
-    registers = all_registers([m & full for m in masks])
-    assert match_all(nfa, registers, partitions, TO_NEXT_ROW) == expected(nfa, registers, partitions, TO_NEXT_ROW)
+    assert match_all(nfa, registers, partitions, skip) == expected(nfa, registers, partitions, skip)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

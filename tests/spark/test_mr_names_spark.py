@@ -13,8 +13,7 @@ import cerql
 from cerql.errors import CeqlError
 from cerql.planner import front
 from cerql.spark import mr_jvm
-from cerql.spark.mr_jvm import JVM_CONF
-from tests.spark.compare import plain
+from tests.spark.compare import plain, with_jvm_matcher
 
 pytestmark = pytest.mark.spark
 
@@ -47,12 +46,8 @@ def _rows(columns, rows) -> tuple[list, list]:
 
 
 def _on_spark(spark, query: str, frame, jvm: str):
-    spark.conf.set(JVM_CONF, jvm)
-    try:
-        result = cerql.cer_sql(spark, query, t=frame)
-        return _rows(result.columns, result.collect())
-    finally:
-        spark.conf.unset(JVM_CONF)
+    result = with_jvm_matcher(spark, jvm, lambda: cerql.cer_sql(spark, query, t=frame))
+    return _rows(result.columns, result.collect())
 
 
 @pytest.mark.parametrize("query", QUERIES)

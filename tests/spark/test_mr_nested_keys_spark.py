@@ -17,8 +17,7 @@ import pytest
 import cerql
 from cerql.planner import front
 from cerql.spark import mr_jvm
-from cerql.spark.mr_jvm import JVM_CONF
-from tests.spark.compare import plain
+from tests.spark.compare import plain, with_jvm_matcher
 
 pytestmark = pytest.mark.spark
 
@@ -81,12 +80,8 @@ def _rows(columns, rows) -> tuple[list, str]:
 
 
 def _on_spark(spark, query: str, frame, jvm: str):
-    spark.conf.set(JVM_CONF, jvm)
-    try:
-        result = cerql.cer_sql(spark, query, t=frame)
-        return _rows(result.columns, result.collect())
-    finally:
-        spark.conf.unset(JVM_CONF)
+    result = with_jvm_matcher(spark, jvm, lambda: cerql.cer_sql(spark, query, t=frame))
+    return _rows(result.columns, result.collect())
 
 
 def _local(query: str, data) -> tuple[list, str]:
