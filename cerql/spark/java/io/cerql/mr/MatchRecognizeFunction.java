@@ -18,6 +18,7 @@ import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.sql.catalyst.expressions.MutableProjection;
 import org.apache.spark.sql.catalyst.expressions.MutableProjection$;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.SpecializedGetters;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.optimizer.ReplaceExpressions$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -33,7 +34,6 @@ import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.types.TimestampType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.unsafe.types.UTF8String;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -170,7 +170,6 @@ public final class MatchRecognizeFunction implements java.io.Serializable {
   static String pythonRepr(Object value) {
     if (value == null) return "None";
     if (value instanceof Boolean) return (Boolean) value ? "True" : "False";
-    if (value instanceof UTF8String) value = value.toString();
     if (value instanceof String) {
       return "'" + ((String) value).replace("\\", "\\\\").replace("'", "\\'") + "'";
     }
@@ -203,8 +202,7 @@ public final class MatchRecognizeFunction implements java.io.Serializable {
       StructField[] fields = ((StructType) type).fields();
       InternalRow x = (InternalRow) a, y = (InternalRow) b;
       for (int i = 0; i < fields.length; i++) {
-        DataType t = fields[i].dataType();
-        if (!sameKey(x.isNullAt(i) ? null : x.get(i, t), y.isNullAt(i) ? null : y.get(i, t), t)) return false;
+        if (!sameAt(x, y, i, fields[i].dataType())) return false;
       }
       return true;
     }
@@ -213,17 +211,19 @@ public final class MatchRecognizeFunction implements java.io.Serializable {
       ArrayData x = (ArrayData) a, y = (ArrayData) b;
       if (x.numElements() != y.numElements()) return false;
       for (int i = 0; i < x.numElements(); i++) {
-        if (!sameKey(x.isNullAt(i) ? null : x.get(i, t), y.isNullAt(i) ? null : y.get(i, t), t)) return false;
+        if (!sameAt(x, y, i, t)) return false;
       }
       return true;
     }
     if (a instanceof Double && b instanceof Double) return sameDouble((Double) a, (Double) b);
-    if (a instanceof Float && b instanceof Float) {
-      float x = (Float) a, y = (Float) b;
-      return x == y || (x != x && y != y);
-    }
+    if (a instanceof Float && b instanceof Float) return sameDouble((Float) a, (Float) b);
     if (a instanceof byte[] && b instanceof byte[]) return Arrays.equals((byte[]) a, (byte[]) b);
     return a.equals(b);
+  }
+
+  /** Field or element i of two structs or arrays, of type {@code type}, equal as {@link #sameKey}. */
+  private static boolean sameAt(SpecializedGetters x, SpecializedGetters y, int i, DataType type) {
+    return sameKey(x.isNullAt(i) ? null : x.get(i, type), y.isNullAt(i) ? null : y.get(i, type), type);
   }
 
   /** The iterator of one task's output: the input's groups matched one after another. */
